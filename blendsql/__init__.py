@@ -1,0 +1,22 @@
+"""blendsql: SQLite SQL with language-model ingredients; one query is the whole plan."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from blendsql.errors import BlendSQLError
+from blendsql.smoothie import Meta, Smoothie, TraceStep
+
+__version__ = "0.2.0"
+__all__ = ["BlendSQL", "BlendSQLError", "Meta", "Smoothie", "TraceStep", "__version__"]
+
+if TYPE_CHECKING:
+    from blendsql.blend import BlendSQL
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BlendSQL":
+        from blendsql.blend import BlendSQL
+
+        return BlendSQL
+    raise AttributeError(name)

@@ -1,0 +1,82 @@
+"""AST node for an ingredient call, living inside sqlglot's tree.
+
+The whole query is one sqlglot (SQLite dialect) expression; each
+``{{Name(args)}}`` / ``<<Name(args)>>`` is an :class:`IngredientCall` node in
+it, so ordinary sqlglot traversal (``find_all``, ``transform``) sees calls
+wherever SQL allows an expression.
+
+Arguments:
+- ``this``: the name as written (an ``exp.Identifier``);
+- ``expressions``: positional arguments, each a sqlglot expression
+  (``exp.Literal``, ``exp.Column``, ``exp.Subquery``, ``exp.Tuple``,
+  ``exp.DPipe`` for ``||``, ``exp.Placeholder`` for ``?``, nested calls...);
+- ``kwargs``: keyword arguments as a list of ``exp.PropertyEQ(this=Identifier, expression=...)``.
+
+A paper-style column reference ``'t::c'`` is parsed into ``exp.Column(table=t,
+this=c)`` with ``meta["quoted_form"] = True`` so it renders back as written.
+Node meta: ``brace`` (``"{{"`` or ``"<<"``), ``call_id`` (unique per parse,
+in text order), ``join_form`` (True for ``JOIN {{LLMJoin(left_on=.., right_on=..)}}``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.dialects.sqlite import SQLite
+
+
+class IngredientCall(exp.Expression, exp.Func):
+    """``{{Name(arg, ..., key=value)}}`` as a node of the query AST."""
+
+    arg_types = {"this": True, "expressions": False, "kwargs": False}
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return str(self.this.name)
+
+    @property
+    def key_name(self) -> str:
+        """Lower-cased name, the registry key."""
+        return self.name.lower()
+
+    @property
+    def call_args(self) -> list[exp.Expression]:
+        return list(self.expressions or [])
+
+    @property
+    def call_kwargs(self) -> dict[str, exp.Expression]:
+        return {kw.this.name: kw.expression for kw in self.args.get("kwargs") or []}
+
+    @property
+    def brace(self) -> str:
+        return str(self.meta.get("brace", "{{"))
+
+    @property
+    def call_id(self) -> int:
+        return int(self.meta.get("call_id", -1))
+
+
+def _arg_sql(gen: Any, e: exp.Expression) -> str:
+    if isinstance(e, exp.Column) and e.meta.get("quoted_form"):
+        return "'" + ".".join(p.name for p in e.parts[:-1]) + "::" + e.name + "'"
+    return str(gen.sql(e))
+
+
+def _ingredient_sql(gen: Any, e: IngredientCall) -> str:
+    parts = [_arg_sql(gen, a) for a in e.call_args]
+    parts += [f"{k}={_arg_sql(gen, v)}" for k, v in e.call_kwargs.items()]
+    open_, close = ("<<", ">>") if e.brace == "<<" else ("{{", "}}")
+    return f"{open_}{e.name}({', '.join(parts)}){close}"
+
+
+class BlendSQLDialect(SQLite):
+    """SQLite, plus rendering of ingredient calls back to BlendSQL text."""
+
+    class Generator(SQLite.Generator):
+        TRANSFORMS = {**SQLite.Generator.TRANSFORMS, IngredientCall: _ingredient_sql}
+
+
+def to_blendsql(tree: exp.Expression, pretty: bool = False) -> str:
+    """Render an AST (with ingredient calls) back to BlendSQL text."""
+    return str(tree.sql(dialect=BlendSQLDialect, pretty=pretty))

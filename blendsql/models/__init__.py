@@ -1,0 +1,22 @@
+"""Model backends behind one contract (see ``base.Model``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from blendsql.models.base import FunctionModel, Model, Request, Response, Usage
+
+__all__ = ["FunctionModel", "LlamaCpp", "Model", "OpenAI", "Request", "Response", "Usage"]
+
+
+def __getattr__(name: str) -> Any:
+    # heavy backends import lazily so `import blendsql` stays fast
+    if name == "LlamaCpp":
+        from blendsql.models.llamacpp import LlamaCpp
+
+        return LlamaCpp
+    if name == "OpenAI":
+        from blendsql.models.openai_compat import OpenAI
+
+        return OpenAI
+    raise AttributeError(name)
