@@ -166,6 +166,26 @@ class ListOf(Constraint):
         return f"a list of {self.item.describe()}"
 
 
+@dataclass(frozen=True)
+class Grammar(Constraint):
+    """Text in the language of a GBNF grammar (e.g. the NL parser's BlendSQL subset).
+
+    Backends without grammar support validate nothing here; the caller checks
+    the text itself (the parser parses the program with the BlendSQL grammar).
+    """
+
+    gbnf: str = ""
+    label: str = "grammar"
+
+    def describe(self) -> str:
+        return f"text in the {self.label} grammar"
+
+    def key(self) -> str:
+        import hashlib
+
+        return f"Grammar:{self.label}:{hashlib.sha256(self.gbnf.encode()).hexdigest()[:16]}"
+
+
 def constraint_from_return_type(name: str) -> Constraint:
     """Map a query's ``return_type='int'`` (etc.) to a constraint."""
     table: dict[str, Constraint] = {
