@@ -64,7 +64,17 @@ def _arg_sql(gen: Any, e: exp.Expression) -> str:
 
 
 def _ingredient_sql(gen: Any, e: IngredientCall) -> str:
-    parts = [_arg_sql(gen, a) for a in e.call_args]
+    args = e.call_args
+    parts = [_arg_sql(gen, a) for a in args]
+    # join form: left/right sides may have been written as left_on= / right_on=
+    keys = e.meta.get("join_keys") if e.meta.get("join_form") else None
+    if keys:
+        for i, key in enumerate(keys[: len(parts)]):
+            if key:
+                parts[i] = f"{key}={parts[i]}"
+        # keep positional arguments ahead of keyword ones
+        named = [i < len(keys) and bool(keys[i]) for i in range(len(parts))]
+        parts = [p for p, n in zip(parts, named, strict=True) if not n] + [p for p, n in zip(parts, named, strict=True) if n]
     parts += [f"{k}={_arg_sql(gen, v)}" for k, v in e.call_kwargs.items()]
     open_, close = ("<<", ">>") if e.brace == "<<" else ("{{", "}}")
     return f"{open_}{e.name}({', '.join(parts)}){close}"
@@ -73,8 +83,20 @@ def _ingredient_sql(gen: Any, e: IngredientCall) -> str:
 class BlendSQLDialect(SQLite):
     """SQLite, plus rendering of ingredient calls back to BlendSQL text."""
 
-    class Generator(SQLite.Generator):
+    class Generator(SQLite.Generator):  # type: ignore[misc,valid-type]
         TRANSFORMS = {**SQLite.Generator.TRANSFORMS, IngredientCall: _ingredient_sql}
+
+        def join_sql(self, expression: exp.Join) -> str:
+            """The paper's ``JOIN {{LLMJoin(left_on=.., right_on=..)}}`` renders as written."""
+            on = expression.args.get("on")
+            if not (isinstance(on, IngredientCall) and on.meta.get("join_form")):
+                return str(super().join_sql(expression))
+            ops = [
+                str(expression.args.get(k) or "").upper()
+                for k in ("method", "side", "kind")
+            ]
+            op_sql = " ".join([o for o in ops if o] + ["JOIN"])
+            return f"{self.seg(op_sql)} {_ingredient_sql(self, on)}"
 
 
 def to_blendsql(tree: exp.Expression, pretty: bool = False) -> str:

@@ -1,0 +1,536 @@
+"""``parse(text, registry)``: BlendSQL text -> one sqlglot AST with ingredient nodes.
+
+Steps (none of them rewrites SQL meaning with regular expressions):
+
+1. the pyparsing scanner (:mod:`blendsql.grammar.scanner`) finds ingredient
+   blocks, ``?`` parameters and statement separators, skipping strings,
+   quoted identifiers and comments;
+2. each block is *spliced* into the text as a call of a reserved placeholder
+   function ``__bsql_ing<k>(arg, ...)`` (its arguments copied verbatim, nested
+   blocks spliced recursively), each ``?`` as a reserved named parameter;
+   a segment map remembers where every spliced character came from so that
+   sqlglot's errors point into the ORIGINAL text;
+3. sqlglot parses the spliced text once (SQLite dialect);
+4. placeholder functions become :class:`IngredientCall` nodes (keywords,
+   quoted ``'t::c'`` column references and one-element tuples restored), the
+   paper's ``JOIN {{LLMJoin(left_on=.., right_on=..)}}`` becomes
+   ``JOIN t2 ON <call>`` with ``meta["join_form"] = True``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError as SqlglotParseError
+from sqlglot.errors import SqlglotError, TokenError
+
+from blendsql.errors import BlendSQLError, ParseError
+from blendsql.grammar.nodes import IngredientCall
+from blendsql.grammar.scanner import Arg, Block, Param, Semi, Text, scanner_for
+from blendsql.ingredients.base import IngredientRegistry
+
+_ING = "__bsql_ing"
+_JOIN_TABLE = "__bsql_jointable"
+_QPARAM = "__bsqlq"
+_ING_RE = re.compile(rf"{_ING}(\d+)$", re.IGNORECASE)
+_JT_RE = re.compile(rf"{_JOIN_TABLE}(\d+)$", re.IGNORECASE)
+_Q_RE = re.compile(rf"{_QPARAM}(\d+)$", re.IGNORECASE)
+# 'table::column' or 'db.table::column' (paper's quoted column reference)
+_QUOTED_COL_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)::([^:]+)$")
+_LITERALISH = (exp.Literal, exp.Boolean, exp.Null, exp.Neg, exp.Placeholder)
+_JOIN_KEYS = ("left_on", "right_on")
+
+
+@dataclass
+class _Splice:
+    """Spliced text plus a map from spliced offsets back to original offsets."""
+
+    original: str
+    parts: list[str] = field(default_factory=list)
+    new_starts: list[int] = field(default_factory=list)
+    segs: list[tuple[int, int, bool]] = field(default_factory=list)  # (orig_start, len, exact)
+    size: int = 0
+
+    def copy(self, start: int, end: int) -> None:
+        """Copy ``original[start:end]`` verbatim (positions map one to one)."""
+        if end > start:
+            self._add(self.original[start:end], start, exact=True)
+
+    def emit(self, text: str, orig_pos: int) -> None:
+        """Emit generated text; every character of it maps to ``orig_pos``."""
+        self._add(text, orig_pos, exact=False)
+
+    def _add(self, text: str, orig: int, exact: bool) -> None:
+        self.parts.append(text)
+        self.new_starts.append(self.size)
+        self.segs.append((orig, len(text), exact))
+        self.size += len(text)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def to_original(self, pos: int) -> int:
+        """Original offset of spliced offset ``pos`` (generated text -> its origin)."""
+        if not self.new_starts:
+            return 0
+        i = max(0, bisect.bisect_right(self.new_starts, pos) - 1)
+        orig, length, exact = self.segs[i]
+        if exact:
+            return orig + min(pos - self.new_starts[i], length)
+        return orig
+
+
+@dataclass
+class _Ctx:
+    """Per-parse state: original text, block/param numbering, join-form calls."""
+
+    text: str
+    registry: IngredientRegistry
+    block_ids: dict[int, int] = field(default_factory=dict)  # block.start -> call id
+    blocks: dict[int, Block] = field(default_factory=dict)  # call id -> block
+    param_ids: dict[int, int] = field(default_factory=dict)  # param.pos -> index
+    join_form: set[int] = field(default_factory=set)
+
+
+def parse(text: str, registry: IngredientRegistry) -> exp.Expression:
+    """Parse BlendSQL ``text`` into one sqlglot expression with :class:`IngredientCall` nodes.
+
+    Raises :class:`blendsql.errors.ParseError` (never another exception type)
+    with the 1-based line/column in ``text``, the source line, a caret and a hint.
+    """
+    try:
+        return _parse(text, registry)
+    except BlendSQLError:
+        raise
+    except RecursionError:
+        raise ParseError(
+            "query nests too deeply to parse", text=text, position=0,
+            hint="reduce the nesting of parentheses / ingredient calls",
+        ) from None
+    except Exception as err:  # defensive: never leak an internal exception type
+        raise ParseError(
+            f"could not parse the query ({type(err).__name__}: {err})", text=text, position=0,
+            hint="please report this query; it should have produced a clearer error",
+        ) from None
+
+
+def _parse(text: str, registry: IngredientRegistry) -> exp.Expression:
+    if not isinstance(text, str):
+        raise ParseError(f"a query must be a string, not {type(text).__name__}")
+    tokens = scanner_for(registry.names()).scan(text)
+    _check_single_statement(text, tokens)
+    ctx = _Ctx(text, registry)
+    _number(ctx, tokens)
+    splice = _Splice(text)
+    _splice_top(ctx, splice, tokens)
+    tree = _sqlglot_parse(ctx, splice)
+    _restore_params(ctx, tree)
+    _restore_calls(ctx, splice, tree)
+    return tree
+
+
+# --------------------------------------------------------------------- scanning
+
+
+def _check_single_statement(text: str, tokens: list[Block | Param | Semi | Text]) -> None:
+    """One statement per query: a ``;`` may only be followed by blanks/comments."""
+    seen_semi: Semi | None = None
+    significant = False
+    for tok in tokens:
+        if isinstance(tok, Semi):
+            if not significant:
+                raise ParseError(
+                    "empty statement before ';'", text=text, position=tok.pos,
+                    hint="remove the ';' (a query is one SQL statement)",
+                )
+            seen_semi = seen_semi or tok
+            continue
+        if isinstance(tok, Text) and (tok.kind == "comment" or not tok.text.strip()):
+            continue
+        if seen_semi is not None:
+            pos = tok.pos if not isinstance(tok, Block) else tok.start
+            raise ParseError(
+                "only one SQL statement per query", text=text, position=pos,
+                hint="split the text at ';' and run each statement separately",
+            )
+        significant = True
+    if not significant:
+        raise ParseError(
+            "empty query", text=text, position=len(text),
+            hint="write a SELECT statement, e.g. SELECT * FROM t WHERE {{LLMMap('q', t.c)}} = TRUE",
+        )
+
+
+def _walk(items: list[Block | Param | Semi | Text]) -> list[Block | Param]:
+    """All blocks and parameters, nested ones included."""
+    out: list[Block | Param] = []
+    for it in items:
+        if isinstance(it, Param):
+            out.append(it)
+        elif isinstance(it, Block):
+            out.append(it)
+            for arg in it.args:
+                out.extend(_walk(list(arg.items)))
+    return out
+
+
+def _number(ctx: _Ctx, tokens: list[Block | Param | Semi | Text]) -> None:
+    """Call ids and ``?`` numbers in text order (nested ones included)."""
+    found = _walk(tokens)
+    blocks = sorted((b for b in found if isinstance(b, Block)), key=lambda b: b.start)
+    params = sorted(p.pos for p in found if isinstance(p, Param))
+    for i, b in enumerate(blocks):
+        ctx.block_ids[b.start] = i
+        ctx.blocks[i] = b
+    for i, pos in enumerate(params):
+        ctx.param_ids[pos] = i
+    for i, tok in enumerate(tokens):
+        if isinstance(tok, Block) and _after_join(tokens, i):
+            ctx.join_form.add(ctx.block_ids[tok.start])
+
+
+def _after_join(tokens: list[Block | Param | Semi | Text], i: int) -> bool:
+    """True when the previous significant lexeme is the keyword JOIN."""
+    for tok in reversed(tokens[:i]):
+        if isinstance(tok, Text) and (tok.kind == "comment" or not tok.text.strip()):
+            continue
+        if isinstance(tok, Text) and tok.kind == "other":
+            words = tok.text.split()
+            return bool(words) and words[-1].upper() == "JOIN"
+        return False
+    return False
+
+
+# --------------------------------------------------------------------- splicing
+
+
+def _splice_top(ctx: _Ctx, sp: _Splice, tokens: list[Block | Param | Semi | Text]) -> None:
+    pos = 0
+    for tok in tokens:
+        if isinstance(tok, Block):
+            sp.copy(pos, tok.start)
+            _splice_block(ctx, sp, tok)
+            pos = tok.end
+        elif isinstance(tok, Param):
+            sp.copy(pos, tok.pos)
+            sp.emit(f" :{_QPARAM}{ctx.param_ids[tok.pos]} ", tok.pos)
+            pos = tok.pos + 1
+    sp.copy(pos, len(ctx.text))
+
+
+def _splice_span(ctx: _Ctx, sp: _Splice, start: int, end: int, items: list[Block | Param]) -> None:
+    pos = start
+    for it in sorted(items, key=lambda x: x.pos if isinstance(x, Param) else x.start):
+        if isinstance(it, Param):
+            sp.copy(pos, it.pos)
+            sp.emit(f" :{_QPARAM}{ctx.param_ids[it.pos]} ", it.pos)
+            pos = it.pos + 1
+        else:
+            sp.copy(pos, it.start)
+            _splice_block(ctx, sp, it)
+            pos = it.end
+    sp.copy(pos, end)
+
+
+def _splice_block(ctx: _Ctx, sp: _Splice, b: Block) -> None:
+    """Emit ``__bsql_ing<k>(args)`` (or ``<table> ON __bsql_ing<k>(..)`` for the join form)."""
+    cid = ctx.block_ids[b.start]
+    if cid in ctx.join_form:
+        sp.emit(f" {_JOIN_TABLE}{cid} ON", b.start)
+    sp.emit(f" {_ING}{cid}(", b.start)
+    for i, arg in enumerate(b.args):
+        _check_arg_text(ctx, b, arg)
+        if i:
+            sp.emit(", ", arg.start)
+        _splice_span(ctx, sp, arg.value_start, arg.end, arg.items)
+    sp.emit(") ", b.end - 1)
+
+
+def _check_arg_text(ctx: _Ctx, b: Block, arg: Arg) -> None:
+    """Empty arguments and keywords without values are reported before sqlglot sees them."""
+    value = ctx.text[arg.value_start:arg.end]
+    if value.strip():
+        return
+    if arg.keyword is not None:
+        raise ParseError(
+            f"keyword {arg.keyword}= has no value in {b.name}(...)", text=ctx.text,
+            position=arg.keyword_pos,
+            hint=f"write {arg.keyword}=<value>, e.g. {arg.keyword}='t::col'",
+        )
+    raise ParseError(
+        f"empty argument in {b.name}(...)", text=ctx.text, position=_skip_ws(ctx.text, arg.start),
+        hint="remove the extra ',' or put a value there",
+    )
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+# ---------------------------------------------------------------------- sqlglot
+
+
+def _sqlglot_parse(ctx: _Ctx, sp: _Splice) -> exp.Expression:
+    spliced = sp.text
+    try:
+        trees = [t for t in sqlglot.parse(spliced, read="sqlite") if t is not None]
+    except SqlglotParseError as err:
+        raise _map_sqlglot_error(ctx, sp, err) from None
+    except TokenError as err:
+        raise _map_token_error(ctx, sp, err) from None
+    except SqlglotError as err:
+        raise ParseError(
+            f"invalid SQL: {_clean(str(err))}", text=ctx.text, position=0,
+            hint="check the SQL syntax (SQLite dialect)",
+        ) from None
+    if len(trees) != 1:
+        raise ParseError(
+            "expected exactly one SQL statement", text=ctx.text, position=0,
+            hint="a query is one SELECT (or other) statement",
+        )
+    tree = trees[0]
+    if not isinstance(tree, exp.Expression):
+        raise ParseError("expected a SQL statement", text=ctx.text, position=0)
+    return tree
+
+
+def _clean(msg: str) -> str:
+    """Hide the reserved placeholder names in messages shown to users."""
+    msg = re.sub(rf"{_ING}\d+", "<ingredient call>", msg, flags=re.IGNORECASE)
+    msg = re.sub(rf"{_JOIN_TABLE}\d+", "<join table>", msg, flags=re.IGNORECASE)
+    return re.sub(rf":?{_QPARAM}\d+", "?", msg, flags=re.IGNORECASE)
+
+
+def _offset(text: str, line: int, col: int) -> int:
+    """0-based offset of 1-based (line, col) in ``text``."""
+    pos = 0
+    for _ in range(max(line, 1) - 1):
+        nxt = text.find("\n", pos)
+        if nxt < 0:
+            break
+        pos = nxt + 1
+    return min(pos + max(col, 1) - 1, len(text))
+
+
+def _map_sqlglot_error(ctx: _Ctx, sp: _Splice, err: SqlglotParseError) -> ParseError:
+    info = err.errors[0] if err.errors else {}
+    desc = _clean(str(info.get("description") or err))
+    line, col = info.get("line"), info.get("col")
+    if isinstance(line, int) and isinstance(col, int):
+        end = _offset(sp.text, line, col)
+        highlight = str(info.get("highlight") or "")
+        start = max(0, end - max(len(highlight), 1) + 1)
+        position = sp.to_original(start)
+    else:
+        position = 0
+    return ParseError(
+        f"invalid SQL: {desc}", text=ctx.text, position=position, hint=_sql_hint(ctx, position),
+    )
+
+
+def _map_token_error(ctx: _Ctx, sp: _Splice, err: TokenError) -> ParseError:
+    msg = str(err)
+    m = re.search(r"Error tokenizing '(.*)'", msg, flags=re.DOTALL)
+    position = 0
+    if m:
+        where = sp.text.find(m.group(1))
+        if where >= 0:
+            position = sp.to_original(where + len(m.group(1)) - 1)
+    return ParseError(
+        "invalid SQL: could not tokenize the query", text=ctx.text, position=position,
+        hint="check quotes and special characters near here (SQLite syntax)",
+    )
+
+
+def _sql_hint(ctx: _Ctx, position: int) -> str:
+    """A hint for a SQL error; names the ingredient when '<<Name(' was read as a shift."""
+    names = ctx.registry.names()
+    for m in re.finditer(r"<<\s*([A-Za-z_]\w*)\s*\(", ctx.text):
+        if m.group(1) not in ctx.registry and names:
+            from rapidfuzz import fuzz, process
+
+            near = process.extractOne(m.group(1), names, scorer=fuzz.ratio)
+            if near:
+                return (
+                    f"'<<{m.group(1)}(' is read as a shift operator because {m.group(1)!r} is not "
+                    f"a registered ingredient; did you mean {near[0]!r}?"
+                )
+    return "check the SQL near here (SQLite syntax; ingredient calls are {{Name(args)}})"
+
+
+# ----------------------------------------------------------------- restoration
+
+
+def _restore_params(ctx: _Ctx, tree: exp.Expression) -> None:
+    """``?`` -> ``Placeholder(this='p<k>')``; a user ``:p<k>`` may not clash with them."""
+    generated = {f"p{i}" for i in range(len(ctx.param_ids))}
+    for ph in list(tree.find_all(exp.Placeholder)):
+        name = ph.name
+        m = _Q_RE.match(name)
+        if m:
+            ph.replace(exp.Placeholder(this=f"p{m.group(1)}"))
+        elif name in generated:
+            raise ParseError(
+                f"named parameter :{name} clashes with the name given to a '?' parameter",
+                text=ctx.text, position=max(ctx.text.find(":" + name), 0),
+                hint="use either '?' parameters or named ':x' parameters not called p0, p1, ...",
+            )
+
+
+def _restore_calls(ctx: _Ctx, sp: _Splice, tree: exp.Expression) -> None:
+    """Placeholder functions -> :class:`IngredientCall`, innermost first."""
+    found: dict[int, exp.Anonymous] = {}
+    for node in tree.find_all(exp.Anonymous):
+        m = _ING_RE.match(str(node.this))
+        if m:
+            found[int(m.group(1))] = node
+    missing = set(ctx.blocks) - set(found)
+    if missing:
+        b = ctx.blocks[min(missing)]
+        raise ParseError(
+            f"{b.name}(...) cannot stand here", text=ctx.text, position=b.start,
+            hint="an ingredient call stands where SQL allows an expression",
+        )
+    for cid in sorted(found, reverse=True):
+        call = _make_call(ctx, cid, list(found[cid].expressions))
+        found[cid].replace(call)
+        if cid in ctx.join_form:
+            _fix_join_table(ctx, cid, call, tree)
+
+
+def _make_call(ctx: _Ctx, cid: int, values: list[exp.Expression]) -> IngredientCall:
+    b = ctx.blocks[cid]
+    if len(values) != len(b.args):
+        raise ParseError(
+            f"could not split the arguments of {b.name}(...)", text=ctx.text, position=b.start,
+            hint="separate arguments with ',' and parenthesise subqueries",
+        )
+    positional: list[exp.Expression] = []
+    keywords: dict[str, exp.Expression] = {}
+    for arg, value in zip(b.args, values, strict=True):
+        value = _normalise_arg(ctx, b, arg, value)
+        if arg.keyword is None:
+            if keywords:
+                raise ParseError(
+                    f"positional argument after keyword argument in {b.name}(...)",
+                    text=ctx.text, position=_skip_ws(ctx.text, arg.start),
+                    hint="put positional arguments first, then key=value arguments",
+                )
+            positional.append(value)
+        elif arg.keyword.lower() in {k.lower() for k in keywords}:
+            raise ParseError(
+                f"keyword {arg.keyword}= given twice in {b.name}(...)", text=ctx.text,
+                position=arg.keyword_pos, hint="give each keyword argument once",
+            )
+        else:
+            keywords[arg.keyword] = value
+    meta: dict[str, object] = {"brace": b.brace, "call_id": cid, "position": b.start}
+    if cid in ctx.join_form:
+        positional, keywords, keys = _join_args(ctx, b, positional, keywords)
+        meta.update(join_form=True, join_keys=keys)
+    call = IngredientCall(
+        this=exp.Identifier(this=b.name, quoted=False),
+        expressions=positional,
+        kwargs=[exp.PropertyEQ(this=exp.Identifier(this=k), expression=v) for k, v in keywords.items()],
+    )
+    call.meta.update(meta)
+    return call
+
+
+def _normalise_arg(ctx: _Ctx, b: Block, arg: Arg, value: exp.Expression) -> exp.Expression:
+    """Quoted column refs, one-element tuples; reject forms that are not values."""
+    if isinstance(value, exp.Literal) and value.is_string:
+        col = _quoted_column(value.this)
+        if col is not None:
+            return col
+    if isinstance(value, exp.Paren) and isinstance(value.this, _LITERALISH):
+        # Decision: ('a') / ('a',) at the top of an argument is a one-element tuple,
+        # so options=('a') stays a list of options.
+        return exp.Tuple(expressions=[value.this])
+    bad = {
+        exp.Alias: "an alias (AS) is not allowed in an ingredient argument",
+        exp.Distinct: "DISTINCT is not allowed in an ingredient argument",
+        exp.Star: "'*' is not a value",
+        exp.Query: "a subquery argument must be in parentheses: (SELECT ...)",
+    }
+    for typ, message in bad.items():
+        if isinstance(value, typ) and not isinstance(value, exp.Subquery):
+            raise ParseError(
+                f"{message} ({b.name})", text=ctx.text,
+                position=_skip_ws(ctx.text, arg.value_start),
+                hint="arguments are literals, columns, 't::col', (SELECT ...), tuples or key=value",
+            )
+    return value
+
+
+def _quoted_column(s: str) -> exp.Column | None:
+    """``'t::c'`` -> ``Column(table=t, this=c)`` with ``meta['quoted_form']``."""
+    m = _QUOTED_COL_RE.match(s)
+    if not m:
+        return None
+    table, column = m.group(1), m.group(2)
+    db = None
+    if "." in table:
+        db, table = table.split(".", 1)
+    col = exp.Column(
+        this=exp.to_identifier(column),
+        table=exp.to_identifier(table),
+        db=exp.to_identifier(db) if db else None,
+    )
+    col.meta["quoted_form"] = True
+    return col
+
+
+def _join_args(
+    ctx: _Ctx, b: Block, positional: list[exp.Expression], keywords: dict[str, exp.Expression]
+) -> tuple[list[exp.Expression], dict[str, exp.Expression], list[str | None]]:
+    """Move ``left_on`` / ``right_on`` to positions 0 and 1; remember how they were written."""
+    if ctx.registry.get(b.name) is not None and ctx.registry.get(b.name).kind != "join":  # type: ignore[union-attr]
+        raise ParseError(
+            f"{b.name} is not a join ingredient, so it cannot follow JOIN", text=ctx.text,
+            position=b.start,
+            hint="write JOIN t2 ON <condition>, or use a join ingredient such as LLMJoin",
+        )
+    rest = dict(keywords)
+    pos = list(positional)
+    sides: list[exp.Expression] = []
+    keys: list[str | None] = []
+    for key in _JOIN_KEYS:
+        match = next((k for k in rest if k.lower() == key), None)
+        if match is not None:
+            sides.append(rest.pop(match))
+            keys.append(match)
+        elif pos:
+            sides.append(pos.pop(0))
+            keys.append(None)
+    if len(sides) != 2 or not isinstance(sides[1], exp.Column) or not sides[1].table:
+        raise ParseError(
+            f"JOIN {b.brace}{b.name}(...) needs left_on= and right_on= column references",
+            text=ctx.text, position=b.start,
+            hint="e.g. JOIN {{LLMJoin(left_on='t1::a', right_on='t2::b')}}",
+        )
+    return sides + pos, rest, keys
+
+
+def _fix_join_table(ctx: _Ctx, cid: int, call: IngredientCall, tree: exp.Expression) -> None:
+    """Replace the reserved join table by the right_on column's table."""
+    right = call.expressions[1]
+    for table in tree.find_all(exp.Table):
+        if _JT_RE.match(table.name or "") and int(_JT_RE.match(table.name).group(1)) == cid:  # type: ignore[union-attr]
+            new = exp.Table(this=exp.to_identifier(right.table))
+            if right.args.get("db"):
+                new.set("db", exp.to_identifier(right.args["db"].name))
+            table.replace(new)
+            return
+    b = ctx.blocks[cid]
+    raise ParseError(
+        f"could not place JOIN {b.name}(...)", text=ctx.text, position=b.start,
+        hint="write JOIN {{LLMJoin(left_on='t1::a', right_on='t2::b')}} after FROM t1",
+    )
