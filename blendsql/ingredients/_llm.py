@@ -1,0 +1,407 @@
+"""Shared machinery of the built-in LLM ingredients.
+
+Kept apart from the ingredient classes so each class reads as "build the
+prompts, pick the constraint, ask the model, map answers back", and so the
+pieces (table serialisation, constraint choice, error collection) are tested
+once and reused by gallery ingredients that want the same behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from blendsql.errors import IngredientError
+from blendsql.ingredients import prompts
+from blendsql.models.base import Model, Request, Response
+from blendsql.models.constraints import (
+    Bool,
+    Choice,
+    Constraint,
+    Date,
+    Float,
+    Int,
+    JsonSchema,
+    ListOf,
+    Regex,
+    Text,
+    constraint_from_return_type,
+)
+
+log = logging.getLogger("blendsql.ingredients")
+
+ELLIPSIS = "..."
+
+
+class LLMIngredientMixin:
+    """Helpers every built-in LLM ingredient uses (mixed in before the base class).
+
+    Settings resolve in this order: the query's keyword argument, then the
+    option given when the instance was made (``LLMMap(name=..., k=3)``), then
+    the class default. That lets one class serve many configured instances.
+    """
+
+    name: str
+    options: dict[str, Any]
+    needs_model: ClassVar[bool] = True
+
+    def setting(self, kwargs: dict[str, Any], key: str, default: Any = None) -> Any:
+        """Query kwarg > instance option > default (None counts as absent)."""
+        if kwargs.get(key) is not None:
+            return kwargs[key]
+        if self.options.get(key) is not None:
+            return self.options[key]
+        return default
+
+    def require_model(self, kwargs: dict[str, Any]) -> Model:
+        """The engine's model, or a clear error: LLM ingredients cannot run without one."""
+        model = kwargs.get("model")
+        if model is None:
+            raise IngredientError(
+                f"{self.name} needs a language model but none was given",
+                hint="pass model= to BlendSQL(...), e.g. BlendSQL(db, model=LlamaCpp()), "
+                "or call run(..., model=FunctionModel(fn)) directly",
+            )
+        if not isinstance(model, Model):
+            raise IngredientError(
+                f"{self.name} got model={model!r}, which is not a blendsql Model",
+                hint="use blendsql.models.LlamaCpp / OpenAI / FunctionModel",
+            )
+        return model
+
+    def warn(self, kwargs: dict[str, Any], message: str) -> None:
+        """Record a non-fatal problem: the engine's ``warnings`` list (if any) and the log."""
+        text = f"{self.name}: {message}"
+        sink = kwargs.get("warnings")
+        if isinstance(sink, list):
+            sink.append(text)
+        errors = self.__dict__.setdefault("last_errors", [])
+        errors.append(text)
+        log.warning(text)
+
+    def ask(
+        self, model: Model, requests: Sequence[Request], kwargs: dict[str, Any],
+        back: dict[str, Any] | None = None, short_text: bool = True,
+    ) -> list[Any]:
+        """One batched ``generate`` call; unparseable answers become None with a warning."""
+        self.__dict__["last_errors"] = []
+        if not requests:
+            return []
+        responses = model.generate(list(requests))
+        if len(responses) != len(requests):
+            raise IngredientError(
+                f"{self.name}: the model returned {len(responses)} answers for {len(requests)} requests",
+                hint="a Model.generate implementation must return one Response per Request",
+            )
+        out = []
+        for req, resp in zip(requests, responses, strict=True):
+            value, err = interpret(resp, req.constraint, back or {}, short_text)
+            if err is not None:
+                self.warn(kwargs, err)
+            out.append(value)
+        return out
+
+
+# ---------------------------------------------------------------- values and options
+
+
+def is_missing(v: Any) -> bool:
+    """NULL-like (None / NaN / NaT), without choking on lists."""
+    if v is None:
+        return True
+    if isinstance(v, float):
+        return math.isnan(v)
+    try:
+        return bool(v is pd.NaT or (pd.api.types.is_scalar(v) and pd.isna(v)))
+    except (TypeError, ValueError):
+        return False
+
+
+def as_list(x: Any) -> list[Any] | None:
+    """Options / example outputs as a de-duplicated list, whatever shape they came in.
+
+    Accepts a list/tuple/set, a Series or one-column DataFrame (``options='t::c'``
+    may arrive as a column), or a string with ``;`` separators (BlendSQL's
+    convention for literal option lists). Missing values are dropped.
+    """
+    if x is None:
+        return None
+    if isinstance(x, pd.DataFrame):
+        items: list[Any] = list(x.iloc[:, 0]) if x.shape[1] else []
+    elif isinstance(x, pd.Series):
+        items = list(x)
+    elif isinstance(x, str):
+        items = [p.strip() for p in x.split(";")] if ";" in x else [x.strip()]
+        items = [p for p in items if p]
+    elif isinstance(x, (list, tuple, set, frozenset)):
+        items = list(x)
+    else:
+        items = [x]
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        if is_missing(item):
+            continue
+        key = str(item)
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def choice_for(options: Sequence[Any]) -> tuple[Choice, dict[str, Any]]:
+    """A Choice over the options' text, plus the map back to the original typed values."""
+    back: dict[str, Any] = {}
+    for o in options:
+        back.setdefault(render_scalar(o), o)
+    return Choice(tuple(back)), back
+
+
+def resolve_constraint(
+    *, options: Any = None, return_type: Any = None, inferred: Any = None,
+    default: Constraint | None = None,
+) -> tuple[Constraint, dict[str, Any]]:
+    """Explicit ``options=`` > explicit ``return_type=`` > inferred from the query > default.
+
+    Why this order: what the user wrote in the call beats what the planner
+    guessed from the call's surroundings, and a guess beats nothing.
+    """
+    opts = as_list(options)
+    if opts:
+        return choice_for(opts)
+    if return_type is not None:
+        return constraint_for_return_type(return_type), {}
+    if isinstance(inferred, Constraint):
+        return inferred, {}
+    if inferred is not None:
+        raise IngredientError(
+            f"constraint={inferred!r} is not a blendsql constraint",
+            hint="use one of blendsql.models.constraints (Text, Choice, Bool, Int, ...)",
+        )
+    return (default if default is not None else Text()), {}
+
+
+def constraint_for_return_type(rt: Any) -> Constraint:
+    """``return_type`` may be a name ('int'), a Python type (int) or a Constraint."""
+    if isinstance(rt, Constraint):
+        return rt
+    if isinstance(rt, type):
+        rt = rt.__name__
+    if not isinstance(rt, str):
+        raise IngredientError(
+            f"return_type={rt!r} is not understood", hint="write e.g. return_type='int'"
+        )
+    return constraint_from_return_type(rt)
+
+
+def max_tokens_for(constraint: Constraint, model: Model, text_tokens: int) -> int:
+    """A generation budget that fits the constraint: short outputs stay cheap."""
+    if isinstance(constraint, Bool):
+        return 4
+    if isinstance(constraint, (Int, Date)):
+        return 16
+    if isinstance(constraint, Float):
+        return 24
+    if isinstance(constraint, Choice):
+        if not constraint.options:
+            return 8
+        longest = max(model.count_tokens(o) for o in constraint.options)
+        return min(512, 2 * longest + 4)
+    if isinstance(constraint, Regex):
+        return max(64, text_tokens)
+    if isinstance(constraint, (ListOf, JsonSchema)):
+        return max(256, text_tokens)
+    if isinstance(constraint, Text) and constraint.max_chars:
+        return max(8, constraint.max_chars // 2 + 4)
+    return text_tokens
+
+
+def format_hint(constraint: Constraint, text_hint: str | None = None) -> str:
+    """The prompt line announcing the expected answer format."""
+    if isinstance(constraint, Text) and text_hint is not None:
+        return text_hint
+    for cls in type(constraint).__mro__:
+        tpl = prompts.FORMAT_HINTS.get(cls.__name__)
+        if tpl is None:
+            continue
+        if isinstance(constraint, Choice):
+            return tpl.format(options="; ".join(constraint.options))
+        if isinstance(constraint, Regex):
+            return tpl.format(pattern=constraint.pattern)
+        if isinstance(constraint, JsonSchema):
+            return tpl.format(schema=constraint.schema_json)
+        return tpl
+    return ""
+
+
+def example_outputs_line(examples: Any) -> str:
+    """'Example answers: a; b' — shown, not enforced (they only guide the format)."""
+    items = as_list(examples)
+    if not items:
+        return ""
+    return prompts.EXAMPLE_OUTPUTS.format(examples="; ".join(render_scalar(e) for e in items))
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def render_scalar(v: Any) -> str:
+    """A value as prompt text: whole floats without '.0' noise, bytes decoded."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return str(v)
+
+
+def truncate(text: str, max_chars: int) -> str:
+    """Cut ``text`` to ``max_chars`` (marked with '...') so long passages fit the budget."""
+    if max_chars <= 0 or len(text) <= max_chars:
+        return text
+    keep = max(0, max_chars - len(ELLIPSIS))
+    return text[:keep].rstrip() + ELLIPSIS
+
+
+def one_line(text: str) -> str:
+    """Collapse whitespace so a cell or review stays on one line of the prompt."""
+    return " ".join(text.split())
+
+
+def serialize_table(df: pd.DataFrame, max_chars: int = 6000, cell_chars: int = 400) -> str:
+    """A DataFrame as a compact pipe-separated table within a character budget.
+
+    Why this shape: a header line plus one line per row is the cheapest
+    layout models read reliably (the BlendSQL paper used a similar one). Long
+    cells (passages) are cut to a fair share of the budget so every row gets
+    some room, and rows past the budget are counted, not silently lost.
+    """
+    if df is None or df.shape[1] == 0:
+        return ""
+    cols = [one_line(str(c)) for c in df.columns]
+    n_rows = len(df)
+    share = max_chars // max(1, n_rows * len(cols)) if n_rows else cell_chars
+    per_cell = max(40, min(cell_chars, share))
+
+    def cell(v: Any) -> str:
+        if is_missing(v):
+            return ""
+        return truncate(one_line(render_scalar(v)), per_cell).replace("|", "/")
+
+    lines = [" | ".join(cols)]
+    used = len(lines[0]) + 1
+    shown = 0
+    for row in df.itertuples(index=False, name=None):
+        line = " | ".join(cell(v) for v in row)
+        if used + len(line) + 1 > max_chars:
+            if shown == 0:  # always show at least part of one row
+                lines.append(truncate(line, max(40, max_chars - used)))
+                shown = 1
+            break
+        lines.append(line)
+        used += len(line) + 1
+        shown += 1
+    if shown < n_rows:
+        lines.append(prompts.ROWS_OMITTED.format(omitted=n_rows - shown))
+    return "\n".join(lines)
+
+
+def render_context(context: Any, max_chars: int = 6000, cell_chars: int = 400) -> str:
+    """Context block for a prompt: a table, a text, or a list of texts; '' when empty."""
+    if context is None:
+        return ""
+    if isinstance(context, pd.DataFrame):
+        body = serialize_table(context, max_chars, cell_chars)
+    elif isinstance(context, pd.Series):
+        body = render_texts([render_scalar(v) for v in context if not is_missing(v)], max_chars)
+    elif isinstance(context, (list, tuple)):
+        body = render_texts([render_scalar(v) for v in context if not is_missing(v)], max_chars)
+    else:
+        body = truncate(render_scalar(context).strip(), max_chars)
+    if not body:
+        return ""
+    return prompts.CONTEXT_BLOCK.format(table=body)
+
+
+def text_items(value: Any) -> list[str]:
+    """A SUQL text value as a list of documents.
+
+    SUQL columns hold either one text or a JSON array of texts (e.g. all
+    reviews of a restaurant); both are accepted, as is an actual Python list.
+    """
+    if is_missing(value):
+        return []
+    if isinstance(value, (list, tuple)):
+        return [render_scalar(v) for v in value if not is_missing(v) and render_scalar(v).strip()]
+    text = render_scalar(value).strip()
+    if text.startswith("[") and text.endswith("]"):
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            return [
+                p if isinstance(p, str) else json.dumps(p, ensure_ascii=False)
+                for p in parsed
+                if p is not None and (not isinstance(p, str) or p.strip())
+            ]
+    return [text] if text else []
+
+
+def render_texts(items: Sequence[str], max_chars: int = 4000) -> str:
+    """One text as is; several as a bulleted list, each cut to a fair share of the budget."""
+    if not items:
+        return ""
+    if len(items) == 1:
+        return truncate(items[0].strip(), max_chars)
+    per_item = max(80, max_chars // len(items))
+    lines: list[str] = []
+    used = 0
+    for item in items:
+        line = "- " + truncate(one_line(item), per_item)
+        if lines and used + len(line) + 1 > max_chars:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    if len(lines) < len(items):
+        lines.append(prompts.ROWS_OMITTED.format(omitted=len(items) - len(lines)).replace(
+            "rows", "documents"))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- answers
+
+
+def first_line(text: str) -> str:
+    """The first non-empty line, without wrapping quotes: short answers only."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            if len(line) >= 2 and line[0] == line[-1] and line[0] in "\"'`":
+                line = line[1:-1].strip()
+            return line
+    return ""
+
+
+def interpret(
+    resp: Response, constraint: Constraint, back: dict[str, Any], short_text: bool,
+) -> tuple[Any, str | None]:
+    """A response as (value, error): errors become None, Choice text maps back to its type."""
+    if resp.error is not None:
+        return None, resp.error
+    value = resp.value
+    if isinstance(value, str) and back:
+        value = back.get(value, value)
+    elif isinstance(value, str) and type(constraint) is Text:
+        value = first_line(value) if short_text else value.strip()
+        if constraint.max_chars:
+            value = value[: constraint.max_chars]
+        if not value:
+            return None, f"empty answer {resp.text!r}"
+    return value, None

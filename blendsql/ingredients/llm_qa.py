@@ -1,0 +1,139 @@
+"""LLMQA and LLMValidate: one question over a context table, answered once."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from blendsql.errors import IngredientError
+from blendsql.ingredients import _llm, prompts
+from blendsql.ingredients.base import QAIngredient
+from blendsql.models.base import Request
+from blendsql.models.constraints import Bool, Text
+
+
+def normalize_qa_examples(examples: Any) -> list[tuple[str, Any, Any]]:
+    """QA few-shot examples as (question, answer, context or None)."""
+    if not examples:
+        return []
+    out: list[tuple[str, Any, Any]] = []
+    for ex in examples:
+        if isinstance(ex, dict) and "question" in ex and "answer" in ex:
+            out.append((str(ex["question"]), ex["answer"], ex.get("context")))
+        elif isinstance(ex, (list, tuple)) and len(ex) == 2:
+            out.append((str(ex[0]), ex[1], None))
+        else:
+            raise IngredientError(
+                f"few-shot example {ex!r} is not understood",
+                hint="use (question, answer) or {'question':..., 'answer':..., 'context':...}",
+            )
+    return out
+
+
+class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
+    """Answers one question, optionally over a context table, once per query.
+
+    ``<<LLMQA('Which city is 120 miles west of Sydney?', (SELECT ...), options='w::city')>>``.
+    The context is serialised as a compact pipe-separated table cut to a
+    character budget (``context_chars``, long cells to ``cell_chars``);
+    ``options`` become a Choice constraint and the chosen option is returned
+    with its original type.
+    """
+
+    needs_model = True
+    template: ClassVar[str] = prompts.QA_TEMPLATE
+    example_template: ClassVar[str] = prompts.QA_EXAMPLE
+    default_instructions: ClassVar[str] = prompts.QA_INSTRUCTIONS
+    text_max_tokens: ClassVar[int] = 64
+    context_chars: ClassVar[int] = 6000
+    cell_chars: ClassVar[int] = 400
+
+    def run(
+        self, question: str | None, context: pd.DataFrame | None, options: list[Any] | None,
+        **kwargs: Any,
+    ) -> Any:
+        model = self.require_model(kwargs)
+        question = question if question is not None else self.setting(kwargs, "question")
+        if not question:
+            raise IngredientError(
+                f"{self.name} needs a question",
+                hint=f"write <<{self.name}('question', (SELECT ...))>>",
+            )
+        constraint, back = _llm.resolve_constraint(
+            options=options if options is not None else self.setting(kwargs, "options"),
+            return_type=self.setting(kwargs, "return_type"),
+            inferred=kwargs.get("constraint"),
+            default=Text(),
+        )
+        max_tokens = int(self.setting(
+            kwargs, "max_tokens", _llm.max_tokens_for(constraint, model, self.text_max_tokens)))
+        prompt = self.setting(kwargs, "template", self.template).format(
+            instructions=self.setting(kwargs, "instructions", self.default_instructions),
+            context=self.render_context_arg(context, kwargs),
+            examples=self.render_examples(kwargs),
+            question=question,
+            format=_llm.format_hint(constraint)
+            + _llm.example_outputs_line(self.setting(kwargs, "example_outputs")),
+        )
+        stop = ("\n",) if type(constraint) is Text else ()
+        request = Request(prompt=prompt, constraint=constraint, max_tokens=max_tokens, stop=stop)
+        return self.ask(model, [request], kwargs, back)[0]
+
+    def render_context_arg(self, context: Any, kwargs: dict[str, Any]) -> str:
+        """The positional context, else a ``context=`` keyword, within the budget."""
+        if context is None:
+            context = self.setting(kwargs, "context")
+        return _llm.render_context(
+            context,
+            int(self.setting(kwargs, "context_chars", self.context_chars)),
+            int(self.setting(kwargs, "cell_chars", self.cell_chars)),
+        )
+
+    def render_examples(self, kwargs: dict[str, Any]) -> str:
+        """Few-shot question/answer pairs (with their small context when given)."""
+        blocks = []
+        for q, answer, ctx in normalize_qa_examples(self.setting(kwargs, "few_shot")):
+            blocks.append(_llm.render_context(ctx, 1000) + self.example_template.format(
+                question=q, answer=_llm.render_scalar(answer)))
+        return "".join(blocks)
+
+
+class LLMValidate(_llm.LLMIngredientMixin, QAIngredient):
+    """True / false: does the context support the statement?
+
+    ``WHERE <<LLMValidate('The team won the 1998 final', (SELECT * FROM games))>>``.
+    Always a Bool constraint; an unparseable answer is NULL (with a warning).
+    """
+
+    needs_model = True
+    template: ClassVar[str] = prompts.VALIDATE_TEMPLATE
+    default_instructions: ClassVar[str] = prompts.VALIDATE_INSTRUCTIONS
+    context_chars: ClassVar[int] = 6000
+    cell_chars: ClassVar[int] = 400
+
+    def run(
+        self, question: str | None, context: pd.DataFrame | None, options: list[Any] | None,
+        **kwargs: Any,
+    ) -> bool | None:
+        model = self.require_model(kwargs)
+        question = question if question is not None else self.setting(kwargs, "question")
+        if not question:
+            raise IngredientError(
+                f"{self.name} needs a statement to check",
+                hint=f"write <<{self.name}('statement', (SELECT ...))>>",
+            )
+        if context is None:
+            context = self.setting(kwargs, "context")
+        prompt = self.setting(kwargs, "template", self.template).format(
+            instructions=self.setting(kwargs, "instructions", self.default_instructions),
+            context=_llm.render_context(
+                context,
+                int(self.setting(kwargs, "context_chars", self.context_chars)),
+                int(self.setting(kwargs, "cell_chars", self.cell_chars)),
+            ),
+            question=question,
+        )
+        request = Request(prompt=prompt, constraint=Bool(), max_tokens=4)
+        value = self.ask(model, [request], kwargs)[0]
+        return None if value is None else bool(value)
