@@ -1,1 +1,5 @@
-"""blendsql.db"""
+"""blendsql.db: the guarded SQLite connection the engine runs on."""
+
+from blendsql.db.database import Database
+
+__all__ = ["Database"]

@@ -1,0 +1,172 @@
+"""``BlendSQL``: the public entry point that runs BlendSQL queries.
+
+Why a session object: it owns the guarded database connection, the
+ingredient registry and the (lazily loaded) model, so one ``execute`` call
+needs nothing from globals, and the default local model is only loaded
+when an ingredient actually needs a model.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlglot import exp
+
+from blendsql.db.database import Database
+from blendsql.errors import BlendSQLError, ExecutionError, ModelError
+from blendsql.execute.engine import Run, bind_params, execute_tree, to_smoothie
+from blendsql.execute.metering import MeteredModel
+from blendsql.grammar.nodes import IngredientCall
+from blendsql.ingredients.base import Ingredient, IngredientRegistry
+from blendsql.models.base import Model
+from blendsql.smoothie import Smoothie, TraceStep
+
+
+def builtin_ingredients() -> list[Any]:
+    """The built-in ingredients, if ``blendsql.ingredients.builtin`` is importable."""
+    try:
+        mod = importlib.import_module("blendsql.ingredients.builtin")
+    except ImportError:
+        return []
+    return list(getattr(mod, "BUILTINS", []))
+
+
+def _parser() -> Any:
+    """The grammar's ``parse(text, registry)``."""
+    try:
+        from blendsql.grammar import parse  # type: ignore[attr-defined]
+    except ImportError:
+        from blendsql.grammar.parser import parse
+    return parse
+
+
+class BlendSQL:
+    """Run BlendSQL over a SQLite database.
+
+    ``db``: a path (opened read-only), an open ``sqlite3.Connection`` or a
+    dict of DataFrames. ``model``: a :class:`blendsql.models.Model`, a GGUF
+    path, or ``None`` for the embedded default (loaded lazily).
+    ``ingredients``: classes or instances added to (or overriding) the
+    built-ins. ``cache``: wrap the model in the persistent cache when
+    available. Other keyword options are kept in ``self.options``.
+    """
+
+    def __init__(self, db: Any, model: Model | str | None = None,
+                 ingredients: Iterable[type[Ingredient] | Ingredient] = (), *,
+                 allow_writes: bool = False, cache: bool = True, **options: Any) -> None:
+        self.db = db if isinstance(db, Database) else Database(db, allow_writes=allow_writes)
+        self.registry = IngredientRegistry(builtin_ingredients())
+        for item in ingredients:
+            self.registry.add(item)
+        self.cache = cache
+        self.options = options
+        self._model_arg = model
+        self._model: Model | None = model if isinstance(model, Model) and not cache else None
+
+    # -- model ------------------------------------------------------------------------
+
+    @property
+    def model(self) -> Model:
+        """The session model, created on first access (the embedded one by default)."""
+        if self._model is None:
+            self._model = self._wrap_cache(self._load_model())
+        return self._model
+
+    def _load_model(self) -> Model:
+        arg = self._model_arg
+        if isinstance(arg, Model):
+            return arg
+        if arg is not None and not isinstance(arg, str):
+            raise ModelError(f"cannot use {type(arg).__name__} as a model",
+                             hint="pass a blendsql.models.Model, a GGUF path, or None")
+        try:
+            from blendsql.models import LlamaCpp
+            return LlamaCpp(arg) if arg is not None else LlamaCpp()
+        except BlendSQLError:
+            raise
+        except Exception as e:  # noqa: BLE001 - backend import / load failures
+            raise ModelError(f"could not load the model: {type(e).__name__}: {e}",
+                             hint="pass model= explicitly, e.g. a blendsql.models.OpenAI "
+                             "or a GGUF path") from e
+
+    def _wrap_cache(self, model: Model) -> Model:
+        """Wrap with the persistent cache when enabled and the module exists."""
+        if not self.cache:
+            return model
+        try:
+            mod = importlib.import_module("blendsql.models.cache")
+        except ImportError:
+            return model
+        for name in ("CachedModel", "Cached", "ModelCache"):
+            cls = getattr(mod, name, None)
+            if cls is not None:
+                try:
+                    return cls(model)  # type: ignore[no-any-return]
+                except TypeError:
+                    continue
+        return model
+
+    # -- running -----------------------------------------------------------------------
+
+    def parse(self, query: str) -> exp.Expression:
+        """The query's AST (with ingredient calls) under this session's registry."""
+        return _parser()(query, self.registry)  # type: ignore[no-any-return]
+
+    def execute(self, query: str | exp.Expression,
+                params: Sequence[Any] | Mapping[str, Any] | None = None) -> Smoothie:
+        """Run one BlendSQL query; return its Smoothie (rows, meta, trace)."""
+        started = time.perf_counter()
+        run = Run(self.db, self.registry, MeteredModel(lambda: self.model),
+                  bind_params(params), self.options)
+        text = query if isinstance(query, str) else query.sql(dialect="sqlite")
+        try:
+            t0 = time.perf_counter()
+            tree = self.parse(query) if isinstance(query, str) else query
+            run.trace.append(TraceStep("parse", "parsed query",
+                                       seconds=time.perf_counter() - t0))
+            if isinstance(query, str) and tree.find(IngredientCall) is None:
+                df = self._plain(run, query, params)
+            else:
+                df = execute_tree(run, tree, self._parse_expr)
+            return to_smoothie(run, df, text, started)
+        except BlendSQLError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError,
+                AssertionError, RecursionError) as e:
+            raise ExecutionError(f"internal error while running the query: "
+                                 f"{type(e).__name__}: {e}",
+                                 hint="this is a bug in blendsql; please report the query") from e
+        finally:
+            run.cleanup()
+
+    def _plain(self, run: Run, query: str, params: Any) -> Any:
+        """A query without ingredients runs as written, with the user's params."""
+        import pandas as pd
+        t0 = time.perf_counter()
+        cols, rows = self.db.execute(query, params)
+        run.trace.append(TraceStep("sql", "query (no ingredients)", sql=query,
+                                   rows_out=len(rows), seconds=time.perf_counter() - t0))
+        return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
+            {c: pd.Series([], dtype=object) for c in dict.fromkeys(cols)})
+
+    def _parse_expr(self, text: str) -> exp.Expression:
+        """One BlendSQL expression (what alias / string ingredients return)."""
+        tree = self.parse(f"SELECT {text}")
+        if not isinstance(tree, exp.Select) or len(tree.expressions) != 1:
+            raise ExecutionError(f"expected one expression, got: {text}",
+                                 hint="an alias or string ingredient must return one "
+                                 "SQL expression")
+        return tree.expressions[0]
+
+    def close(self) -> None:
+        """Close the database connection if this session opened it."""
+        self.db.close()
+
+    def __enter__(self) -> BlendSQL:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,443 @@
+"""Running a planned query: compute ingredient outputs, then the final SQL.
+
+The loop (see docs/ARCHITECTURE.md, "How execution keeps that meaning"):
+pick the next ready call (inner scopes first), run its candidate query to
+get the distinct values it must see, call the ingredient once with them,
+store the outputs as a session temp table or a bound parameter, and replace
+the call in the AST by a lookup of those outputs. When no call is left the
+AST is plain SQLite: render it, run it, return a Smoothie.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+from sqlglot import exp
+
+from blendsql.db.database import Database
+from blendsql.errors import BlendSQLError, ExecutionError, IngredientError
+from blendsql.execute.metering import Counters, MeteredModel
+from blendsql.execute.values import first_column, to_sqlite
+from blendsql.grammar.nodes import IngredientCall, to_blendsql
+from blendsql.ingredients.base import (
+    Ingredient,
+    IngredientRegistry,
+    JoinIngredient,
+    MapIngredient,
+    QAIngredient,
+)
+from blendsql.models.constraints import (
+    Bool,
+    Choice,
+    Constraint,
+    Float,
+    Int,
+    ListOf,
+    Text,
+    constraint_from_return_type,
+)
+from blendsql.plan.calls import find_calls, next_call, scope_of, source_names, visible_ctes
+from blendsql.plan.candidates import join_side_candidate, map_candidate
+from blendsql.plan.expand import expand_macros
+from blendsql.plan.infer import Hint, infer_hint, literal_value
+from blendsql.plan.lookup import join_lookup, map_lookup, qa_list, qa_param, replace_call
+from blendsql.smoothie import Meta, Smoothie, TraceStep
+
+Parser = Callable[[str, IngredientRegistry], exp.Expression]
+MAX_CHOICES = 2000  # an inferred Choice larger than this is not worth a grammar
+_RUN_IDS = itertools.count()
+
+
+def bind_params(params: Sequence[Any] | Mapping[str, Any] | None) -> dict[str, Any]:
+    """User params as named bindings: a list binds ``?`` as ``p0, p1, ...``."""
+    if params is None:
+        return {}
+    if isinstance(params, Mapping):
+        return {str(k).lstrip(":"): v for k, v in params.items()}
+    if isinstance(params, (str, bytes)):
+        raise ExecutionError("params must be a list/tuple or a dict, not a string",
+                             hint="write params=[value] for one '?'")
+    return {f"p{i}": v for i, v in enumerate(params)}
+
+
+class Run:
+    """State of one ``execute`` call: params, temp tables, counters and trace."""
+
+    def __init__(self, db: Database, registry: IngredientRegistry, model: MeteredModel,
+                 params: dict[str, Any], options: dict[str, Any] | None = None) -> None:
+        self.db = db
+        self.registry = registry
+        self.model = model
+        self.params = params
+        self.options = options or {}
+        self.meta = Meta()
+        self.trace: list[TraceStep] = []
+        self.temp_tables: list[str] = []
+        self.run_id = next(_RUN_IDS)
+        self._n = itertools.count()
+
+    # -- SQL ----------------------------------------------------------------------
+
+    def sql(self, tree: exp.Expression | str, summary: str) -> tuple[list[str], list[tuple]]:
+        """Run one statement with the session's bindings, traced."""
+        text = tree if isinstance(tree, str) else render(tree)
+        t0 = time.perf_counter()
+        cols, rows = self.db.execute(text, self._bindings(text))
+        self.trace.append(TraceStep("sql", summary, sql=text, rows_out=len(rows),
+                                    seconds=time.perf_counter() - t0))
+        return cols, rows
+
+    def _bindings(self, text: str) -> dict[str, Any]:
+        """Only the named parameters the statement uses (sqlite rejects none extra, but
+        a missing one must be reported clearly)."""
+        if ":" not in text:
+            return {}
+        return {k: v for k, v in self.params.items() if f":{k}" in text}
+
+    def temp_table(self, kind: str, rows: list[tuple[Any, Any]], key: bool = True) -> str:
+        """Create a session temp table ``(k, v)`` from bound rows; traced, dropped later."""
+        name = f"__bsql_{self.run_id}_{kind}{next(self._n)}"
+        self.temp_tables.append(name)
+        cols = ["k", "v"] if key else ["v"]
+        seconds = self.db.create_temp_table(name, cols, rows if key else [(r[1],) for r in rows],
+                                            primary_key="k" if key else None)
+        self.trace.append(TraceStep("temp_table", f"temp.{name}", rows_out=len(rows),
+                                    seconds=seconds))
+        return name
+
+    def cleanup(self) -> None:
+        """Drop every temp table of this run (also after errors)."""
+        for name in self.temp_tables:
+            self.db.drop_temp_table(name)
+        self.temp_tables.clear()
+
+    # -- argument evaluation --------------------------------------------------------
+
+    def evaluate(self, node: exp.Expression, call: IngredientCall) -> Any:
+        """Python value of an argument (see module ``blendsql.ingredients.base``)."""
+        while isinstance(node, exp.Paren) and not isinstance(node.this, exp.Select):
+            node = node.this
+        if isinstance(node, exp.Null):
+            return None
+        lit = literal_value(node)
+        if lit is not None:
+            return lit
+        if isinstance(node, exp.Placeholder):
+            name = node.name or ""
+            if name not in self.params:
+                raise ExecutionError(f"no value bound for parameter {node.sql()!r}",
+                                     hint="pass params=[...] with one value per '?'")
+            return self.params[name]
+        if isinstance(node, (exp.Tuple, exp.Array)):
+            return [self.evaluate(e, call) for e in node.expressions]
+        if isinstance(node, exp.Column):
+            return self.column_values(node, call)
+        if isinstance(node, (exp.Subquery, exp.Select)) or (
+            isinstance(node, exp.Paren) and isinstance(node.this, exp.Select)
+        ):
+            inner = node.this if isinstance(node, (exp.Subquery, exp.Paren)) else node
+            return self.subquery_df(inner, call)
+        _, rows = self.sql(exp.select(node.copy()), f"evaluate argument of {call.name}")
+        return rows[0][0] if rows else None
+
+    def column_values(self, col: exp.Column, call: IngredientCall) -> list[Any]:
+        """Distinct non-NULL values of a column reference (``'t::c'`` or ``t.c``)."""
+        scope = scope_of(call)
+        table = col.table
+        src: exp.Expression | None = None
+        if scope is not None:
+            sources = source_names(scope)
+            if table and table.lower() in sources:
+                src = sources[table.lower()].copy()
+            elif not table and len(sources) == 1:
+                src = next(iter(sources.values())).copy()
+        if src is None:
+            if not table:
+                raise IngredientError(
+                    f"cannot tell which table column {col.name!r} in {call.name} belongs to",
+                    hint="qualify it as 'table::column' or table.column")
+            src = exp.to_table(table)
+        q = exp.select(exp.column(col.name)).distinct().from_(src)
+        q = q.where(exp.column(col.name).is_(exp.null()).not_())
+        if scope is not None:
+            q = _attach_ctes(q, scope)
+        _, rows = self.sql(q, f"values of {to_blendsql(col)} for {call.name}")
+        return first_column(rows)
+
+    def subquery_df(self, select: exp.Expression, call: IngredientCall) -> pd.DataFrame:
+        """A subquery argument (a QA context) as a DataFrame."""
+        q = select.copy()
+        scope = scope_of(call)
+        if scope is not None and isinstance(q, exp.Select) and q.args.get("with_") is None:
+            q = _attach_ctes(q, scope)
+        cols, rows = self.sql(q, f"context of {call.name}")
+        return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
+            columns=cols)
+
+    def kwargs_of(self, call: IngredientCall) -> dict[str, Any]:
+        """Evaluated keyword arguments of a call."""
+        return {k: self.evaluate(v, call) for k, v in call.call_kwargs.items()}
+
+    # -- constraints -----------------------------------------------------------------
+
+    def constraint_for(self, call: IngredientCall, kw: dict[str, Any]) -> Constraint | None:
+        """Explicit ``return_type=`` / ``options=`` win; otherwise the inferred hint."""
+        if kw.get("return_type") is not None:
+            return constraint_from_return_type(str(kw["return_type"]))
+        if kw.get("options") is not None:
+            opts = kw["options"] if isinstance(kw["options"], list) else [kw["options"]]
+            return Choice(tuple(str(o) for o in opts))
+        hint = infer_hint(call)
+        if hint.kind == "example" and "example_outputs" not in kw:
+            kw["example_outputs"] = list(hint.values)
+        return self._from_hint(call, hint)
+
+    def _from_hint(self, call: IngredientCall, hint: Hint) -> Constraint | None:
+        if hint.kind == "bool":
+            return Bool()
+        if hint.kind == "int":
+            return Int()
+        if hint.kind == "float":
+            return Float()
+        if hint.kind == "choice":
+            return Choice(tuple(str(v) for v in hint.values))
+        if hint.kind in ("choice_column", "list"):
+            item: Constraint = Text()
+            if hint.column is not None:
+                try:
+                    vals = self.column_values(hint.column, call)
+                except BlendSQLError:
+                    vals = []
+                if 0 < len(vals) <= MAX_CHOICES:
+                    item = Choice(tuple(str(v) for v in vals))
+            return ListOf(item) if hint.kind == "list" else (
+                item if isinstance(item, Choice) else None)
+        if hint.kind == "example":
+            return Text()
+        return None
+
+    # -- ingredient invocation ----------------------------------------------------------
+
+    def invoke(self, ing: Ingredient, call: IngredientCall, inputs: list[Any],
+               fn: Callable[[Any], Any], n_values: int) -> Any:
+        """Call ``fn(model)`` for one ingredient: meter, time, trace, wrap errors."""
+        model = self.model if ing.needs_model else None
+        before = self.model.snapshot()
+        nprompts = len(self.model.prompt_log)
+        t0 = time.perf_counter()
+        try:
+            out = fn(model)
+        except BlendSQLError:
+            raise
+        except Exception as e:  # noqa: BLE001 - user code: report, never leak
+            raise IngredientError(
+                f"ingredient {call.name} failed: {type(e).__name__}: {e}",
+                hint=f"the error came from {type(ing).__name__}.run while evaluating "
+                f"{to_blendsql(call)}",
+            ) from e
+        seconds = time.perf_counter() - t0
+        used: Counters = self.model.snapshot().minus(before)
+        m = self.meta
+        m.ingredient_calls += 1
+        m.values_passed += n_values
+        m.model_calls += used.model_calls
+        m.cache_hits += used.cache_hits
+        m.prompt_tokens += used.prompt_tokens
+        m.completion_tokens += used.completion_tokens
+        m.cached_tokens += used.cached_tokens
+        outputs = out if isinstance(out, list) else [out]
+        self.trace.append(TraceStep(
+            "ingredient", f"{call.name} ({ing.kind}) on {n_values} value(s)",
+            seconds=seconds, ingredient=call.name, inputs=inputs,
+            outputs=outputs if not isinstance(out, dict) else [out],
+            prompts=self.model.prompt_log[nprompts:] or None,
+            prompt_tokens=used.prompt_tokens, completion_tokens=used.completion_tokens,
+            cached_tokens=used.cached_tokens, model_calls=used.model_calls,
+            cache_hits=used.cache_hits, details={"call": to_blendsql(call)},
+        ))
+        return out
+
+    # -- per-kind computation ------------------------------------------------------------
+
+    def compute(self, tree: exp.Expression, call: IngredientCall) -> exp.Expression:
+        """Compute one ready call; return ``tree`` with it replaced by a lookup."""
+        ing = self.registry.get(call.key_name)
+        if isinstance(ing, MapIngredient):
+            repl = self.compute_map(ing, call)
+        elif isinstance(ing, QAIngredient):
+            repl = self.compute_qa(ing, call)
+        elif isinstance(ing, JoinIngredient):
+            repl = self.compute_join(ing, call)
+        else:
+            raise IngredientError(
+                f"{call.name} is a {getattr(ing, 'kind', 'unknown')} ingredient, which "
+                "cannot be computed here",
+                hint="map, qa and join ingredients run in queries; alias and string "
+                "ingredients expand before planning")
+        return replace_call(tree, call.call_id, repl)
+
+    def compute_map(self, ing: MapIngredient, call: IngredientCall) -> exp.Expression:
+        """Map: the candidate query's distinct values -> one run -> temp table lookup."""
+        args = call.call_args
+        try:
+            qi, vi = ing.bind(args, call.call_kwargs)
+            value_node = args[vi]
+        except (IndexError, TypeError, KeyError) as e:
+            raise IngredientError(f"{call.name} needs a value argument",
+                                  hint=f"write {call.name}('question', table.column)") from e
+        question = self.evaluate(args[qi], call) if qi is not None and qi < len(args) else None
+        kw = self.kwargs_of(call)
+        constraint = self.constraint_for(call, kw)
+        _, rows = self.sql(map_candidate(call, value_node), f"candidate values for {call.name}")
+        values = first_column(rows)
+        outputs: list[Any] = []
+        if values:
+            out = self.invoke(ing, call, values, lambda model: ing.run(
+                question, list(values), model=model, db=self.db, constraint=constraint, **kw),
+                len(values))
+            if not isinstance(out, (list, tuple)) or len(out) != len(values):
+                raise IngredientError(
+                    f"{call.name} returned {_describe(out)} for {len(values)} values",
+                    hint="a map ingredient's run() returns a list as long as `values`")
+            outputs = list(out)
+        table = self.temp_table("m", [(to_sqlite(k), to_sqlite(v))
+                                      for k, v in zip(values, outputs, strict=True)])
+        return map_lookup(table, value_node)
+
+    def compute_qa(self, ing: QAIngredient, call: IngredientCall) -> exp.Expression:
+        """QA: evaluated once; scalar answer -> bound parameter, list -> temp table."""
+        args = call.call_args
+        kw = self.kwargs_of(call)
+        question = self.evaluate(args[0], call) if args else kw.pop("question", None)
+        context = kw.pop("context", None)
+        if context is None and len(args) > 1:
+            context = self.evaluate(args[1], call)
+        if isinstance(context, list):
+            context = pd.DataFrame({"value": context})
+        hint = infer_hint(call)
+        options = kw.pop("options", None)
+        if options is not None and not isinstance(options, list):
+            options = [options]
+        constraint = self.constraint_for(call, dict(kw, options=options))
+        if options is None and isinstance(constraint, Choice):
+            options = list(constraint.options)
+        extra = {k: v for k, v in kw.items()}
+        answer = self.invoke(ing, call, [question], lambda model: ing.run(
+            question, context, options, model=model, db=self.db, constraint=constraint,
+            **extra), 1)
+        if isinstance(answer, pd.DataFrame):
+            answer = answer.iloc[:, 0].tolist() if hint.kind == "list" else (
+                answer.iloc[0, 0] if answer.size else None)
+        if isinstance(answer, (list, tuple, set)):
+            if hint.kind == "list":
+                table = self.temp_table("q", [(None, to_sqlite(v)) for v in answer], key=False)
+                return qa_list(table)
+        name = f"__bsql_qa{self.run_id}_{next(self._n)}"
+        self.params[name] = to_sqlite(answer)
+        return qa_param(name)
+
+    def compute_join(self, ing: JoinIngredient, call: IngredientCall) -> exp.Expression:
+        """Join: each side's distinct values after its own filters -> mapping table."""
+        left, right, question_node = join_sides(call)
+        kw = self.kwargs_of(call)
+        for k in ("left_on", "right_on"):
+            kw.pop(k, None)
+        question = kw.pop("question", None)
+        if question is None and question_node is not None:
+            question = self.evaluate(question_node, call)
+        _, lrows = self.sql(join_side_candidate(call, left), f"left values for {call.name}")
+        _, rrows = self.sql(join_side_candidate(call, right), f"right values for {call.name}")
+        lv, rv = first_column(lrows), first_column(rrows)
+        mapping: dict[Any, Any] = {}
+        if lv and rv:
+            out = self.invoke(ing, call, [lv, rv], lambda model: ing.run(
+                list(lv), list(rv), question=question, model=model, db=self.db,
+                constraint=None, **kw), len(lv) + len(rv))
+            if not isinstance(out, Mapping):
+                raise IngredientError(f"{call.name} returned {_describe(out)}",
+                                      hint="a join ingredient's run() returns a dict "
+                                      "{left_value: right_value}")
+            mapping = dict(out)
+        rows = [(to_sqlite(k), to_sqlite(v)) for k, v in mapping.items()
+                if k is not None and v is not None]
+        table = self.temp_table("j", rows)
+        return join_lookup(table, left, right)
+
+
+def join_sides(call: IngredientCall) -> tuple[exp.Expression, exp.Expression,
+                                              exp.Expression | None]:
+    """(left, right, question) argument nodes of a join call, in either form."""
+    kwargs = call.call_kwargs
+    args = call.call_args
+    if "left_on" in kwargs and "right_on" in kwargs:
+        return kwargs["left_on"], kwargs["right_on"], (args[0] if args else None)
+    cols = [a for a in args if not (isinstance(a, exp.Literal) and a.is_string)]
+    if len(cols) == 2:
+        qs = [a for a in args if isinstance(a, exp.Literal) and a.is_string]
+        return cols[0], cols[1], (qs[0] if qs else None)
+    raise IngredientError(
+        f"{call.name} needs a left and a right column",
+        hint=f"write JOIN t2 ON {{{{{call.name}(t1.a, t2.b)}}}} or "
+        f"JOIN {{{{{call.name}(left_on='t1::a', right_on='t2::b')}}}}")
+
+
+def _describe(out: Any) -> str:
+    if isinstance(out, (list, tuple)):
+        return f"a {type(out).__name__} of {len(out)} item(s)"
+    return f"a {type(out).__name__}"
+
+
+def _attach_ctes(q: exp.Select, scope: exp.Select) -> exp.Select:
+    ctes = [c.copy() for c in visible_ctes(scope)]
+    if ctes:
+        q.set("with_", exp.With(expressions=ctes))
+    return q
+
+
+def render(tree: exp.Expression) -> str:
+    """Plain SQLite text of an AST without ingredient calls."""
+    return str(tree.sql(dialect="sqlite"))
+
+
+def check_known(tree: exp.Expression, registry: IngredientRegistry) -> None:
+    """Every call names a registered ingredient (the parser may allow unknown names)."""
+    for c in find_calls(tree):
+        if registry.get(c.key_name) is None:
+            names = ", ".join(sorted(registry.names())) or "(none registered)"
+            raise IngredientError(f"unknown ingredient {c.name!r}",
+                                  hint=f"registered ingredients: {names}")
+
+
+def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp.Expression],
+                 ) -> pd.DataFrame:
+    """Plan and run an AST; the caller owns cleanup of ``run``'s temp tables."""
+    t0 = time.perf_counter()
+    check_known(tree, run.registry)
+    tree = expand_macros(tree, run.registry, parse_expr,
+                         lambda n: run.evaluate(n, IngredientCall(this=exp.to_identifier("arg"))))
+    check_known(tree, run.registry)
+    calls = find_calls(tree)
+    run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
+                               seconds=time.perf_counter() - t0,
+                               details={"query": to_blendsql(tree)}))
+    while calls:
+        call = next_call(tree, run.registry)
+        if call is None:
+            raise ExecutionError("could not order the ingredient calls of this query",
+                                 hint="an ingredient argument may refer to an outer query; "
+                                 "rewrite it without the correlation")
+        tree = run.compute(tree, call)
+        calls = find_calls(tree)
+    cols, rows = run.sql(tree, "final query")
+    return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
+        {c: pd.Series([], dtype=object) for c in dict.fromkeys(cols)})
+
+
+def to_smoothie(run: Run, df: pd.DataFrame, query: str, started: float) -> Smoothie:
+    """Package the result with counters and trace."""
+    run.meta.seconds = time.perf_counter() - started
+    return Smoothie(df=df, meta=run.meta, trace=run.trace, query=query)

@@ -1,0 +1,83 @@
+"""A metering proxy around the session model.
+
+Why: ingredients call ``model.generate`` themselves; wrapping the model is
+the one place that sees every request, so calls, tokens, cache hits and
+prompts land in ``Smoothie.meta`` and in the trace step of the ingredient
+that caused them, without ingredients having to report anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from blendsql.models.base import Model, Request, Response
+
+
+@dataclass
+class Counters:
+    """Running totals; differences of two snapshots give one step's share."""
+
+    model_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    prompts: int = 0
+
+    def minus(self, other: Counters) -> Counters:
+        return Counters(*(getattr(self, f) - getattr(other, f) for f in self.__dataclass_fields__))
+
+
+class MeteredModel(Model):
+    """Counts what passes through ``generate``; resolves the real model lazily.
+
+    ``factory`` is called on first use only, so a query whose ingredients
+    need no model never loads one.
+    """
+
+    def __init__(self, factory: Callable[[], Model]) -> None:
+        self._factory = factory
+        self._inner: Model | None = None
+        self.counters = Counters()
+        self.prompt_log: list[str] = []
+
+    @property
+    def inner(self) -> Model:
+        if self._inner is None:
+            self._inner = self._factory()
+        return self._inner
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def identity(self) -> str:
+        return self.inner.identity()
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        responses = self.inner.generate(requests)
+        c = self.counters
+        for req, resp in zip(requests, responses, strict=False):
+            c.prompts += 1
+            self.prompt_log.append(req.prompt or "\n".join(f"{r}: {t}" for r, t in req.messages))
+            if resp.cached:
+                c.cache_hits += 1
+            else:
+                c.model_calls += 1
+            c.prompt_tokens += resp.usage.prompt_tokens
+            c.completion_tokens += resp.usage.completion_tokens
+            c.cached_tokens += resp.usage.cached_tokens
+        return responses
+
+    def snapshot(self) -> Counters:
+        return Counters(**{f: getattr(self.counters, f) for f in Counters.__dataclass_fields__})
+
+    def __getattr__(self, item: str) -> object:
+        # backend-specific helpers (tokenizer, context size...) pass through
+        if item.startswith("_"):
+            raise AttributeError(item)
+        return getattr(self.inner, item)

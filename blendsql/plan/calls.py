@@ -1,0 +1,169 @@
+"""Finding ingredient calls, their scopes, and which one to compute next.
+
+Why: the engine computes ingredient outputs before the final SQL runs, inner
+scopes before outer ones, so that each call's candidate query (the rows it
+must see) is plain SQL once the calls below it have become lookups.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from blendsql.grammar.nodes import IngredientCall
+from blendsql.ingredients.base import IngredientRegistry
+
+
+def find_calls(tree: exp.Expression) -> list[IngredientCall]:
+    """All ingredient calls in ``tree``, in text (pre-)order.
+
+    Why: every stage needs the list of what is left to compute.
+    """
+    return [n for n in tree.walk() if isinstance(n, IngredientCall)]
+
+
+def number_calls(tree: exp.Expression) -> exp.Expression:
+    """Give every call a unique ``call_id`` (keeping the parser's when unique).
+
+    Why: calls are tracked by id across the copies that pure rules make.
+    """
+    out = tree.copy()
+    seen: set[int] = set()
+    nxt = max([c.call_id for c in find_calls(out)] + [-1]) + 1
+    for c in find_calls(out):
+        if c.call_id < 0 or c.call_id in seen:
+            c.meta["call_id"] = nxt
+            nxt += 1
+        seen.add(c.call_id)
+    return out
+
+
+def call_by_id(tree: exp.Expression, call_id: int) -> IngredientCall | None:
+    """The call with ``call_id`` in ``tree`` (None once it was replaced)."""
+    for c in find_calls(tree):
+        if c.call_id == call_id:
+            return c
+    return None
+
+
+def scope_of(node: exp.Expression) -> exp.Select | None:
+    """The nearest enclosing SELECT: the scope whose rows a call is evaluated over.
+
+    Why: a map call sees one value per row of its own SELECT (after that
+    SELECT's FROM / JOIN / WHERE), not of any outer query.
+    """
+    p = node.parent
+    while p is not None and not isinstance(p, exp.Select):
+        p = p.parent
+    return p
+
+
+def nested_calls(node: exp.Expression, scope: exp.Select) -> list[IngredientCall]:
+    """Calls under ``node`` whose scope is a SELECT nested inside ``scope``.
+
+    Why: a candidate query may relax calls of its own scope, but calls in
+    nested SELECTs (derived tables, subqueries, CTEs) cannot be relaxed
+    soundly (aggregates, LIMIT), so they must be computed first.
+    """
+    return [c for c in find_calls(node) if scope_of(c) is not scope]
+
+
+def has_aggregate(e: exp.Expression) -> bool:
+    """True when ``e`` contains an aggregate function outside nested SELECTs."""
+    for n in e.walk():
+        if isinstance(n, exp.AggFunc) and _same_scope(n, e):
+            return True
+    return False
+
+
+def _same_scope(n: exp.Expression, root: exp.Expression) -> bool:
+    p = n.parent
+    while p is not None and p is not root:
+        if isinstance(p, exp.Select):
+            return False
+        p = p.parent
+    return True
+
+
+def visible_ctes(scope: exp.Select) -> list[exp.CTE]:
+    """CTEs that ``scope`` may reference: its own and its ancestors', outermost first.
+
+    Why: a candidate query is run on its own, so it must carry the WITH
+    clauses its FROM refers to.
+    """
+    chain: list[exp.Expression] = []
+    p: exp.Expression | None = scope
+    while p is not None:
+        w = p.args.get("with_") if isinstance(p, (exp.Select, exp.SetOperation)) else None
+        if w is not None:
+            chain.append(w)
+        p = p.parent
+    ctes: list[exp.CTE] = []
+    for w in reversed(chain):
+        ctes.extend(w.expressions)
+    return ctes
+
+
+def source_names(scope: exp.Select) -> dict[str, exp.Expression]:
+    """Alias (or table name) -> source node, for the scope's FROM and JOINs."""
+    out: dict[str, exp.Expression] = {}
+    froms = []
+    f = scope.args.get("from_")
+    if f is not None:
+        froms.append(f.this)
+    froms += [j.this for j in scope.args.get("joins") or []]
+    for src in froms:
+        name = src.alias_or_name
+        if name:
+            out[name.lower()] = src
+    return out
+
+
+def kind_of(call: IngredientCall, registry: IngredientRegistry) -> str:
+    """The ingredient kind (map, qa, join, string, alias) of a call."""
+    ing = registry.get(call.key_name)
+    return ing.kind if ing is not None else "unknown"
+
+
+def next_call(tree: exp.Expression, registry: IngredientRegistry) -> IngredientCall | None:
+    """The next call to compute: one that is ready, cheapest kind first.
+
+    Ready = no call inside its arguments, and (for maps and joins) no call in
+    a SELECT nested inside its scope: inner scopes go before outer ones.
+    Among ready calls, QA calls go first (one value, and once computed they
+    become plain predicates that shrink everyone else's rows), then
+    ingredients that need no model, then the rest, each in text order, so
+    ingredient predicates of one scope form a cascade.
+    """
+    ready: list[tuple[int, int, IngredientCall]] = []
+    for c in find_calls(tree):
+        if any(isinstance(n, IngredientCall) for n in c.walk() if n is not c):
+            continue
+        kind = kind_of(c, registry)
+        scope = scope_of(c)
+        if kind in ("map", "join") and scope is not None:
+            if nested_calls(scope, scope) or any(
+                find_calls(cte) for cte in visible_ctes(scope) if _cte_outside(cte, scope)
+            ):
+                continue
+            if kind == "map" and has_aggregate(c) and any(
+                x is not c for x in find_calls(scope) if scope_of(x) is scope
+            ):
+                continue  # aggregate arguments keep GROUP BY: wait for the scope's other calls
+        ing = registry.get(c.key_name)
+        needs = bool(getattr(ing, "needs_model", False))
+        rank = 0 if kind == "qa" else (1 if not needs else 2)
+        ready.append((rank, c.call_id, c))
+    if not ready:
+        return None
+    ready.sort(key=lambda t: (t[0], t[1]))
+    return ready[0][2]
+
+
+def _cte_outside(cte: exp.CTE, scope: exp.Select) -> bool:
+    """True when ``cte`` is not inside ``scope`` (those are covered by nested_calls)."""
+    p = cte.parent
+    while p is not None:
+        if p is scope:
+            return False
+        p = p.parent
+    return True

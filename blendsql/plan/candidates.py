@@ -1,0 +1,181 @@
+"""Candidate queries: which values an ingredient call must see.
+
+Why: the final SQL looks each call's output up by its argument value, so
+the engine must compute outputs for a *superset* of the values the final
+query will look up, and should compute as few as possible. The candidate
+query is the call's own scope (FROM / JOIN / WHERE, with other uncomputed
+ingredient predicates relaxed) projecting ``SELECT DISTINCT <argument>``;
+plain predicates therefore run below the ingredient.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from blendsql.grammar.nodes import IngredientCall
+from blendsql.plan.calls import find_calls, has_aggregate, scope_of, source_names, visible_ctes
+from blendsql.plan.relax import relax_scope
+
+VALUE_ALIAS = "__bsql_v"
+
+
+def _with_ctes(select: exp.Select, scope: exp.Select) -> exp.Select:
+    """Attach the CTEs visible from ``scope`` so the candidate runs on its own."""
+    ctes = [c.copy() for c in visible_ctes(scope)]
+    if ctes:
+        recursive = any(bool(c.parent and c.parent.args.get("recursive"))
+                        for c in visible_ctes(scope))
+        select.set("with_", exp.With(expressions=ctes, recursive=recursive))
+    return select
+
+
+def outer_tables(scope: exp.Select) -> frozenset[str]:
+    """Table qualifiers used at the scope's own level that name no source of it.
+
+    Why: such references are correlations to an outer query; the candidate
+    query runs alone, so predicates using them are relaxed.
+    """
+    names = set(source_names(scope))
+    out: set[str] = set()
+    for key in ("where", "having"):
+        clause = scope.args.get(key)
+        if clause is None:
+            continue
+        for col in clause.find_all(exp.Column):
+            if col.table and col.table.lower() not in names and scope_of(col) is scope:
+                out.add(col.table.lower())
+    return frozenset(out)
+
+
+def _order_depends_on_calls(scope: exp.Select) -> bool:
+    """True when ORDER BY uses an uncomputed call, directly or through a select alias."""
+    order = scope.args.get("order")
+    if order is None:
+        return False
+    if find_calls(order):
+        return True
+    tainted = {p.alias.lower() for p in scope.expressions if p.alias and find_calls(p)}
+    return any(c.name.lower() in tainted for c in order.find_all(exp.Column) if not c.table)
+
+
+def can_keep_limit(scope: exp.Select) -> bool:
+    """LIMIT/OFFSET may be kept when no uncomputed call can change which rows come first.
+
+    That needs: no call in WHERE / HAVING / JOIN ON / GROUP BY / ORDER BY, no
+    DISTINCT, grouping, aggregates or windows (LIMIT would then count groups,
+    not source rows).
+    """
+    if scope.args.get("limit") is None and scope.args.get("offset") is None:
+        return False
+    if scope.args.get("distinct") or scope.args.get("group") or scope.args.get("having"):
+        return False
+    if any(has_aggregate(p) or p.find(exp.Window) for p in scope.expressions):
+        return False
+    for key in ("where", "group", "having"):
+        if scope.args.get(key) is not None and find_calls(scope.args[key]):
+            return False
+    if any(find_calls(j) for j in scope.args.get("joins") or []):
+        return False
+    return not _order_depends_on_calls(scope)
+
+
+def _group_covers(scope: exp.Select, value: exp.Expression) -> bool:
+    """True when every column of ``value`` is itself a plain GROUP BY key."""
+    group = scope.args.get("group")
+    if group is None or find_calls(group):
+        return False
+    keys = {k.sql().lower() for k in group.expressions if isinstance(k, exp.Column)}
+    cols = list(value.find_all(exp.Column))
+    return bool(cols) and all(c.sql().lower() in keys for c in cols)
+
+
+def map_candidate(call: IngredientCall, value: exp.Expression) -> exp.Select:
+    """``SELECT DISTINCT <value>`` over the call's scope, relaxed: the values to compute.
+
+    ``value`` is the call's value argument (a node inside the scope).
+    GROUP BY / HAVING are kept only when the value is an aggregate or a
+    function of group keys; ORDER BY + LIMIT / OFFSET only when
+    :func:`can_keep_limit` says no ingredient decides which rows come first.
+    """
+    scope = scope_of(call)
+    if scope is None:
+        return exp.select(value.copy()).distinct()
+    relaxed, outer_join_relaxed = relax_scope(scope, outer_tables(scope) or None)
+    cand = exp.Select()
+    for key in ("from_", "joins"):
+        if relaxed.args.get(key) is not None:
+            cand.set(key, relaxed.args[key])
+    if relaxed.args.get("where") is not None and not outer_join_relaxed:
+        cand.set("where", relaxed.args["where"])
+    if has_aggregate(value) or _group_covers(scope, value):
+        cand.set("group", relaxed.args.get("group"))
+        if not outer_join_relaxed:
+            cand.set("having", relaxed.args.get("having"))
+    if can_keep_limit(scope):
+        projections = [_null_calls(p) for p in scope.expressions]
+        inner = cand
+        inner.set("expressions", projections + [exp.alias_(value.copy(), VALUE_ALIAS)])
+        for key in ("order", "limit", "offset"):
+            if scope.args.get(key) is not None:
+                inner.set(key, scope.args[key].copy())
+        outer = exp.select(exp.column(VALUE_ALIAS)).distinct().from_(
+            exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("__bsql_c")))
+        )
+        return _with_ctes(outer, scope)
+    cand.set("expressions", [value.copy()])
+    cand.set("distinct", exp.Distinct())
+    return _with_ctes(cand, scope)
+
+
+def _null_calls(projection: exp.Expression) -> exp.Expression:
+    """Projection copy with uncomputed calls as NULL (kept only for ORDER BY aliases)."""
+    out = projection.copy()
+    for c in find_calls(out):
+        if c is out:
+            return exp.null()
+        c.replace(exp.null())
+    return out
+
+
+def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+    """Top-level AND-connected parts of a predicate."""
+    if e is None:
+        return []
+    if isinstance(e, exp.Paren):
+        return conjuncts(e.this)
+    if isinstance(e, exp.And):
+        return conjuncts(e.left) + conjuncts(e.right)
+    return [e]
+
+
+def _only_tables(e: exp.Expression, tables: set[str]) -> bool:
+    """True when ``e`` is plain (no call, no subquery) and uses only ``tables`` columns."""
+    if find_calls(e) or e.find(exp.Select):
+        return False
+    cols = list(e.find_all(exp.Column))
+    return all(c.table and c.table.lower() in tables for c in cols)
+
+
+def join_side_candidate(call: IngredientCall, side: exp.Expression) -> exp.Select:
+    """Distinct values of one side of a join call, after that side's own filters.
+
+    Why: a join ingredient aligns two value sets; each side only needs its
+    values that survive the predicates mentioning that side alone (WHERE
+    conjuncts and the call's own ON conjuncts), without forming the cross
+    product. Falls back to the relaxed scope when the side spans tables.
+    """
+    scope = scope_of(call)
+    tables = {c.table.lower() for c in side.find_all(exp.Column) if c.table}
+    sources = source_names(scope) if scope is not None else {}
+    if scope is None or len(tables) != 1 or next(iter(tables)) not in sources:
+        return map_candidate(call, side)
+    src = sources[next(iter(tables))]
+    preds = conjuncts(scope.args["where"].this if scope.args.get("where") else None)
+    on_join = call.find_ancestor(exp.Join)
+    if on_join is not None and on_join.args.get("on") is not None:
+        preds += conjuncts(on_join.args["on"])
+    keep = [p.copy() for p in preds if _only_tables(p, tables)]
+    cand = exp.select(side.copy()).distinct().from_(src.copy())
+    if keep:
+        cand = cand.where(exp.and_(*keep))
+    return _with_ctes(cand, scope)

@@ -1,0 +1,104 @@
+"""Inferring an output constraint from where a call stands in the query.
+
+Why: the query already says what type an ingredient must return
+(``= TRUE`` needs a boolean, ``> 3`` a number, ``city = {{QA()}}`` one of the
+cities); telling the model lets constrained decoding make the output
+usable, and the query stays short. Explicit ``options=`` /
+``return_type=`` / ``example_outputs=`` always win (the executor applies them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from blendsql.grammar.nodes import IngredientCall
+
+_COMPARE = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+_BOOLEAN_PARENTS = (exp.And, exp.Or, exp.Not, exp.Where, exp.Having, exp.If)
+
+
+@dataclass
+class Hint:
+    """What the context says about a call's output.
+
+    ``kind``: ``bool`` / ``int`` / ``float`` / ``choice_column`` / ``choice`` /
+    ``list`` / ``example`` / ``None``. ``column`` is the compared column for
+    ``choice_column``; ``values`` the literal options or examples.
+    """
+
+    kind: str | None = None
+    column: exp.Column | None = None
+    values: list[Any] = field(default_factory=list)
+
+
+def _up(node: exp.Expression) -> tuple[exp.Expression, exp.Expression | None]:
+    """Step over parentheses: (the node as its parent sees it, that parent)."""
+    child = node
+    parent = node.parent
+    while isinstance(parent, exp.Paren):
+        child, parent = parent, parent.parent
+    return child, parent
+
+
+def literal_value(e: exp.Expression) -> Any:
+    """Python value of a SQL literal (None when ``e`` is not a literal)."""
+    if isinstance(e, exp.Boolean):
+        return bool(e.this)
+    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
+        v = literal_value(e.this)
+        return -v if v is not None else None
+    if isinstance(e, exp.Literal):
+        if e.is_string:
+            return e.this
+        text = str(e.this)
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+    return None
+
+
+def infer_hint(call: IngredientCall) -> Hint:
+    """Read the call's context; see the module docstring for the rules."""
+    child, parent = _up(call)
+    if parent is None:
+        return Hint()
+    if isinstance(parent, _COMPARE):
+        other = parent.expression if parent.this is child else parent.this
+        while isinstance(other, exp.Paren):
+            other = other.this
+        if isinstance(other, exp.Boolean):
+            return Hint("bool")
+        val = literal_value(other)
+        if isinstance(val, bool):
+            return Hint("bool")
+        if isinstance(val, int):
+            return Hint("int")
+        if isinstance(val, float):
+            return Hint("float")
+        if isinstance(val, str):
+            return Hint("example", values=[val])
+        if isinstance(other, exp.Column):
+            return Hint("choice_column", column=other)
+        return Hint()
+    if isinstance(parent, exp.Between):
+        return Hint("float")
+    if isinstance(parent, exp.In):
+        if parent.this is child:
+            vals = [literal_value(v) for v in parent.expressions]
+            if vals and all(v is not None for v in vals):
+                return Hint("choice", values=vals)
+            return Hint()
+        if isinstance(parent.this, exp.Column):
+            return Hint("list", column=parent.this)
+        return Hint("list")
+    if isinstance(parent, exp.Ordered) or isinstance(parent, exp.Order):
+        return Hint("float")
+    if isinstance(parent, _BOOLEAN_PARENTS) or (
+        isinstance(parent, exp.Join) and parent.args.get("on") is child
+    ):
+        return Hint("bool")
+    return Hint()

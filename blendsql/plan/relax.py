@@ -1,0 +1,108 @@
+"""Relaxing uncomputed ingredient predicates by polarity.
+
+Why: to know which values a call must see, the engine runs the call's scope
+with every *other* not-yet-computed ingredient predicate replaced by a
+constant that can only let more rows through: TRUE where the predicate
+stands in positive position, FALSE under an odd number of NOTs. With AND /
+OR / NOT being monotone in SQL's three-valued logic, the relaxed filter
+keeps a superset of the rows the real filter keeps.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from blendsql.grammar.nodes import IngredientCall
+
+_CONNECTIVES = (exp.And, exp.Or, exp.Not, exp.Paren)
+
+
+def predicate_atom(node: exp.Expression, root: exp.Expression) -> exp.Expression:
+    """The largest non-connective expression around ``node`` below ``root``.
+
+    Why: an ingredient inside ``M(x) = TRUE`` or ``a + M(x) > 3`` decides the
+    truth of that whole comparison; the comparison is what gets relaxed.
+    """
+    atom = node
+    while atom.parent is not None and atom.parent is not root and not isinstance(
+        atom.parent, _CONNECTIVES
+    ):
+        atom = atom.parent
+    return atom
+
+
+def polarity(node: exp.Expression, root: exp.Expression) -> bool:
+    """True when ``node`` is under an even number of NOTs up to ``root``."""
+    neg = 0
+    p = node.parent
+    while p is not None and p is not root:
+        if isinstance(p, exp.Not):
+            neg += 1
+        p = p.parent
+    return neg % 2 == 0
+
+
+def relax_predicate(pred: exp.Expression, outer_refs: frozenset[str] | None = None,
+                    ) -> exp.Expression:
+    """Copy of boolean ``pred`` with each uncomputed call's atom made a constant.
+
+    Calls inside nested SELECTs are left alone: the planner computes those
+    first. With ``outer_refs`` (table names not in this scope), atoms that
+    reference such a table (a correlated predicate, which cannot run on its
+    own) are relaxed the same way.
+    """
+    out = pred.copy()
+    wrapper = exp.Paren(this=out)
+    while True:
+        todo: list[exp.Expression] = [
+            c for c in wrapper.find_all(IngredientCall) if _select_above_is_outside(c, wrapper)
+        ]
+        if outer_refs:
+            todo += [c for c in wrapper.find_all(exp.Column)
+                     if c.table and c.table.lower() in outer_refs
+                     and _select_above_is_outside(c, wrapper)]
+        if not todo:
+            break
+        c = todo[0]
+        atom = predicate_atom(c, wrapper)
+        atom.replace(exp.true() if polarity(atom, wrapper) else exp.false())
+    return wrapper.this
+
+
+def _select_above_is_outside(c: exp.Expression, root: exp.Expression) -> bool:
+    """True when no SELECT lies between ``c`` and ``root`` (``c`` is in this scope)."""
+    p = c.parent
+    while p is not None and p is not root:
+        if isinstance(p, exp.Select):
+            return False
+        p = p.parent
+    return True
+
+
+def relax_scope(select: exp.Select, outer_refs: frozenset[str] | None = None,
+                ) -> tuple[exp.Select, bool]:
+    """Relax uncomputed calls in a SELECT's WHERE, HAVING and JOIN ... ON.
+
+    Returns the relaxed copy and whether an outer join's ON was relaxed.
+    Why the flag: relaxing a LEFT JOIN's ON to TRUE removes NULL-extended
+    rows, which a later ``WHERE t2.x IS NULL`` could have kept, so the
+    caller must then also drop WHERE to stay a superset.
+    """
+    out = select.copy()
+    outer_relaxed = False
+    for key in ("where", "having"):
+        clause = out.args.get(key)
+        if clause is not None and (_has_local_call(clause.this) or outer_refs):
+            clause.set("this", relax_predicate(clause.this, outer_refs))
+    for j in out.args.get("joins") or []:
+        on = j.args.get("on")
+        if on is not None and _has_local_call(on):
+            j.set("on", relax_predicate(on, outer_refs))
+            if (j.side or "").upper() in ("LEFT", "RIGHT", "FULL"):
+                outer_relaxed = True
+    return out, outer_relaxed
+
+
+def _has_local_call(e: exp.Expression) -> bool:
+    wrapper = exp.Paren(this=e.copy())
+    return any(_select_above_is_outside(c, wrapper) for c in wrapper.find_all(IngredientCall))
