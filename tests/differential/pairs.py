@@ -1,0 +1,889 @@
+"""The differential query pairs: a BlendSQL query and its plain-SQLite twin.
+
+Each :class:`Pair` is data. The twin replaces every ingredient by the SQL
+expression it is equivalent to (see ``ingredients.py``), so for a correct
+engine both return the same rows. Optional value expectations are plain SQL
+queries over the same database, keyed by ingredient:
+
+- ``"Name"``: all values passed to that ingredient (union over its calls);
+- ``"Name:question"``: only calls whose question is ``question``;
+- ``"Name.right"``: right-hand values of a join ingredient.
+
+``exact`` -- the distinct values passed must equal this set: used only where
+ARCHITECTURE.md promises it (one uncomputed map call in its SELECT scope, with
+AND-connected plain predicates, joins, CTE / derived-table filters).
+``within`` -- the values passed must be a subset (the relaxed candidate set).
+``needs`` -- the values passed must include this set (what any correct plan
+must look at, e.g. for AND cascades: rows where the *other* predicates hold).
+
+See README.md in this folder for how to add a pair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One differential case. ``order``: ``"any"`` (multiset), ``"exact"`` (list),
+    or ``"sample"`` (a LIMIT without a total order: the rows must be as many as
+    the twin's and all come from ``sample_of``, the twin without its LIMIT)."""
+
+    id: str
+    db: str
+    query: str
+    twin: str
+    params: tuple[Any, ...] = ()
+    order: str = "any"
+    sample_of: str | None = None
+    exact: dict[str, str] = field(default_factory=dict)
+    within: dict[str, str] = field(default_factory=dict)
+    needs: dict[str, str] = field(default_factory=dict)
+
+
+CS = "concert_singer"
+PETS = "pets_1"
+CAR = "car_1"
+WORLD = "world_1"
+EMP = "employee_hire_evaluation"
+FLY = "flight_2"
+
+ALL_SINGER_NAMES = "SELECT DISTINCT Name FROM singer WHERE Name IS NOT NULL"
+
+PAIRS: list[Pair] = [
+    # ---------------------------------------------------------------- WHERE
+    Pair(
+        "where_map_paper_ref", CS,
+        "SELECT Name FROM singer WHERE {{StartsWith('J', 'singer::Name')}} = TRUE",
+        "SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J'",
+        exact={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "where_map_and_plain", CS,
+        "SELECT Name FROM singer WHERE Age > 30 AND {{StartsWith('J', singer.Name)}} = TRUE",
+        "SELECT Name FROM singer WHERE Age > 30 AND substr(Name, 1, 1) = 'J'",
+        exact={"StartsWith": "SELECT DISTINCT Name FROM singer WHERE Age > 30"},
+    ),
+    Pair(
+        "where_bare_predicate_int_column", PETS,
+        "SELECT StuID FROM Student WHERE {{StartsWith('2', Student.Age)}}",
+        "SELECT StuID FROM Student WHERE substr(CAST(Age AS TEXT), 1, 1) = '2'",
+        exact={"StartsWith": "SELECT DISTINCT Age FROM Student WHERE Age IS NOT NULL"},
+    ),
+    Pair(
+        "where_real_column_text", PETS,
+        "SELECT PetID FROM Pets WHERE {{StartsWith('1', Pets.weight)}} = TRUE",
+        "SELECT PetID FROM Pets WHERE substr(CAST(weight AS TEXT), 1, 1) = '1'",
+        exact={"StartsWith": "SELECT DISTINCT weight FROM Pets WHERE weight IS NOT NULL"},
+    ),
+    Pair(
+        "where_text_typed_numbers", CAR,
+        "SELECT COUNT(*) FROM cars_data WHERE {{StartsWith('1', cars_data.MPG)}} = TRUE",
+        "SELECT COUNT(*) FROM cars_data WHERE substr(MPG, 1, 1) = '1'",
+        exact={"StartsWith": "SELECT DISTINCT MPG FROM cars_data WHERE MPG IS NOT NULL"},
+    ),
+    Pair(
+        "where_nulls_never_passed", WORLD,
+        "SELECT Code FROM country WHERE {{StartsWith('E', country.HeadOfState)}} = TRUE",
+        "SELECT Code FROM country WHERE substr(HeadOfState, 1, 1) = 'E'",
+        exact={"StartsWith": "SELECT DISTINCT HeadOfState FROM country "
+                             "WHERE HeadOfState IS NOT NULL"},
+    ),
+    Pair(
+        "where_int_nulls_and_plain", WORLD,
+        "SELECT Name FROM country WHERE {{StartsWith('19', country.IndepYear)}} = TRUE "
+        "AND Region = 'Caribbean'",
+        "SELECT Name FROM country WHERE substr(CAST(IndepYear AS TEXT), 1, 2) = '19' "
+        "AND Region = 'Caribbean'",
+        exact={"StartsWith": "SELECT DISTINCT IndepYear FROM country "
+                             "WHERE Region = 'Caribbean' AND IndepYear IS NOT NULL"},
+    ),
+    Pair(
+        "where_float_column", WORLD,
+        "SELECT Code FROM country WHERE {{StartsWith('7', country.LifeExpectancy)}} = TRUE "
+        "AND Continent = 'Europe'",
+        "SELECT Code FROM country WHERE substr(CAST(LifeExpectancy AS TEXT), 1, 1) = '7' "
+        "AND Continent = 'Europe'",
+        exact={"StartsWith": "SELECT DISTINCT LifeExpectancy FROM country "
+                             "WHERE Continent = 'Europe' AND LifeExpectancy IS NOT NULL"},
+    ),
+    Pair(
+        "where_map_numeric_comparison", CS,
+        "SELECT Name FROM singer WHERE {{Length(singer.Song_Name)}} >= 4",
+        "SELECT Name FROM singer WHERE length(Song_Name) >= 4",
+        exact={"Length": "SELECT DISTINCT Song_Name FROM singer WHERE Song_Name IS NOT NULL"},
+    ),
+    Pair(
+        "where_map_equals_string", WORLD,
+        "SELECT Language FROM countrylanguage WHERE CountryCode = 'CHE' "
+        "AND {{Upper(countrylanguage.Language)}} = 'GERMAN'",
+        "SELECT Language FROM countrylanguage WHERE CountryCode = 'CHE' "
+        "AND upper(Language) = 'GERMAN'",
+        exact={"Upper": "SELECT DISTINCT Language FROM countrylanguage WHERE CountryCode = 'CHE'"},
+    ),
+    Pair(
+        "where_upper_non_ascii", WORLD,
+        "SELECT Code, {{Upper(country.Name)}} FROM country WHERE Region = 'Western Africa'",
+        "SELECT Code, upper(Name) FROM country WHERE Region = 'Western Africa'",
+        exact={"Upper": "SELECT DISTINCT Name FROM country WHERE Region = 'Western Africa'"},
+    ),
+    Pair(
+        "where_concat_argument", CS,
+        "SELECT Name FROM singer WHERE {{StartsWith('Mr J', 'Mr ' || singer.Name)}} = TRUE",
+        "SELECT Name FROM singer WHERE substr('Mr ' || Name, 1, 4) = 'Mr J'",
+        exact={"StartsWith": "SELECT DISTINCT 'Mr ' || Name FROM singer WHERE Name IS NOT NULL"},
+    ),
+    Pair(
+        "where_two_columns_concat", CS,
+        "SELECT Singer_ID FROM singer WHERE {{Length(singer.Name || singer.Country)}} > 17",
+        "SELECT Singer_ID FROM singer WHERE length(Name || Country) > 17",
+        exact={"Length": "SELECT DISTINCT Name || Country FROM singer "
+                         "WHERE Name || Country IS NOT NULL"},
+    ),
+    Pair(
+        "where_compare_two_ingredients", EMP,
+        "SELECT Name FROM employee WHERE {{Length(employee.Name)}} > {{Length(employee.City)}} * 2",
+        "SELECT Name FROM employee WHERE length(Name) > length(City) * 2",
+        within={"Length": "SELECT Name FROM employee UNION SELECT City FROM employee"},
+    ),
+    # ------------------------------------------------------ AND / OR / NOT
+    Pair(
+        "and_two_ingredients_cascade", CS,
+        "SELECT Name FROM singer WHERE {{StartsWith('J', singer.Name)}} = TRUE "
+        "AND {{Length(singer.Country)}} > 6",
+        "SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J' AND length(Country) > 6",
+        within={"StartsWith": ALL_SINGER_NAMES,
+                "Length": "SELECT DISTINCT Country FROM singer"},
+        needs={"StartsWith": "SELECT DISTINCT Name FROM singer WHERE length(Country) > 6",
+               "Length": "SELECT DISTINCT Country FROM singer WHERE substr(Name, 1, 1) = 'J'"},
+    ),
+    Pair(
+        "or_both_branches_same_ingredient", CS,
+        "SELECT Name FROM singer WHERE {{StartsWith('J', singer.Name)}} = TRUE "
+        "OR {{StartsWith('T', singer.Name)}} = TRUE",
+        "SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J' OR substr(Name, 1, 1) = 'T'",
+        within={"StartsWith:J": ALL_SINGER_NAMES, "StartsWith:T": ALL_SINGER_NAMES},
+        needs={"StartsWith:J": "SELECT Name FROM singer WHERE substr(Name, 1, 1) <> 'T'",
+               "StartsWith:T": "SELECT Name FROM singer WHERE substr(Name, 1, 1) <> 'J'"},
+    ),
+    Pair(
+        "or_ingredient_and_plain", CS,
+        "SELECT Name FROM singer WHERE Age < 30 OR {{Length(singer.Name)}} > 11",
+        "SELECT Name FROM singer WHERE Age < 30 OR length(Name) > 11",
+        within={"Length": ALL_SINGER_NAMES},
+        needs={"Length": "SELECT Name FROM singer WHERE NOT Age < 30"},
+    ),
+    Pair(
+        "not_ingredient_and_plain", CS,
+        "SELECT Name FROM singer WHERE NOT {{StartsWith('J', singer.Name)}} = TRUE AND Age > 30",
+        "SELECT Name FROM singer WHERE NOT substr(Name, 1, 1) = 'J' AND Age > 30",
+        exact={"StartsWith": "SELECT DISTINCT Name FROM singer WHERE Age > 30"},
+    ),
+    Pair(
+        "not_three_valued_logic", WORLD,
+        "SELECT Code FROM country WHERE NOT {{StartsWith('E', country.HeadOfState)}}",
+        "SELECT Code FROM country WHERE NOT substr(HeadOfState, 1, 1) = 'E'",
+        exact={"StartsWith": "SELECT DISTINCT HeadOfState FROM country "
+                             "WHERE HeadOfState IS NOT NULL"},
+    ),
+    Pair(
+        "not_over_or_of_ingredients", FLY,
+        "SELECT City FROM airports WHERE NOT ({{StartsWith('A', airports.City)}} = TRUE "
+        "OR {{Length(airports.City)}} > 8)",
+        "SELECT City FROM airports WHERE NOT (substr(City, 1, 1) = 'A' OR length(City) > 8)",
+        within={"StartsWith": "SELECT City FROM airports", "Length": "SELECT City FROM airports"},
+        needs={"StartsWith": "SELECT City FROM airports WHERE NOT length(City) > 8",
+               "Length": "SELECT City FROM airports WHERE NOT substr(City, 1, 1) = 'A'"},
+    ),
+    Pair(
+        "or_inside_and", FLY,
+        "SELECT AirportCode FROM airports WHERE Country = 'United States' AND "
+        "({{StartsWith('Ab', airports.City)}} OR {{StartsWith('Al', airports.City)}})",
+        "SELECT AirportCode FROM airports WHERE Country = 'United States' AND "
+        "(substr(City, 1, 2) = 'Ab' OR substr(City, 1, 2) = 'Al')",
+        within={"StartsWith": "SELECT City FROM airports WHERE Country = 'United States'"},
+    ),
+    Pair(
+        "not_and_or_mixed", WORLD,
+        "SELECT Code FROM country WHERE Continent = 'Africa' AND NOT "
+        "({{StartsWith('M', country.Name)}} = TRUE AND Population > 1000000) "
+        "OR {{Length(country.Code2)}} = 3",
+        "SELECT Code FROM country WHERE Continent = 'Africa' AND NOT "
+        "(substr(Name, 1, 1) = 'M' AND Population > 1000000) OR length(Code2) = 3",
+        within={"StartsWith": "SELECT Name FROM country", "Length": "SELECT Code2 FROM country"},
+    ),
+    # -------------------------------------------------------- SELECT list
+    Pair(
+        "select_list_map", CS,
+        "SELECT Name, {{Length(singer.Name)}} AS n FROM singer WHERE Country = 'France'",
+        "SELECT Name, length(Name) AS n FROM singer WHERE Country = 'France'",
+        exact={"Length": "SELECT DISTINCT Name FROM singer WHERE Country = 'France'"},
+    ),
+    Pair(
+        "select_and_where_same_call", CS,
+        "SELECT Name, {{Length(singer.Name)}} FROM singer WHERE {{Length(singer.Name)}} > 10",
+        "SELECT Name, length(Name) FROM singer WHERE length(Name) > 10",
+        within={"Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "select_distinct_map", CS,
+        "SELECT DISTINCT {{StartsWith('F', singer.Country)}} FROM singer",
+        "SELECT DISTINCT substr(Country, 1, 1) = 'F' FROM singer",
+        exact={"StartsWith": "SELECT DISTINCT Country FROM singer WHERE Country IS NOT NULL"},
+    ),
+    Pair(
+        "select_case_when_map", CS,
+        "SELECT Name, CASE WHEN {{StartsWith('J', singer.Name)}} THEN 'j' ELSE 'other' END "
+        "FROM singer",
+        "SELECT Name, CASE WHEN substr(Name, 1, 1) = 'J' THEN 'j' ELSE 'other' END FROM singer",
+        exact={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "select_case_several_ingredients", CAR,
+        "SELECT Maker, CASE WHEN {{Length(car_makers.Maker)}} > 5 "
+        "THEN {{Upper(car_makers.Maker)}} ELSE car_makers.FullName END FROM car_makers",
+        "SELECT Maker, CASE WHEN length(Maker) > 5 THEN upper(Maker) ELSE FullName END "
+        "FROM car_makers",
+        exact={"Length": "SELECT DISTINCT Maker FROM car_makers"},
+        within={"Upper": "SELECT DISTINCT Maker FROM car_makers"},
+        needs={"Upper": "SELECT Maker FROM car_makers WHERE length(Maker) > 5"},
+    ),
+    Pair(
+        "select_upper_order_alias", PETS,
+        "SELECT {{Upper(Student.LName)}} AS u FROM Student WHERE Sex = 'F' ORDER BY u, StuID",
+        "SELECT upper(LName) AS u FROM Student WHERE Sex = 'F' ORDER BY u, StuID",
+        order="exact",
+        exact={"Upper": "SELECT DISTINCT LName FROM Student WHERE Sex = 'F'"},
+    ),
+    Pair(
+        "select_scalar_correlated_subquery", EMP,
+        "SELECT Name, (SELECT COUNT(*) FROM hiring h WHERE h.Employee_ID = employee.Employee_ID "
+        "AND {{StartsWith('20', h.Start_from)}}) FROM employee",
+        "SELECT Name, (SELECT COUNT(*) FROM hiring h WHERE h.Employee_ID = employee.Employee_ID "
+        "AND substr(h.Start_from, 1, 2) = '20') FROM employee",
+        within={"StartsWith": "SELECT Start_from FROM hiring"},
+    ),
+    # ---------------------------------------------------- ORDER BY / LIMIT
+    Pair(
+        "order_by_map", CS,
+        "SELECT Name FROM singer ORDER BY {{Length(singer.Name)}} DESC, Name",
+        "SELECT Name FROM singer ORDER BY length(Name) DESC, Name",
+        order="exact",
+        exact={"Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "order_by_map_limit", WORLD,
+        "SELECT Name FROM country ORDER BY {{Length(country.Name)}} DESC, Code LIMIT 5",
+        "SELECT Name FROM country ORDER BY length(Name) DESC, Code LIMIT 5",
+        order="exact",
+        exact={"Length": "SELECT DISTINCT Name FROM country"},
+    ),
+    Pair(
+        "limit_offset_plain_order", CS,
+        "SELECT Name FROM singer WHERE {{Length(singer.Name)}} > 9 ORDER BY Singer_ID "
+        "LIMIT 2 OFFSET 1",
+        "SELECT Name FROM singer WHERE length(Name) > 9 ORDER BY Singer_ID LIMIT 2 OFFSET 1",
+        order="exact",
+        within={"Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "limit_without_order", CS,
+        "SELECT Name FROM singer WHERE {{StartsWith('J', singer.Name)}} = TRUE LIMIT 2",
+        "SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J' LIMIT 2",
+        order="sample",
+        sample_of="SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J'",
+        within={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "limit_early_stop_order_plain", WORLD,
+        "SELECT Code FROM country WHERE {{StartsWith('B', country.Name)}} = TRUE "
+        "ORDER BY Code LIMIT 3",
+        "SELECT Code FROM country WHERE substr(Name, 1, 1) = 'B' ORDER BY Code LIMIT 3",
+        order="exact",
+        within={"StartsWith": "SELECT Name FROM country"},
+        needs={"StartsWith": "SELECT Name FROM country WHERE Code <= 'BEN'"},
+    ),
+    Pair(
+        "order_by_two_ingredients_cte_join", CAR,
+        "WITH big AS (SELECT Id, Cylinders FROM cars_data WHERE Cylinders >= 8) "
+        "SELECT cn.Make FROM big JOIN car_names cn ON cn.MakeId = big.Id "
+        "WHERE {{StartsWith('ford', cn.Make)}} = TRUE ORDER BY {{Length(cn.Make)}}, cn.MakeId",
+        "WITH big AS (SELECT Id, Cylinders FROM cars_data WHERE Cylinders >= 8) "
+        "SELECT cn.Make FROM big JOIN car_names cn ON cn.MakeId = big.Id "
+        "WHERE substr(cn.Make, 1, 4) = 'ford' ORDER BY length(cn.Make), cn.MakeId",
+        order="exact",
+        within={"StartsWith": "SELECT cn.Make FROM cars_data d JOIN car_names cn "
+                              "ON cn.MakeId = d.Id WHERE d.Cylinders >= 8",
+                "Length": "SELECT cn.Make FROM cars_data d JOIN car_names cn "
+                          "ON cn.MakeId = d.Id WHERE d.Cylinders >= 8"},
+        needs={"Length": "SELECT cn.Make FROM cars_data d JOIN car_names cn ON cn.MakeId = d.Id "
+                         "WHERE d.Cylinders >= 8 AND substr(cn.Make, 1, 4) = 'ford'"},
+    ),
+    # ------------------------------------------------- GROUP BY / HAVING / aggregates
+    Pair(
+        "group_by_map_key", CS,
+        "SELECT {{Length(singer.Country)}} AS n, COUNT(*) FROM singer "
+        "GROUP BY {{Length(singer.Country)}}",
+        "SELECT length(Country) AS n, COUNT(*) FROM singer GROUP BY length(Country)",
+        within={"Length": "SELECT Country FROM singer"},
+        needs={"Length": "SELECT Country FROM singer WHERE Country IS NOT NULL"},
+    ),
+    Pair(
+        "group_by_alias_order_limit", FLY,
+        "SELECT {{Upper(airports.City)}} AS c, COUNT(*) FROM airports GROUP BY c "
+        "ORDER BY 2 DESC, 1 LIMIT 5",
+        "SELECT upper(City) AS c, COUNT(*) FROM airports GROUP BY c ORDER BY 2 DESC, 1 LIMIT 5",
+        order="exact",
+        exact={"Upper": "SELECT DISTINCT City FROM airports WHERE City IS NOT NULL"},
+    ),
+    Pair(
+        "group_by_plain_where_map", PETS,
+        "SELECT Major, COUNT(*) FROM Student WHERE {{StartsWith('B', Student.city_code)}} = TRUE "
+        "GROUP BY Major ORDER BY Major",
+        "SELECT Major, COUNT(*) FROM Student WHERE substr(city_code, 1, 1) = 'B' "
+        "GROUP BY Major ORDER BY Major",
+        order="exact",
+        exact={"StartsWith": "SELECT DISTINCT city_code FROM Student "
+                             "WHERE city_code IS NOT NULL"},
+    ),
+    Pair(
+        "having_map_on_group_key", CS,
+        "SELECT Country, COUNT(*) FROM singer GROUP BY Country "
+        "HAVING {{Length(singer.Country)}} > 6",
+        "SELECT Country, COUNT(*) FROM singer GROUP BY Country HAVING length(Country) > 6",
+        within={"Length": "SELECT Country FROM singer"},
+        needs={"Length": "SELECT Country FROM singer WHERE Country IS NOT NULL"},
+    ),
+    Pair(
+        "having_aggregate_over_map", EMP,
+        "SELECT City, COUNT(*) FROM employee GROUP BY City "
+        "HAVING SUM({{Length(employee.Name)}}) > 20",
+        "SELECT City, COUNT(*) FROM employee GROUP BY City HAVING SUM(length(Name)) > 20",
+        exact={"Length": "SELECT DISTINCT Name FROM employee WHERE Name IS NOT NULL"},
+    ),
+    Pair(
+        "having_count_over_predicate", CS,
+        "SELECT Country FROM singer GROUP BY Country "
+        "HAVING SUM({{StartsWith('T', singer.Name)}}) >= 1",
+        "SELECT Country FROM singer GROUP BY Country HAVING SUM(substr(Name, 1, 1) = 'T') >= 1",
+        exact={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "aggregates_over_map_outputs", CS,
+        "SELECT SUM({{Length(singer.Name)}}), MAX({{Length(singer.Song_Name)}}), "
+        "AVG({{Length(singer.Country)}}) FROM singer",
+        "SELECT SUM(length(Name)), MAX(length(Song_Name)), AVG(length(Country)) FROM singer",
+        within={"Length": "SELECT Name FROM singer UNION SELECT Song_Name FROM singer "
+                          "UNION SELECT Country FROM singer"},
+    ),
+    Pair(
+        "aggregate_group_avg_map", CS,
+        "SELECT Country, AVG({{Length(singer.Name)}}) FROM singer GROUP BY Country",
+        "SELECT Country, AVG(length(Name)) FROM singer GROUP BY Country",
+        exact={"Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "count_where_map", CS,
+        "SELECT COUNT(*) FROM singer WHERE {{StartsWith('T', singer.Name)}} = TRUE",
+        "SELECT COUNT(*) FROM singer WHERE substr(Name, 1, 1) = 'T'",
+        exact={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "count_distinct_map", FLY,
+        "SELECT COUNT(DISTINCT {{Length(airports.AirportName)}}) FROM airports",
+        "SELECT COUNT(DISTINCT length(AirportName)) FROM airports",
+        exact={"Length": "SELECT DISTINCT AirportName FROM airports "
+                         "WHERE AirportName IS NOT NULL"},
+    ),
+    Pair(
+        "group_sum_predicate_big_join", WORLD,
+        "SELECT co.Continent, SUM({{StartsWith('S', ci.Name)}}) FROM city ci "
+        "JOIN country co ON ci.CountryCode = co.Code GROUP BY co.Continent",
+        "SELECT co.Continent, SUM(substr(ci.Name, 1, 1) = 'S') FROM city ci "
+        "JOIN country co ON ci.CountryCode = co.Code GROUP BY co.Continent",
+        exact={"StartsWith": "SELECT DISTINCT ci.Name FROM city ci "
+                             "JOIN country co ON ci.CountryCode = co.Code"},
+    ),
+    Pair(
+        "group_having_where_map", CAR,
+        "SELECT Year, COUNT(*) FROM cars_data WHERE {{Length(cars_data.Horsepower)}} = 3 "
+        "GROUP BY Year HAVING COUNT(*) > 2 ORDER BY Year",
+        "SELECT Year, COUNT(*) FROM cars_data WHERE length(Horsepower) = 3 "
+        "GROUP BY Year HAVING COUNT(*) > 2 ORDER BY Year",
+        order="exact",
+        exact={"Length": "SELECT DISTINCT Horsepower FROM cars_data "
+                         "WHERE Horsepower IS NOT NULL"},
+    ),
+    # ------------------------------------------ subqueries, CTEs, derived tables
+    Pair(
+        "in_subquery_with_join", CS,
+        "SELECT concert_Name FROM concert WHERE concert_ID IN (SELECT sic.concert_ID "
+        "FROM singer_in_concert sic JOIN singer s ON sic.Singer_ID = s.Singer_ID "
+        "WHERE {{StartsWith('J', s.Name)}} = TRUE)",
+        "SELECT concert_Name FROM concert WHERE concert_ID IN (SELECT sic.concert_ID "
+        "FROM singer_in_concert sic JOIN singer s ON sic.Singer_ID = s.Singer_ID "
+        "WHERE substr(s.Name, 1, 1) = 'J')",
+        exact={"StartsWith": "SELECT DISTINCT s.Name FROM singer_in_concert sic "
+                             "JOIN singer s ON sic.Singer_ID = s.Singer_ID"},
+    ),
+    Pair(
+        "in_subquery_list_of_ids", CAR,
+        "SELECT CountryName FROM countries WHERE Continent IN (SELECT ContId FROM continents "
+        "WHERE {{StartsWith('a', continents.Continent)}} = TRUE)",
+        "SELECT CountryName FROM countries WHERE Continent IN (SELECT ContId FROM continents "
+        "WHERE substr(Continent, 1, 1) = 'a')",
+        exact={"StartsWith": "SELECT DISTINCT Continent FROM continents"},
+    ),
+    Pair(
+        "not_in_subquery_plain", PETS,
+        "SELECT Fname FROM Student WHERE StuID NOT IN (SELECT StuID FROM Has_Pet) "
+        "AND {{Length(Student.Fname)}} <= 4",
+        "SELECT Fname FROM Student WHERE StuID NOT IN (SELECT StuID FROM Has_Pet) "
+        "AND length(Fname) <= 4",
+        exact={"Length": "SELECT DISTINCT Fname FROM Student "
+                         "WHERE StuID NOT IN (SELECT StuID FROM Has_Pet)"},
+    ),
+    Pair(
+        "map_in_literal_list", CAR,
+        "SELECT Maker FROM car_makers WHERE {{Upper(car_makers.Maker)}} IN ('BMW', 'FORD', 'KIA')",
+        "SELECT Maker FROM car_makers WHERE upper(Maker) IN ('BMW', 'FORD', 'KIA')",
+        exact={"Upper": "SELECT DISTINCT Maker FROM car_makers"},
+    ),
+    Pair(
+        "in_subquery_and_outer_map", FLY,
+        "SELECT a.Airline FROM airlines a WHERE {{StartsWith('A', a.Airline)}} = TRUE "
+        "AND a.uid IN (SELECT Airline FROM flights WHERE DestAirport = 'APG')",
+        "SELECT a.Airline FROM airlines a WHERE substr(a.Airline, 1, 1) = 'A' "
+        "AND a.uid IN (SELECT Airline FROM flights WHERE DestAirport = 'APG')",
+        exact={"StartsWith": "SELECT DISTINCT Airline FROM airlines "
+                             "WHERE uid IN (SELECT Airline FROM flights WHERE DestAirport = 'APG')"},
+    ),
+    Pair(
+        "exists_correlated", CS,
+        "SELECT st.Name FROM stadium st WHERE EXISTS (SELECT 1 FROM concert c "
+        "WHERE c.Stadium_ID = st.Stadium_ID AND {{StartsWith('Week', c.concert_Name)}} = TRUE)",
+        "SELECT st.Name FROM stadium st WHERE EXISTS (SELECT 1 FROM concert c "
+        "WHERE c.Stadium_ID = st.Stadium_ID AND substr(c.concert_Name, 1, 4) = 'Week')",
+        within={"StartsWith": "SELECT concert_Name FROM concert"},
+        needs={"StartsWith": "SELECT c.concert_Name FROM concert c "
+                             "JOIN stadium st ON c.Stadium_ID = st.Stadium_ID"},
+    ),
+    Pair(
+        "correlated_outer_column_in_subquery", CS,
+        "SELECT st.Name FROM stadium st WHERE (SELECT COUNT(*) FROM concert c "
+        "WHERE c.Stadium_ID = st.Stadium_ID AND {{Length(st.Location)}} > 9) > 0",
+        "SELECT st.Name FROM stadium st WHERE (SELECT COUNT(*) FROM concert c "
+        "WHERE c.Stadium_ID = st.Stadium_ID AND length(st.Location) > 9) > 0",
+        within={"Length": "SELECT Location FROM stadium"},
+    ),
+    Pair(
+        "cte_filter_then_map", CS,
+        "WITH old AS (SELECT * FROM singer WHERE Age > 30) "
+        "SELECT Name FROM old WHERE {{StartsWith('J', old.Name)}} = TRUE",
+        "WITH old AS (SELECT * FROM singer WHERE Age > 30) "
+        "SELECT Name FROM old WHERE substr(Name, 1, 1) = 'J'",
+        exact={"StartsWith": "SELECT DISTINCT Name FROM singer WHERE Age > 30"},
+    ),
+    Pair(
+        "cte_map_inside_filter_outside", CS,
+        "WITH j AS (SELECT * FROM singer WHERE {{StartsWith('J', singer.Name)}} = TRUE) "
+        "SELECT Name FROM j WHERE Age > 30",
+        "WITH j AS (SELECT * FROM singer WHERE substr(Name, 1, 1) = 'J') "
+        "SELECT Name FROM j WHERE Age > 30",
+        within={"StartsWith": ALL_SINGER_NAMES},
+        needs={"StartsWith": "SELECT Name FROM singer WHERE Age > 30"},
+    ),
+    Pair(
+        "cte_aggregate_then_map", EMP,
+        "WITH c AS (SELECT City, COUNT(*) AS n FROM employee GROUP BY City) "
+        "SELECT City, n FROM c WHERE {{StartsWith('B', c.City)}} = TRUE ORDER BY City",
+        "WITH c AS (SELECT City, COUNT(*) AS n FROM employee GROUP BY City) "
+        "SELECT City, n FROM c WHERE substr(City, 1, 1) = 'B' ORDER BY City",
+        order="exact",
+        exact={"StartsWith": "SELECT DISTINCT City FROM employee WHERE City IS NOT NULL"},
+    ),
+    Pair(
+        "two_ctes_ingredients_in_both", WORLD,
+        "WITH eu AS (SELECT Code, Name FROM country WHERE Continent = 'Europe' "
+        "AND {{Length(country.Name)}} < 7), "
+        "langs AS (SELECT CountryCode, Language FROM countrylanguage "
+        "WHERE {{StartsWith('G', countrylanguage.Language)}} = TRUE) "
+        "SELECT eu.Name, langs.Language FROM eu JOIN langs ON langs.CountryCode = eu.Code",
+        "WITH eu AS (SELECT Code, Name FROM country WHERE Continent = 'Europe' "
+        "AND length(Name) < 7), "
+        "langs AS (SELECT CountryCode, Language FROM countrylanguage "
+        "WHERE substr(Language, 1, 1) = 'G') "
+        "SELECT eu.Name, langs.Language FROM eu JOIN langs ON langs.CountryCode = eu.Code",
+        exact={"Length": "SELECT DISTINCT Name FROM country WHERE Continent = 'Europe'"},
+        within={"StartsWith": "SELECT Language FROM countrylanguage"},
+    ),
+    Pair(
+        "derived_table_filter_then_map", CS,
+        "SELECT d.Name FROM (SELECT Name, Age FROM singer WHERE Country = 'France') AS d "
+        "WHERE {{Length(d.Name)}} > 10",
+        "SELECT d.Name FROM (SELECT Name, Age FROM singer WHERE Country = 'France') AS d "
+        "WHERE length(d.Name) > 10",
+        exact={"Length": "SELECT DISTINCT Name FROM singer WHERE Country = 'France'"},
+    ),
+    Pair(
+        "derived_table_group_join_map", CAR,
+        "SELECT t.Maker, t.n FROM (SELECT Maker, COUNT(*) AS n FROM model_list GROUP BY Maker) t "
+        "JOIN car_makers cm ON cm.Id = t.Maker WHERE {{StartsWith('t', cm.Maker)}} = TRUE "
+        "ORDER BY t.Maker",
+        "SELECT t.Maker, t.n FROM (SELECT Maker, COUNT(*) AS n FROM model_list GROUP BY Maker) t "
+        "JOIN car_makers cm ON cm.Id = t.Maker WHERE substr(cm.Maker, 1, 1) = 't' "
+        "ORDER BY t.Maker",
+        order="exact",
+        exact={"StartsWith": "SELECT DISTINCT cm.Maker FROM car_makers cm "
+                             "WHERE cm.Id IN (SELECT Maker FROM model_list)"},
+    ),
+    Pair(
+        "derived_table_with_ingredient_inside", FLY,
+        "SELECT x.c, COUNT(*) FROM (SELECT City AS c FROM airports "
+        "WHERE {{StartsWith('A', airports.City)}} = TRUE) x GROUP BY x.c ORDER BY x.c",
+        "SELECT x.c, COUNT(*) FROM (SELECT City AS c FROM airports "
+        "WHERE substr(City, 1, 1) = 'A') x GROUP BY x.c ORDER BY x.c",
+        order="exact",
+        exact={"StartsWith": "SELECT DISTINCT City FROM airports WHERE City IS NOT NULL"},
+    ),
+    Pair(
+        "union_with_ingredients", WORLD,
+        "SELECT Name FROM country WHERE {{StartsWith('Z', country.Name)}} = TRUE "
+        "UNION SELECT Name FROM city WHERE {{StartsWith('Zu', city.Name)}} = TRUE",
+        "SELECT Name FROM country WHERE substr(Name, 1, 1) = 'Z' "
+        "UNION SELECT Name FROM city WHERE substr(Name, 1, 2) = 'Zu'",
+        exact={"StartsWith:Z": "SELECT DISTINCT Name FROM country",
+               "StartsWith:Zu": "SELECT DISTINCT Name FROM city"},
+    ),
+    Pair(
+        "except_with_ingredient", EMP,
+        "SELECT City FROM employee EXCEPT SELECT City FROM employee "
+        "WHERE {{Length(employee.Name)}} > 12",
+        "SELECT City FROM employee EXCEPT SELECT City FROM employee WHERE length(Name) > 12",
+        exact={"Length": "SELECT DISTINCT Name FROM employee WHERE Name IS NOT NULL"},
+    ),
+    # ------------------------------------------------------------- joins
+    Pair(
+        "multi_join_two_maps", CS,
+        "SELECT s.Name, c.concert_Name, st.Name FROM singer s "
+        "JOIN singer_in_concert sic ON s.Singer_ID = sic.Singer_ID "
+        "JOIN concert c ON c.concert_ID = sic.concert_ID "
+        "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID "
+        "WHERE {{StartsWith('2015', c.Year)}} = TRUE AND {{Length(st.Name)}} > 12",
+        "SELECT s.Name, c.concert_Name, st.Name FROM singer s "
+        "JOIN singer_in_concert sic ON s.Singer_ID = sic.Singer_ID "
+        "JOIN concert c ON c.concert_ID = sic.concert_ID "
+        "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID "
+        "WHERE substr(c.Year, 1, 4) = '2015' AND length(st.Name) > 12",
+        within={
+            "StartsWith": "SELECT c.Year FROM singer_in_concert sic "
+                          "JOIN concert c ON c.concert_ID = sic.concert_ID "
+                          "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID",
+            "Length": "SELECT st.Name FROM singer_in_concert sic "
+                      "JOIN concert c ON c.concert_ID = sic.concert_ID "
+                      "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID",
+        },
+        needs={
+            "StartsWith": "SELECT c.Year FROM singer_in_concert sic "
+                          "JOIN concert c ON c.concert_ID = sic.concert_ID "
+                          "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID "
+                          "WHERE length(st.Name) > 12",
+            "Length": "SELECT st.Name FROM singer_in_concert sic "
+                      "JOIN concert c ON c.concert_ID = sic.concert_ID "
+                      "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID "
+                      "WHERE substr(c.Year, 1, 4) = '2015'",
+        },
+    ),
+    Pair(
+        "join_three_tables_aliases", PETS,
+        "SELECT s.Fname, p.PetType FROM Student s JOIN Has_Pet hp ON s.StuID = hp.StuID "
+        "JOIN Pets p ON p.PetID = hp.PetID WHERE {{StartsWith('d', p.PetType)}} = TRUE",
+        "SELECT s.Fname, p.PetType FROM Student s JOIN Has_Pet hp ON s.StuID = hp.StuID "
+        "JOIN Pets p ON p.PetID = hp.PetID WHERE substr(p.PetType, 1, 1) = 'd'",
+        exact={"StartsWith": "SELECT DISTINCT p.PetType FROM Student s "
+                             "JOIN Has_Pet hp ON s.StuID = hp.StuID "
+                             "JOIN Pets p ON p.PetID = hp.PetID"},
+    ),
+    Pair(
+        "join_filter_other_table", WORLD,
+        "SELECT ci.Name FROM city ci JOIN country co ON ci.CountryCode = co.Code "
+        "WHERE co.Name = 'Netherlands' AND {{StartsWith('A', ci.Name)}} = TRUE",
+        "SELECT ci.Name FROM city ci JOIN country co ON ci.CountryCode = co.Code "
+        "WHERE co.Name = 'Netherlands' AND substr(ci.Name, 1, 1) = 'A'",
+        exact={"StartsWith": "SELECT DISTINCT ci.Name FROM city ci "
+                             "JOIN country co ON ci.CountryCode = co.Code "
+                             "WHERE co.Name = 'Netherlands'"},
+    ),
+    Pair(
+        "join_employee_shop_full_time", EMP,
+        "SELECT e.Name, s.Name FROM employee e JOIN hiring h ON e.Employee_ID = h.Employee_ID "
+        "JOIN shop s ON s.Shop_ID = h.Shop_ID WHERE h.Is_full_time = 'T' "
+        "AND {{StartsWith('FC', s.Name)}} = TRUE",
+        "SELECT e.Name, s.Name FROM employee e JOIN hiring h ON e.Employee_ID = h.Employee_ID "
+        "JOIN shop s ON s.Shop_ID = h.Shop_ID WHERE h.Is_full_time = 'T' "
+        "AND substr(s.Name, 1, 2) = 'FC'",
+        exact={"StartsWith": "SELECT DISTINCT s.Name FROM employee e "
+                             "JOIN hiring h ON e.Employee_ID = h.Employee_ID "
+                             "JOIN shop s ON s.Shop_ID = h.Shop_ID WHERE h.Is_full_time = 'T'"},
+    ),
+    Pair(
+        "join_real_values", EMP,
+        "SELECT e.Name, ev.Bonus FROM employee e JOIN evaluation ev "
+        "ON e.Employee_ID = ev.Employee_ID WHERE {{StartsWith('3', ev.Bonus)}} = TRUE",
+        "SELECT e.Name, ev.Bonus FROM employee e JOIN evaluation ev "
+        "ON e.Employee_ID = ev.Employee_ID WHERE substr(CAST(ev.Bonus AS TEXT), 1, 1) = '3'",
+        exact={"StartsWith": "SELECT DISTINCT ev.Bonus FROM employee e JOIN evaluation ev "
+                             "ON e.Employee_ID = ev.Employee_ID"},
+    ),
+    Pair(
+        "left_join_map_on_nullable_side", EMP,
+        "SELECT e.Name, h.Start_from FROM employee e LEFT JOIN hiring h "
+        "ON e.Employee_ID = h.Employee_ID WHERE {{Length(e.Name)}} > 9",
+        "SELECT e.Name, h.Start_from FROM employee e LEFT JOIN hiring h "
+        "ON e.Employee_ID = h.Employee_ID WHERE length(e.Name) > 9",
+        exact={"Length": "SELECT DISTINCT Name FROM employee"},
+    ),
+    # ------------------------------------------------------ join ingredient
+    Pair(
+        "join_ingredient_on_derived_upper", EMP,
+        "SELECT e.Name, u.uname FROM (SELECT upper(Name) AS uname FROM employee) u "
+        "JOIN employee e ON {{LowerJoin(u.uname, e.Name)}}",
+        "SELECT e.Name, u.uname FROM (SELECT upper(Name) AS uname FROM employee) u "
+        "JOIN employee e ON lower(trim(u.uname)) = lower(trim(e.Name))",
+        within={"LowerJoin": "SELECT upper(Name) FROM employee",
+                "LowerJoin.right": "SELECT Name FROM employee"},
+        needs={"LowerJoin": "SELECT upper(Name) FROM employee",
+               "LowerJoin.right": "SELECT Name FROM employee"},
+    ),
+    Pair(
+        "join_ingredient_self_join_case", CAR,
+        "SELECT a.Maker, b.FullName FROM car_makers a JOIN car_makers b "
+        "ON {{LowerJoin(a.Maker, b.FullName)}}",
+        "SELECT a.Maker, b.FullName FROM car_makers a JOIN car_makers b "
+        "ON lower(trim(a.Maker)) = lower(trim(b.FullName))",
+        within={"LowerJoin": "SELECT Maker FROM car_makers",
+                "LowerJoin.right": "SELECT FullName FROM car_makers"},
+    ),
+    Pair(
+        "join_ingredient_paper_form", CAR,
+        "SELECT model_list.Model, car_makers.FullName FROM model_list "
+        "JOIN {{LowerJoin(left_on='model_list::Model', right_on='car_makers::Maker')}}",
+        "SELECT model_list.Model, car_makers.FullName FROM model_list "
+        "JOIN car_makers ON lower(trim(model_list.Model)) = lower(trim(car_makers.Maker))",
+        within={"LowerJoin": "SELECT Model FROM model_list",
+                "LowerJoin.right": "SELECT Maker FROM car_makers"},
+    ),
+    Pair(
+        "join_ingredient_paper_form_where_order", FLY,
+        "SELECT flights.FlightNo, airports.City FROM flights "
+        "JOIN {{LowerJoin(left_on='flights::DestAirport', right_on='airports::AirportCode')}} "
+        "WHERE flights.Airline = 2 ORDER BY flights.FlightNo",
+        "SELECT flights.FlightNo, airports.City FROM flights "
+        "JOIN airports ON lower(trim(flights.DestAirport)) = lower(trim(airports.AirportCode)) "
+        "WHERE flights.Airline = 2 ORDER BY flights.FlightNo",
+        order="exact",
+        within={"LowerJoin": "SELECT DestAirport FROM flights",
+                "LowerJoin.right": "SELECT AirportCode FROM airports"},
+        needs={"LowerJoin": "SELECT DestAirport FROM flights WHERE Airline = 2"},
+    ),
+    Pair(
+        "join_ingredient_where_plain_and_map", FLY,
+        "SELECT f.FlightNo, src.City FROM flights f JOIN airports src "
+        "ON {{LowerJoin(f.SourceAirport, src.AirportCode)}} "
+        "WHERE f.Airline = 5 AND {{StartsWith('A', src.City)}} = TRUE",
+        "SELECT f.FlightNo, src.City FROM flights f JOIN airports src "
+        "ON lower(trim(f.SourceAirport)) = lower(trim(src.AirportCode)) "
+        "WHERE f.Airline = 5 AND substr(src.City, 1, 1) = 'A'",
+        within={"LowerJoin": "SELECT SourceAirport FROM flights",
+                "LowerJoin.right": "SELECT AirportCode FROM airports",
+                "StartsWith": "SELECT City FROM airports"},
+        needs={"LowerJoin": "SELECT SourceAirport FROM flights f JOIN airports a "
+                            "ON f.SourceAirport = a.AirportCode "
+                            "WHERE f.Airline = 5 AND substr(a.City, 1, 1) = 'A'",
+               "StartsWith": "SELECT a.City FROM flights f JOIN airports a "
+                             "ON f.SourceAirport = a.AirportCode WHERE f.Airline = 5"},
+    ),
+    Pair(
+        "join_ingredient_big_left", WORLD,
+        "SELECT ci.Name, co.Name FROM city ci JOIN country co "
+        "ON {{LowerJoin(ci.CountryCode, co.Code)}} WHERE co.Region = 'Polynesia'",
+        "SELECT ci.Name, co.Name FROM city ci JOIN country co "
+        "ON lower(trim(ci.CountryCode)) = lower(trim(co.Code)) WHERE co.Region = 'Polynesia'",
+        within={"LowerJoin": "SELECT CountryCode FROM city",
+                "LowerJoin.right": "SELECT Code FROM country"},
+        needs={"LowerJoin": "SELECT ci.CountryCode FROM city ci JOIN country co "
+                            "ON ci.CountryCode = co.Code WHERE co.Region = 'Polynesia'",
+               "LowerJoin.right": "SELECT Code FROM country WHERE Region = 'Polynesia' "
+                                  "AND Code IN (SELECT CountryCode FROM city)"},
+    ),
+    Pair(
+        "join_ingredient_then_plain_join", CAR,
+        "SELECT ml.Model, co.CountryName FROM model_list ml JOIN car_makers cm "
+        "ON {{LowerJoin(ml.Model, cm.Maker)}} JOIN countries co ON co.CountryId = cm.Country "
+        "ORDER BY ml.Model",
+        "SELECT ml.Model, co.CountryName FROM model_list ml JOIN car_makers cm "
+        "ON lower(trim(ml.Model)) = lower(trim(cm.Maker)) "
+        "JOIN countries co ON co.CountryId = cm.Country ORDER BY ml.Model",
+        order="exact",
+        within={"LowerJoin": "SELECT Model FROM model_list",
+                "LowerJoin.right": "SELECT Maker FROM car_makers"},
+    ),
+    Pair(
+        "join_ingredient_in_cte", EMP,
+        "WITH m AS (SELECT e.Employee_ID, e.Name FROM (SELECT upper(Name) AS un FROM employee) u "
+        "JOIN employee e ON {{LowerJoin(u.un, e.Name)}}) "
+        "SELECT m.Name, h.Shop_ID FROM m JOIN hiring h ON h.Employee_ID = m.Employee_ID",
+        "WITH m AS (SELECT e.Employee_ID, e.Name FROM (SELECT upper(Name) AS un FROM employee) u "
+        "JOIN employee e ON lower(trim(u.un)) = lower(trim(e.Name))) "
+        "SELECT m.Name, h.Shop_ID FROM m JOIN hiring h ON h.Employee_ID = m.Employee_ID",
+        within={"LowerJoin": "SELECT upper(Name) FROM employee",
+                "LowerJoin.right": "SELECT Name FROM employee"},
+    ),
+    # ------------------------------------------------------------------ QA
+    Pair(
+        "qa_context_subquery", CS,
+        "SELECT Name FROM singer WHERE Age > {{CountRows('How many concerts in 2014?', "
+        "(SELECT * FROM concert WHERE Year = '2014'))}} * 10",
+        "SELECT Name FROM singer WHERE Age > "
+        "(SELECT COUNT(*) FROM (SELECT * FROM concert WHERE Year = '2014')) * 10",
+    ),
+    Pair(
+        "qa_options_int", CS,
+        "SELECT Name FROM singer WHERE Age = {{MaxOption('Oldest age?', options='singer::Age')}}",
+        "SELECT Name FROM singer WHERE Age = (SELECT MAX(Age) FROM singer)",
+    ),
+    Pair(
+        "qa_options_text", CS,
+        "SELECT Name FROM singer WHERE Country = "
+        "{{FirstOption('First country?', options='singer::Country')}}",
+        "SELECT Name FROM singer WHERE Country = (SELECT MIN(Country) FROM singer)",
+    ),
+    Pair(
+        "qa_options_nullable_column", WORLD,
+        "SELECT Name FROM country WHERE IndepYear = "
+        "{{MaxOption('Latest independence?', options='country::IndepYear')}}",
+        "SELECT Name FROM country WHERE IndepYear = (SELECT MAX(IndepYear) FROM country)",
+    ),
+    Pair(
+        "qa_in_select_with_join_context", EMP,
+        "SELECT {{CountRows('How many part-timers?', (SELECT e.Name FROM employee e "
+        "JOIN hiring h ON e.Employee_ID = h.Employee_ID WHERE h.Is_full_time = 'F'))}} AS n",
+        "SELECT (SELECT COUNT(*) FROM (SELECT e.Name FROM employee e "
+        "JOIN hiring h ON e.Employee_ID = h.Employee_ID WHERE h.Is_full_time = 'F')) AS n",
+    ),
+    Pair(
+        "qa_in_having", EMP,
+        "SELECT City FROM employee GROUP BY City HAVING COUNT(*) = "
+        "{{CountRows('How many in Bath?', (SELECT * FROM employee WHERE City = 'Bath'))}}",
+        "SELECT City FROM employee GROUP BY City HAVING COUNT(*) = "
+        "(SELECT COUNT(*) FROM (SELECT * FROM employee WHERE City = 'Bath'))",
+    ),
+    Pair(
+        "qa_in_case_and_order", CS,
+        "SELECT Name, CASE WHEN Age >= {{MaxOption('max?', options='singer::Age')}} - 10 "
+        "THEN 'senior' ELSE 'junior' END AS grp FROM singer ORDER BY grp, Name",
+        "SELECT Name, CASE WHEN Age >= (SELECT MAX(Age) FROM singer) - 10 "
+        "THEN 'senior' ELSE 'junior' END AS grp FROM singer ORDER BY grp, Name",
+        order="exact",
+    ),
+    Pair(
+        "nested_map_inside_qa_context", CS,
+        "SELECT {{CountRows('How many J singers?', (SELECT * FROM singer "
+        "WHERE {{StartsWith('J', singer.Name)}} = TRUE))}} AS n",
+        "SELECT (SELECT COUNT(*) FROM (SELECT * FROM singer WHERE substr(Name, 1, 1) = 'J')) AS n",
+        exact={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "nested_qa_compared_with_map", CAR,
+        "SELECT cm.Maker FROM car_makers cm WHERE {{Length(cm.Maker)}} > "
+        "{{CountRows('q', (SELECT * FROM continents "
+        "WHERE {{StartsWith('a', continents.Continent)}} = TRUE))}}",
+        "SELECT cm.Maker FROM car_makers cm WHERE length(cm.Maker) > "
+        "(SELECT COUNT(*) FROM (SELECT * FROM continents WHERE substr(Continent, 1, 1) = 'a'))",
+        exact={"StartsWith": "SELECT DISTINCT Continent FROM continents",
+               "Length": "SELECT DISTINCT Maker FROM car_makers"},
+    ),
+    Pair(
+        "nested_two_levels", CS,
+        "SELECT Name FROM singer WHERE Age > {{CountRows('q', (SELECT * FROM concert WHERE "
+        "Stadium_ID IN (SELECT Stadium_ID FROM stadium WHERE {{Length(stadium.Name)}} > 12)))}} "
+        "* 10",
+        "SELECT Name FROM singer WHERE Age > (SELECT COUNT(*) FROM (SELECT * FROM concert WHERE "
+        "Stadium_ID IN (SELECT Stadium_ID FROM stadium WHERE length(Name) > 12))) * 10",
+        exact={"Length": "SELECT DISTINCT Name FROM stadium WHERE Name IS NOT NULL"},
+    ),
+    # -------------------------------------------------------- parameters
+    Pair(
+        "params_around_map", CS,
+        "SELECT Name FROM singer WHERE Age > ? AND Country = ? AND {{Length(singer.Name)}} > ?",
+        "SELECT Name FROM singer WHERE Age > ? AND Country = ? AND length(Name) > ?",
+        params=(30, "France", 9),
+        exact={"Length": "SELECT DISTINCT Name FROM singer WHERE Age > 30 AND Country = 'France'"},
+    ),
+    Pair(
+        "params_with_order_limit", WORLD,
+        "SELECT Name FROM country WHERE Population > ? AND {{Length(country.Name)}} < ? "
+        "ORDER BY Population DESC LIMIT ?",
+        "SELECT Name FROM country WHERE Population > ? AND length(Name) < ? "
+        "ORDER BY Population DESC LIMIT ?",
+        params=(100000000, 6, 3),
+        order="exact",
+        within={"Length": "SELECT Name FROM country WHERE Population > 100000000"},
+    ),
+    Pair(
+        "params_in_subquery", FLY,
+        "SELECT Airline FROM airlines WHERE uid IN (SELECT Airline FROM flights "
+        "WHERE SourceAirport = ?) AND {{StartsWith('U', airlines.Abbreviation)}} = FALSE "
+        "AND uid > ?",
+        "SELECT Airline FROM airlines WHERE uid IN (SELECT Airline FROM flights "
+        "WHERE SourceAirport = ?) AND (substr(Abbreviation, 1, 1) = 'U') = FALSE AND uid > ?",
+        params=("APG", 0),
+        exact={"StartsWith": "SELECT DISTINCT Abbreviation FROM airlines WHERE uid IN "
+                             "(SELECT Airline FROM flights WHERE SourceAirport = 'APG') AND uid > 0"},
+    ),
+    # ------------------------------------------ brace style, names, operators
+    Pair(
+        "angle_brace_style", CS,
+        "SELECT Name FROM singer WHERE <<StartsWith('J', singer.Name)>> = TRUE",
+        "SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J'",
+        exact={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "angle_braces_next_to_shift_operators", CS,
+        "SELECT Name, Age << 1 FROM singer WHERE <<Length(singer.Name)>> >> 1 = 5",
+        "SELECT Name, Age << 1 FROM singer WHERE length(Name) >> 1 = 5",
+        exact={"Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "mixed_brace_styles", FLY,
+        "SELECT AirportCode FROM airports WHERE {{StartsWith('Ab', airports.City)}} = TRUE "
+        "AND <<Length(airports.AirportName)>> > 10",
+        "SELECT AirportCode FROM airports WHERE substr(City, 1, 2) = 'Ab' "
+        "AND length(AirportName) > 10",
+        within={"StartsWith": "SELECT City FROM airports",
+                "Length": "SELECT AirportName FROM airports"},
+        needs={"StartsWith": "SELECT City FROM airports WHERE length(AirportName) > 10",
+               "Length": "SELECT AirportName FROM airports WHERE substr(City, 1, 2) = 'Ab'"},
+    ),
+    Pair(
+        "case_insensitive_names", CS,
+        "SELECT Name FROM singer WHERE {{startswith('J', singer.Name)}} = TRUE "
+        "AND {{LENGTH(singer.Name)}} = length(singer.Name)",
+        "SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J' AND length(Name) = length(Name)",
+        within={"StartsWith": ALL_SINGER_NAMES, "Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "ingredient_name_lower_qa", CS,
+        "SELECT Name FROM singer WHERE Age = {{maxoption('q', options='singer::Age')}}",
+        "SELECT Name FROM singer WHERE Age = (SELECT MAX(Age) FROM singer)",
+    ),
+    Pair(
+        "paper_refs_everywhere", EMP,
+        "SELECT Name FROM employee WHERE {{StartsWith('Bri', 'employee::City')}} = TRUE "
+        "AND {{Length('employee::Name')}} > 11",
+        "SELECT Name FROM employee WHERE substr(City, 1, 3) = 'Bri' AND length(Name) > 11",
+        within={"StartsWith": "SELECT City FROM employee", "Length": "SELECT Name FROM employee"},
+    ),
+]

@@ -1,0 +1,235 @@
+"""Differential tests over the query pairs in ``pairs.py``.
+
+1. Fixture checks (plain sqlite3 only): every twin and every expectation query
+   runs, twins return rows, ids are unique.
+2. Oracle check: for map-only pairs, the BlendSQL query evaluated row by row
+   with the ingredients as SQLite functions equals the twin.
+3. Engine checks: BlendSQL returns the twin's rows, and the ingredients received
+   the values the contract promises (exact / within / needs, no NULLs, no
+   duplicates within one call, ``meta.values_passed`` consistent).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from .common import (
+    assert_same_rows,
+    connect_readonly,
+    db_path,
+    df_rows,
+    distinct_values,
+    normalise_cell,
+    normalise_rows,
+    run_blend,
+    run_sql,
+)
+from .ingredients import Recorder
+from .pairs import PAIRS, Pair
+from .reference import ingredient_names, is_map_only, register_maps, to_reference_sql
+
+PAIR_PARAMS = [pytest.param(p, id=p.id) for p in PAIRS]
+MAP_ONLY_PARAMS = [pytest.param(p, id=p.id) for p in PAIRS if is_map_only(p.query)]
+VALUE_PARAMS = [
+    pytest.param(p, id=p.id) for p in PAIRS if p.exact or p.within or p.needs
+]
+KNOWN_NAMES = {"startswith", "length", "upper", "countrows", "maxoption", "firstoption",
+               "lowerjoin"}
+
+
+# ----------------------------------------------------------------- fixtures
+
+
+def test_enough_pairs_with_unique_ids() -> None:
+    """The suite promises at least 70 pairs; duplicate ids would hide cases."""
+    ids = [p.id for p in PAIRS]
+    assert len(ids) >= 70
+    assert len(ids) == len(set(ids)), [i for i, n in Counter(ids).items() if n > 1]
+
+
+def test_fixture_databases_present() -> None:
+    """Each pair's database was copied under tests/data/spider."""
+    for db in {p.db for p in PAIRS}:
+        assert db_path(db).is_file(), db
+
+
+@pytest.mark.parametrize("pair", PAIR_PARAMS)
+def test_twin_executes_and_returns_rows(pair: Pair) -> None:
+    """A twin that errors or returns nothing would make the pair meaningless."""
+    rows, ncols = run_sql(pair.db, pair.twin, pair.params)
+    assert ncols >= 1
+    assert rows, f"twin of {pair.id} returns no rows: weak test"
+    if pair.order == "sample":
+        assert pair.sample_of is not None
+        full, _ = run_sql(pair.db, pair.sample_of, pair.params)
+        assert len(full) > len(rows), "sample pair must actually cut rows"
+    assert ingredient_names(pair.query) <= KNOWN_NAMES
+    assert "{{" not in pair.twin and "<<" not in pair.twin.replace("Age << 1", "")
+
+
+@pytest.mark.parametrize("pair", VALUE_PARAMS)
+def test_expectation_queries_execute(pair: Pair) -> None:
+    """Expectation queries are plain SQL with one column; each must run."""
+    for kind in (pair.exact, pair.within, pair.needs):
+        for key, sql in kind.items():
+            rows, ncols = run_sql(pair.db, sql)
+            assert ncols == 1, (pair.id, key)
+            assert rows, (pair.id, key, "empty expectation")
+    for key, needed in pair.needs.items():
+        if key in pair.within:
+            extra = distinct_values(pair.db, needed) - distinct_values(pair.db, pair.within[key])
+            assert not extra, f"{pair.id}: needs not within bound for {key}: {extra}"
+
+
+@pytest.mark.parametrize("pair", MAP_ONLY_PARAMS)
+def test_twin_matches_row_by_row_oracle(pair: Pair) -> None:
+    """The twin equals the query with maps run as per-row SQL functions."""
+    con = connect_readonly(pair.db)
+    try:
+        register_maps(con)
+        cur = con.execute(to_reference_sql(pair.query), pair.params)
+        oracle = normalise_rows(cur.fetchall())
+    finally:
+        con.close()
+    twin, _ = run_sql(pair.db, pair.twin, pair.params)
+    if pair.order == "sample":
+        assert pair.sample_of is not None
+        full, _ = run_sql(pair.db, pair.sample_of, pair.params)
+        assert len(oracle) == len(twin)
+        assert not Counter(oracle) - Counter(full)
+        return
+    assert_same_rows(oracle, twin, pair.order == "exact", f"oracle vs twin: {pair.id}")
+
+
+def test_oracle_rewrites_paper_refs_and_braces() -> None:
+    """The oracle's rewrite itself: both brace styles, paper refs, shifts kept."""
+    sql = to_reference_sql(
+        "SELECT a << 1 FROM t WHERE <<Length('t::c')>> >> 1 = {{StartsWith('x', t.d)}}"
+    )
+    assert sql == 'SELECT a << 1 FROM t WHERE bsql_length("t"."c") >> 1 = bsql_startswith(\'x\', t.d)'
+
+
+# ----------------------------------------------------------------- engine
+
+
+def _check_rows(pair: Pair, smoothie: Any) -> None:
+    """Compare engine rows with the twin according to the pair's order mode."""
+    twin, ncols = run_sql(pair.db, pair.twin, pair.params)
+    got = df_rows(smoothie.df)
+    assert len(smoothie.df.columns) == ncols, (list(smoothie.df.columns), ncols)
+    if pair.order == "sample":
+        assert pair.sample_of is not None
+        full, _ = run_sql(pair.db, pair.sample_of, pair.params)
+        assert len(got) == len(twin), f"{pair.id}: {got} vs {twin}"
+        assert not Counter(got) - Counter(full), f"{pair.id}: rows not from the full result"
+        return
+    assert_same_rows(got, twin, pair.order == "exact", f"engine vs twin: {pair.id}")
+
+
+@pytest.mark.parametrize("pair", PAIR_PARAMS)
+def test_engine_matches_twin(pair: Pair) -> None:
+    """The correctness contract: same rows as the plain-SQL twin."""
+    smoothie, _ = run_blend(pair.db, pair.query, pair.params)
+    _check_rows(pair, smoothie)
+
+
+def _passed(ingredients: dict[str, Recorder], key: str) -> list[Any]:
+    """Values recorded for an expectation key (``Name``, ``Name:q``, ``Name.right``)."""
+    if key.endswith(".right"):
+        return ingredients[key[: -len(".right")]].passed_right()
+    name, _, question = key.partition(":")
+    return ingredients[name].passed(question or None)
+
+
+def _check_calls_clean(ingredients: dict[str, Recorder]) -> None:
+    """NULLs are never passed; a map call never gets the same value twice."""
+    for name, ing in ingredients.items():
+        for call in ing.calls:
+            assert None not in call.values, f"{name} got NULL"
+            assert None not in call.right_values, f"{name} got NULL on the right"
+            if ing.calls and name in ("StartsWith", "Length", "Upper"):
+                norm = [normalise_cell(v) for v in call.values]
+                dupes = [v for v, n in Counter(norm).items() if n > 1]
+                assert not dupes, f"{name} got duplicates in one call: {dupes}"
+
+
+def _map_value_count(ingredients: dict[str, Recorder]) -> int:
+    """Total values handed to map ingredients, counted per call."""
+    return sum(
+        len(call.values)
+        for name in ("StartsWith", "Length", "Upper")
+        for call in ingredients[name].calls
+    )
+
+
+@pytest.mark.parametrize("pair", VALUE_PARAMS)
+def test_engine_passes_promised_values(pair: Pair) -> None:
+    """Planner work: exactly / at most / at least the values the contract names."""
+    smoothie, ingredients = run_blend(pair.db, pair.query, pair.params)
+    _check_calls_clean(ingredients)
+    for key, sql in pair.exact.items():
+        got = {normalise_cell(v) for v in _passed(ingredients, key)}
+        want = distinct_values(pair.db, sql)
+        assert got == want, (
+            f"{pair.id} {key}: extra {sorted(map(repr, got - want))[:10]}, "
+            f"missing {sorted(map(repr, want - got))[:10]}"
+        )
+    for key, sql in pair.within.items():
+        got = {normalise_cell(v) for v in _passed(ingredients, key)}
+        extra = got - distinct_values(pair.db, sql)
+        assert not extra, f"{pair.id} {key}: values outside the candidate set: {extra}"
+    for key, sql in pair.needs.items():
+        got = {normalise_cell(v) for v in _passed(ingredients, key)}
+        missing = distinct_values(pair.db, sql) - got
+        assert not missing, f"{pair.id} {key}: needed values never passed: {missing}"
+    if is_map_only(pair.query):
+        assert smoothie.meta.values_passed == _map_value_count(ingredients), (
+            smoothie.meta.values_passed,
+            _map_value_count(ingredients),
+        )
+
+
+def test_engine_qa_called_once_per_call_site() -> None:
+    """A QA ingredient runs once per query (not per row) and gets its options."""
+    pair = next(p for p in PAIRS if p.id == "qa_options_int")
+    smoothie, ingredients = run_blend(pair.db, pair.query)
+    calls = ingredients["MaxOption"].calls
+    assert len(calls) == 1
+    want = distinct_values(pair.db, "SELECT DISTINCT Age FROM singer")
+    assert {normalise_cell(o) for o in calls[0].options or []} - {None} == want
+    _check_rows(pair, smoothie)
+
+
+def test_engine_qa_context_is_the_subquery() -> None:
+    """The QA context DataFrame holds the subquery's rows, as plain SQL gives them."""
+    pair = next(p for p in PAIRS if p.id == "qa_in_select_with_join_context")
+    _, ingredients = run_blend(pair.db, pair.query)
+    calls = ingredients["CountRows"].calls
+    assert len(calls) == 1 and calls[0].context is not None
+    want, _ = run_sql(
+        pair.db,
+        "SELECT e.Name FROM employee e JOIN hiring h ON e.Employee_ID = h.Employee_ID "
+        "WHERE h.Is_full_time = 'F'",
+    )
+    assert Counter(df_rows(calls[0].context)) == Counter(want)
+
+
+def test_engine_leaves_database_unchanged(tmp_path: Any) -> None:
+    """Temp tables live in the temp schema: the file's schema is the same after."""
+    import shutil
+
+    copy = tmp_path / "cs.sqlite"
+    shutil.copy(db_path("concert_singer"), copy)
+    before = sqlite3.connect(copy).execute("SELECT sql FROM sqlite_master").fetchall()
+    pair = next(p for p in PAIRS if p.id == "multi_join_two_maps")
+    from blendsql import BlendSQL
+
+    from .ingredients import fresh_ingredients
+
+    BlendSQL(str(copy), ingredients=list(fresh_ingredients().values())).execute(pair.query)
+    after = sqlite3.connect(copy).execute("SELECT sql FROM sqlite_master").fetchall()
+    assert before == after
