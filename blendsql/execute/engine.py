@@ -263,6 +263,25 @@ class Run:
 
     # -- per-kind computation ------------------------------------------------------------
 
+    def readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
+        """The candidate query(ies) a map / join call would run now (for readiness).
+
+        Argument errors are left for :meth:`compute` to report, so such a call
+        counts as ready.
+        """
+        ing = self.registry.get(call.key_name)
+        try:
+            if isinstance(ing, MapIngredient):
+                _, vi = ing.bind(call.call_args, call.call_kwargs)
+                return map_candidate(call, call.call_args[vi])
+            if isinstance(ing, JoinIngredient):
+                left, right, _ = join_sides(call)
+                cands = [join_side_candidate(call, left), join_side_candidate(call, right)]
+                return next((c for c in cands if c.find(IngredientCall) is not None), cands[0])
+        except (BlendSQLError, IndexError, TypeError, KeyError):
+            return exp.select("1")
+        return exp.select("1")
+
     def compute(self, tree: exp.Expression, call: IngredientCall) -> exp.Expression:
         """Compute one ready call; return ``tree`` with it replaced by a lookup."""
         ing = self.registry.get(call.key_name)
@@ -425,7 +444,7 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
                                seconds=time.perf_counter() - t0,
                                details={"query": to_blendsql(tree)}))
     while calls:
-        call = next_call(tree, run.registry)
+        call = next_call(tree, run.registry, run.readiness_candidate)
         if call is None:
             raise ExecutionError("could not order the ingredient calls of this query",
                                  hint="an ingredient argument may refer to an outer query; "

@@ -7,6 +7,8 @@ must see) is plain SQL once the calls below it have become lookups.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
@@ -85,22 +87,63 @@ def _same_scope(n: exp.Expression, root: exp.Expression) -> bool:
 
 
 def visible_ctes(scope: exp.Select) -> list[exp.CTE]:
-    """CTEs that ``scope`` may reference: its own and its ancestors', outermost first.
+    """CTEs that ``scope`` may reference, outermost first.
 
     Why: a candidate query is run on its own, so it must carry the WITH
-    clauses its FROM refers to.
+    clauses its FROM refers to. A scope inside CTE ``c`` of ``WITH a, b, c,
+    d`` sees ``a`` and ``b`` (and ``c`` itself when recursive), not ``d``.
     """
-    chain: list[exp.Expression] = []
-    p: exp.Expression | None = scope
+    groups: list[list[exp.CTE]] = []
+    own = scope.args.get("with_")
+    if own is not None:
+        groups.append(list(own.expressions))
+    node: exp.Expression = scope
+    while node.parent is not None:
+        parent = node.parent
+        if isinstance(parent, exp.With) and isinstance(node, exp.CTE):
+            idx = next(i for i, c in enumerate(parent.expressions) if c is node)
+            upto = idx + 1 if parent.args.get("recursive") else idx
+            groups.append(list(parent.expressions[:upto]))
+            owner = parent.parent
+            if owner is None:
+                break
+            node = owner  # the owner's WITH is already accounted for
+            continue
+        if isinstance(parent, (exp.Select, exp.SetOperation)):
+            w = parent.args.get("with_")
+            if w is not None and w is not node:
+                groups.append(list(w.expressions))
+        node = parent
+    out: list[exp.CTE] = []
+    for g in reversed(groups):
+        out.extend(g)
+    return out
+
+
+def effective_scope(call: exp.Expression, value: exp.Expression) -> exp.Select | None:
+    """The nearest enclosing SELECT that has every table ``value`` refers to.
+
+    Why: in a correlated subquery ``... WHERE {{M(outer.col)}}`` the values
+    come from the outer query's rows; the candidate is built there.
+    """
+    scope = scope_of(call)
+    tables = {c.table.lower() for c in value.find_all(exp.Column) if c.table}
+    s = scope
+    while s is not None and tables:
+        if tables <= set(source_names(s)):
+            return s
+        s = scope_of(s)
+    return scope
+
+
+def depth(node: exp.Expression) -> int:
+    """Number of enclosing SELECTs (inner scopes are computed first)."""
+    n, p = 0, node.parent
     while p is not None:
-        w = p.args.get("with_") if isinstance(p, (exp.Select, exp.SetOperation)) else None
-        if w is not None:
-            chain.append(w)
+        if isinstance(p, exp.Select):
+            n += 1
         p = p.parent
-    ctes: list[exp.CTE] = []
-    for w in reversed(chain):
-        ctes.extend(w.expressions)
-    return ctes
+    return n
 
 
 def source_names(scope: exp.Select) -> dict[str, exp.Expression]:
@@ -124,46 +167,32 @@ def kind_of(call: IngredientCall, registry: IngredientRegistry) -> str:
     return ing.kind if ing is not None else "unknown"
 
 
-def next_call(tree: exp.Expression, registry: IngredientRegistry) -> IngredientCall | None:
-    """The next call to compute: one that is ready, cheapest kind first.
+def next_call(tree: exp.Expression, registry: IngredientRegistry,
+              candidate: Callable[[IngredientCall], exp.Expression | None],
+              ) -> IngredientCall | None:
+    """The next call to compute: one that is ready, in a good order.
 
-    Ready = no call inside its arguments, and (for maps and joins) no call in
-    a SELECT nested inside its scope: inner scopes go before outer ones.
-    Among ready calls, QA calls go first (one value, and once computed they
-    become plain predicates that shrink everyone else's rows), then
-    ingredients that need no model, then the rest, each in text order, so
+    Ready = no call inside its arguments and, for maps and joins, a
+    ``candidate(call)`` query without calls (all calls it could not relax
+    soundly — in derived tables, CTEs — are computed already).
+    Order: QA calls first (one value each; once computed they are plain
+    predicates that shrink everyone else's rows), then deeper scopes first,
+    then ingredients that need no model, then text order, so that
     ingredient predicates of one scope form a cascade.
     """
-    ready: list[tuple[int, int, IngredientCall]] = []
+    ready: list[tuple[int, int, int, int, IngredientCall]] = []
     for c in find_calls(tree):
         if any(isinstance(n, IngredientCall) for n in c.walk() if n is not c):
             continue
         kind = kind_of(c, registry)
-        scope = scope_of(c)
-        if kind in ("map", "join") and scope is not None:
-            if nested_calls(scope, scope) or any(
-                find_calls(cte) for cte in visible_ctes(scope) if _cte_outside(cte, scope)
-            ):
+        if kind in ("map", "join"):
+            cand = candidate(c)
+            if cand is None or cand.find(IngredientCall) is not None:
                 continue
-            if kind == "map" and has_aggregate(c) and any(
-                x is not c for x in find_calls(scope) if scope_of(x) is scope
-            ):
-                continue  # aggregate arguments keep GROUP BY: wait for the scope's other calls
         ing = registry.get(c.key_name)
         needs = bool(getattr(ing, "needs_model", False))
-        rank = 0 if kind == "qa" else (1 if not needs else 2)
-        ready.append((rank, c.call_id, c))
+        ready.append((0 if kind == "qa" else 1, -depth(c), int(needs), c.call_id, c))
     if not ready:
         return None
-    ready.sort(key=lambda t: (t[0], t[1]))
-    return ready[0][2]
-
-
-def _cte_outside(cte: exp.CTE, scope: exp.Select) -> bool:
-    """True when ``cte`` is not inside ``scope`` (those are covered by nested_calls)."""
-    p = cte.parent
-    while p is not None:
-        if p is scope:
-            return False
-        p = p.parent
-    return True
+    ready.sort(key=lambda t: t[:4])
+    return ready[0][4]

@@ -13,7 +13,14 @@ from __future__ import annotations
 from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
-from blendsql.plan.calls import find_calls, has_aggregate, scope_of, source_names, visible_ctes
+from blendsql.plan.calls import (
+    effective_scope,
+    find_calls,
+    has_aggregate,
+    scope_of,
+    source_names,
+    visible_ctes,
+)
 from blendsql.plan.relax import relax_scope
 
 VALUE_ALIAS = "__bsql_v"
@@ -97,7 +104,7 @@ def map_candidate(call: IngredientCall, value: exp.Expression) -> exp.Select:
     function of group keys; ORDER BY + LIMIT / OFFSET only when
     :func:`can_keep_limit` says no ingredient decides which rows come first.
     """
-    scope = scope_of(call)
+    scope = effective_scope(call, value)
     if scope is None:
         return exp.select(value.copy()).distinct()
     relaxed, outer_join_relaxed = relax_scope(scope, outer_tables(scope) or None)

@@ -46,17 +46,14 @@ def relax_predicate(pred: exp.Expression, outer_refs: frozenset[str] | None = No
                     ) -> exp.Expression:
     """Copy of boolean ``pred`` with each uncomputed call's atom made a constant.
 
-    Calls inside nested SELECTs are left alone: the planner computes those
-    first. With ``outer_refs`` (table names not in this scope), atoms that
+    A call inside a subquery relaxes the predicate around that subquery. With ``outer_refs`` (table names not in this scope), atoms that
     reference such a table (a correlated predicate, which cannot run on its
     own) are relaxed the same way.
     """
     out = pred.copy()
     wrapper = exp.Paren(this=out)
     while True:
-        todo: list[exp.Expression] = [
-            c for c in wrapper.find_all(IngredientCall) if _select_above_is_outside(c, wrapper)
-        ]
+        todo: list[exp.Expression] = list(wrapper.find_all(IngredientCall))
         if outer_refs:
             todo += [c for c in wrapper.find_all(exp.Column)
                      if c.table and c.table.lower() in outer_refs
@@ -64,9 +61,24 @@ def relax_predicate(pred: exp.Expression, outer_refs: frozenset[str] | None = No
         if not todo:
             break
         c = todo[0]
-        atom = predicate_atom(c, wrapper)
+        atom = predicate_atom(_scope_level(c, wrapper), wrapper)
         atom.replace(exp.true() if polarity(atom, wrapper) else exp.false())
     return wrapper.this
+
+
+def _scope_level(node: exp.Expression, root: exp.Expression) -> exp.Expression:
+    """``node`` itself, or the outermost subquery of ``root``'s scope that holds it.
+
+    Why: a call inside a subquery (``(SELECT COUNT(*) ... WHERE {{M()}}) > 0``)
+    decides the truth of the predicate around that subquery.
+    """
+    top = node
+    p = node.parent
+    while p is not None and p is not root:
+        if isinstance(p, (exp.Subquery, exp.Select)):
+            top = p
+        p = p.parent
+    return top
 
 
 def _select_above_is_outside(c: exp.Expression, root: exp.Expression) -> bool:
@@ -104,5 +116,4 @@ def relax_scope(select: exp.Select, outer_refs: frozenset[str] | None = None,
 
 
 def _has_local_call(e: exp.Expression) -> bool:
-    wrapper = exp.Paren(this=e.copy())
-    return any(_select_above_is_outside(c, wrapper) for c in wrapper.find_all(IngredientCall))
+    return e.find(IngredientCall) is not None
