@@ -1,0 +1,360 @@
+"""``blendsql`` command line: a thin layer over the Python API.
+
+    blendsql run example "SELECT name FROM w WHERE {{LLMMap('Is this a pitcher?', w.position)}}"
+    blendsql run my.db @query.sql --base-url http://localhost:8080/v1 --model-name qwen --trace
+    blendsql schema example
+
+Errors a user can fix (``BlendSQLError``) print as a message and a hint, exit
+code 2, no traceback. Models come from ``--model`` (a GGUF file) or
+``--base-url`` (an OpenAI-compatible server), else ``BLENDSQL_MODEL`` /
+``BLENDSQL_BASE_URL``, else the embedded default (loaded only if needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, ModelError
+
+EXIT_USER_ERROR = 2
+EXAMPLE = "example"
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (separate so tests and docs can inspect it)."""
+    ap = argparse.ArgumentParser(
+        prog="blendsql",
+        description="SQLite SQL with language-model ingredients.",
+    )
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="execute a BlendSQL query and print the result")
+    run.add_argument("db", help="SQLite file, or 'example' for the bundled HybridQA demo database")
+    run.add_argument("query", help="query text, '@file.sql' to read a file, or '-' for stdin")
+    models = run.add_argument_group("model (default: the embedded SmolLM2, loaded only if needed)")
+    models.add_argument("--model", metavar="PATH",
+                        help="GGUF file for llama.cpp [env BLENDSQL_MODEL]; with --base-url "
+                        "and no --model-name, the served model's name")
+    models.add_argument("--base-url", metavar="URL",
+                        help="OpenAI-compatible endpoint, e.g. http://localhost:8080/v1 "
+                        "[env BLENDSQL_BASE_URL]")
+    models.add_argument("--model-name", metavar="NAME",
+                        help="model name at --base-url [env BLENDSQL_MODEL_NAME]")
+    models.add_argument("--api-key", metavar="KEY",
+                        help="API key for --base-url [env BLENDSQL_API_KEY, OPENAI_API_KEY]")
+    run.add_argument("--params", metavar="JSON",
+                     help="query parameters: a JSON list for '?' or an object for ':name'")
+    run.add_argument("--ingredient", action="append", default=[], metavar="MODULE:NAME",
+                     help="register a custom ingredient class, from an importable module "
+                     "or a .py file (repeatable)")
+    run.add_argument("--trace", action="store_true", help="print the execution trace")
+    run.add_argument("--no-cache", action="store_true", help="bypass the persistent model cache")
+    run.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                     help="result format (csv/json print the summary on stderr)")
+    run.add_argument("--max-rows", type=int, default=100, metavar="N",
+                     help="rows shown in table format (default 100; 0 = all)")
+    prog = run.add_mutually_exclusive_group()
+    prog.add_argument("--progress", dest="progress", action="store_true", default=None,
+                      help="show a progress bar on stderr (default: when stdout is a terminal)")
+    prog.add_argument("--no-progress", dest="progress", action="store_false")
+
+    schema = sub.add_parser("schema", help="list the tables and columns of a database")
+    schema.add_argument("db", help="SQLite file, or 'example'")
+    schema.add_argument("--all", action="store_true",
+                        help="also show metadata tables (_columns, _tables)")
+    return ap
+
+
+# ---------------------------------------------------------------- resolution
+
+
+def resolve_db(db: str) -> Path:
+    """``example`` -> the bundled database; otherwise an existing SQLite file."""
+    if db == EXAMPLE and not Path(db).exists():
+        from blendsql.db.loaders import example_db_path
+
+        return example_db_path()
+    path = Path(db).expanduser()
+    if not path.is_file():
+        raise ExecutionError(
+            f"database file not found: {db}",
+            hint="give the path of a SQLite file, or 'example' for the bundled demo database",
+        )
+    return path
+
+
+def read_query(query: str, stdin: TextIO | None = None) -> str:
+    """The query text: literal, ``@file`` or ``-`` (stdin)."""
+    if query == "-":
+        return (stdin or sys.stdin).read()
+    if query.startswith("@"):
+        path = Path(query[1:]).expanduser()
+        if not path.is_file():
+            raise ExecutionError(f"query file not found: {path}",
+                                 hint="'@' reads the query from a file; quote a literal '@'")
+        return path.read_text(encoding="utf-8")
+    return query
+
+
+def parse_params(text: str | None) -> list[Any] | dict[str, Any] | None:
+    """``--params`` JSON: a list binds ``?`` in order, an object binds ``:name``."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ExecutionError(f"--params is not valid JSON: {e.msg}",
+                             hint='e.g. --params \'["Pitcher", 3]\' or \'{"pos": "Pitcher"}\'') from e
+    if not isinstance(value, (list, dict)):
+        raise ExecutionError("--params must be a JSON list or object",
+                             hint='e.g. --params \'["Pitcher"]\' for one ? placeholder')
+    return value
+
+
+def resolve_model(args: argparse.Namespace, env: dict[str, str] | None = None) -> Any:
+    """The model the flags and environment ask for, or None for the engine's default.
+
+    An endpoint (``--base-url``) wins over a GGUF path; flags win over env.
+    """
+    env = dict(os.environ if env is None else env)
+    base_url = args.base_url or env.get("BLENDSQL_BASE_URL")
+    if base_url:
+        name = args.model_name or env.get("BLENDSQL_MODEL_NAME") or args.model
+        if not name:
+            raise ModelError(
+                f"no model name for the endpoint {base_url}",
+                hint="pass --model-name NAME (or set BLENDSQL_MODEL_NAME)",
+            )
+        key = args.api_key or env.get("BLENDSQL_API_KEY") or env.get("OPENAI_API_KEY")
+        from blendsql.models import OpenAI
+
+        return OpenAI(name, base_url=base_url, api_key=key)
+    path = args.model or env.get("BLENDSQL_MODEL")
+    if path:
+        if not Path(path).expanduser().is_file():
+            raise ModelError(
+                f"model file not found: {path}",
+                hint="--model takes a GGUF file path; for a server use --base-url URL --model-name NAME",
+            )
+        from blendsql.models import LlamaCpp
+
+        return LlamaCpp(str(Path(path).expanduser()))
+    return None
+
+
+def load_ingredient(spec: str) -> Any:
+    """``pkg.module:Name`` or ``path/file.py:Name`` -> the ingredient class or instance."""
+    from blendsql.ingredients.base import Ingredient
+
+    module_part, sep, attr = spec.rpartition(":")
+    if not sep or not module_part or not attr:
+        raise IngredientError(f"bad --ingredient {spec!r}",
+                              hint="use MODULE:NAME, e.g. mypkg.ingredients:StartsWith or my.py:StartsWith")
+    try:
+        if module_part.endswith(".py"):
+            file = Path(module_part).expanduser()
+            mod_spec = importlib.util.spec_from_file_location(f"_blendsql_cli_{file.stem}", file)
+            if mod_spec is None or mod_spec.loader is None or not file.is_file():
+                raise FileNotFoundError(str(file))
+            module = importlib.util.module_from_spec(mod_spec)
+            mod_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_part)
+    except (ImportError, FileNotFoundError, SyntaxError) as e:
+        raise IngredientError(f"cannot load {module_part!r}: {e}",
+                              hint="check the module name / file path and that it imports") from e
+    obj = getattr(module, attr, None)
+    ok = isinstance(obj, Ingredient) or (isinstance(obj, type) and issubclass(obj, Ingredient))
+    if not ok:
+        raise IngredientError(f"{spec!r} is not an ingredient",
+                              hint="name a subclass of MapIngredient / QAIngredient / JoinIngredient ...")
+    return obj
+
+
+# ---------------------------------------------------------------- progress
+
+
+class ProgressBar:
+    """A one-line text bar on a stream, redrawn in place; the CLI side of ``progress=``.
+
+    The engine calls ``bar(ingredient_name, done, total)`` as values finish.
+    Redraws are throttled so a fast ingredient does not flood the terminal.
+    """
+
+    def __init__(self, stream: TextIO, width: int = 24, min_interval: float = 0.1) -> None:
+        self.stream = stream
+        self.width = width
+        self.min_interval = min_interval
+        self._last: float | None = None  # None: nothing drawn yet
+        self._open = False
+
+    def __call__(self, ingredient: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        finished = total > 0 and done >= total
+        if not finished and self._last is not None and now - self._last < self.min_interval:
+            return
+        self._last = now
+        frac = min(1.0, done / total) if total > 0 else 0.0
+        filled = int(round(frac * self.width))
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(f"\r{ingredient} [{bar}] {done}/{total}")
+        self._open = True
+        if finished:
+            self.close()
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the line (so later output starts on a fresh one)."""
+        if self._open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._open = False
+
+
+# ---------------------------------------------------------------- commands
+
+
+def render(smoothie: Any, fmt: str, max_rows: int) -> str:
+    """The result rows as text in the requested format."""
+    df = smoothie.df
+    if fmt == "csv":
+        return str(df.to_csv(index=False)).rstrip("\n")
+    if fmt == "json":
+        return str(df.to_json(orient="records", force_ascii=False))
+    if not len(df.columns):
+        return "(no columns)"
+    if df.empty:
+        return "(no rows)\n" + "  ".join(str(c) for c in df.columns)
+    return str(df.to_string(index=False, max_rows=max_rows or None))
+
+
+def _make_engine(db: Path, model: Any, ingredients: Sequence[Any], cache: bool,
+                 progress: Any) -> Any:
+    """``BlendSQL(...)``; ``progress=`` is passed only if the engine accepts it."""
+    from blendsql import BlendSQL
+
+    kwargs: dict[str, Any] = {"model": model, "ingredients": tuple(ingredients), "cache": cache}
+    if progress is not None and "progress" in inspect.signature(BlendSQL).parameters:
+        kwargs["progress"] = progress
+    return BlendSQL(str(db), **kwargs)
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any = None,
+            ingredients: Sequence[Any] = ()) -> int:
+    """``blendsql run``: execute, print rows + summary (+ trace)."""
+    db = resolve_db(args.db)
+    query = read_query(args.query)
+    params = parse_params(args.params)
+    if model is None:
+        model = resolve_model(args)
+    extra = [load_ingredient(s) for s in args.ingredient]
+    show_progress = args.progress if args.progress is not None else out.isatty()
+    bar = ProgressBar(err) if show_progress else None
+    engine = _make_engine(db, model, [*ingredients, *extra], not args.no_cache, bar)
+    try:
+        smoothie = engine.execute(query, params=params)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(render(smoothie, args.format, args.max_rows), file=out)
+    summary_stream = out if args.format == "table" else err
+    print(smoothie.summary(), file=summary_stream)
+    if args.trace:
+        print("Trace:", file=summary_stream)
+        for i, step in enumerate(smoothie.trace, 1):
+            print(f"  {i}. {step.line()}", file=summary_stream)
+    return 0
+
+
+def _shadow_tables(names: Sequence[str], fts: Sequence[str]) -> set[str]:
+    """FTS5's internal tables (``documents_data`` ...), hidden from the schema listing."""
+    suffixes = ("_data", "_idx", "_content", "_docsize", "_config")
+    return {f"{t}{s}" for t in fts for s in suffixes} & set(names)
+
+
+def describe_schema(conn: sqlite3.Connection, show_meta: bool = False) -> str:
+    """Tables, their row counts and columns (with types and original headers)."""
+    from blendsql.db.documents import fts_tables, quote_ident
+    from blendsql.db.loaders import META_COLUMNS, META_TABLES, column_map
+
+    names = [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+        "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    fts = fts_tables(conn)
+    hidden = _shadow_tables(names, fts)
+    if not show_meta:
+        hidden |= {META_COLUMNS, META_TABLES}
+    lines: list[str] = []
+    for name in names:
+        if name in hidden:
+            continue
+        n = conn.execute(f"SELECT COUNT(*) FROM {quote_ident(name)}").fetchone()[0]
+        kind = "FTS5 documents, " if name in fts else ""
+        lines.append(f"{name} ({kind}{n} rows)")
+        originals = column_map(conn, name)
+        for col in conn.execute(f"PRAGMA table_info({quote_ident(name)})"):
+            col_name, col_type = col[1], col[2] or ""
+            original = originals.get(col_name)
+            note = f"  -- {original!r}" if original is not None and original != col_name else ""
+            lines.append(f"  {col_name} {col_type}".rstrip() + note)
+    return "\n".join(lines) if lines else "(no tables)"
+
+
+def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``blendsql schema``: list tables and columns, opened read-only."""
+    db = resolve_db(args.db)
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            print(describe_schema(conn, args.all), file=out)
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        raise ExecutionError(f"cannot read {db}: {e}",
+                             hint="is it a SQLite database file?") from e
+    return 0
+
+
+def report_error(e: BlendSQLError, err: TextIO) -> None:
+    """``error: message`` (with caret lines for parse errors) and the hint, no traceback."""
+    print(f"error: {e}", file=err)
+
+
+def main(argv: Sequence[str] | None = None, *, model: Any = None,
+         ingredients: Sequence[Any] = (), stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """Entry point. ``model`` / ``ingredients`` let Python callers (and tests) inject objects."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return cmd_run(args, out, err, model=model, ingredients=ingredients)
+        return cmd_schema(args, out, err)
+    except BlendSQLError as e:
+        report_error(e, err)
+        return EXIT_USER_ERROR
+    except sqlite3.Error as e:
+        print(f"error: database error: {e}", file=err)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=err)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
