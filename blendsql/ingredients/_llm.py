@@ -155,10 +155,17 @@ def as_list(x: Any) -> list[Any] | None:
 
 
 def choice_for(options: Sequence[Any]) -> tuple[Choice, dict[str, Any]]:
-    """A Choice over the options' text, plus the map back to the original typed values."""
+    """A Choice over the options' text, plus the map back to the original typed values.
+
+    Option text is whitespace-collapsed: a model cannot be asked to reproduce
+    a stray trailing space (and Choice parsing strips it), yet the original
+    value, spaces included, is what must come back for SQL to match.
+    """
     back: dict[str, Any] = {}
     for o in options:
-        back.setdefault(render_scalar(o), o)
+        text = one_line(render_scalar(o))
+        if text:
+            back.setdefault(text, o)
     return Choice(tuple(back)), back
 
 

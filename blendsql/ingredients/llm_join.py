@@ -91,9 +91,7 @@ class LLMJoin(_llm.LLMIngredientMixin, JoinIngredient):
         count_tokens: Any,
     ) -> tuple[Request, dict[str, Any]]:
         """The prompt and Choice for one left value; ``back`` maps option text to the right value."""
-        back: dict[str, Any] = {}
-        for o in options:
-            back.setdefault(_llm.render_scalar(o), o)
+        _, back = _llm.choice_for(options)
         none = "none"
         if none.casefold() in {b.casefold() for b in back}:
             none = "none of these"

@@ -79,3 +79,10 @@ def test_one_batch_for_all_pending(recorder):
 def test_needs_model():
     with pytest.raises(IngredientError):
         LLMJoin().run(["x"], ["y"])
+
+
+def test_right_values_with_stray_spaces_come_back_verbatim(recorder):
+    rec = recorder(lambda r: "Bee Hive")
+    out = LLMJoin().run(["bee-hive"], ["A ", " Bee   Hive ", "C"], model=rec.model)
+    assert out == {"bee-hive": " Bee   Hive "}
+    assert "Bee Hive" in rec.requests[0].constraint.options

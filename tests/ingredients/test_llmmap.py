@@ -167,3 +167,10 @@ def test_builtins_need_a_model_and_register():
         ["llmmap", "llmqa", "llmjoin", "llmvalidate", "answer", "summary"])
     assert all(cls.needs_model for cls in BUILTINS)
     assert reg.get("llmmap").kind == "map" and reg.get("LLMJoin").kind == "join"
+
+
+def test_options_with_spaces_map_back_to_original(recorder):
+    rec = recorder(lambda r: "New York")
+    out = LLMMap().run("City?", ["NYC"], model=rec.model, options=["New  York ", "Boston"])
+    assert rec.requests[0].constraint == Choice(("New York", "Boston"))
+    assert out == ["New  York "]

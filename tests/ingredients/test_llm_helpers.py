@@ -1,0 +1,116 @@
+"""The shared helpers of the LLM ingredients: serialisation budgets, option shapes, parsing."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from blendsql.ingredients import _llm, prompts
+from blendsql.models.base import FunctionModel, Response
+from blendsql.models.constraints import (
+    Bool,
+    Choice,
+    Date,
+    Float,
+    Int,
+    JsonSchema,
+    ListOf,
+    Regex,
+    Text,
+)
+
+cells = st.one_of(st.none(), st.integers(), st.floats(allow_nan=True), st.text(max_size=300))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(st.tuples(cells, cells, cells), max_size=60),
+    budget=st.integers(min_value=200, max_value=5000),
+)
+def test_serialize_table_accounts_for_every_row(rows, budget):
+    df = pd.DataFrame(rows, columns=["a", "b", "c"])
+    out = _llm.serialize_table(df, max_chars=budget, cell_chars=200)
+    lines = out.split("\n")
+    assert lines[0] == "a | b | c"
+    body = [line for line in lines[1:] if not line.endswith("more rows not shown)")]
+    omitted = 0
+    if lines[-1].endswith("more rows not shown)"):
+        omitted = int(lines[-1].strip("(").split()[0])
+    assert len(body) + omitted == len(rows)
+    for line in body:  # cells never add columns or lines
+        assert line.count("|") == 2 or line.endswith(_llm.ELLIPSIS)
+    tail = len(lines[-1]) + 1 if omitted else 0
+    assert len(out) <= budget + tail
+
+
+def test_serialize_table_empty_and_missing():
+    assert _llm.serialize_table(pd.DataFrame()) == ""
+    out = _llm.serialize_table(pd.DataFrame({"x": [None, 1.0, float("nan")]}))
+    assert out.split("\n") == ["x", "", "1", ""]
+
+
+def test_as_list_shapes():
+    assert _llm.as_list(None) is None
+    assert _llm.as_list("a; b;;a") == ["a", "b"]
+    assert _llm.as_list("single") == ["single"]
+    assert _llm.as_list(pd.Series([1, 2, 2, None])) == [1.0, 2.0]
+    assert _llm.as_list(pd.DataFrame({"c": ["x", "y"]})) == ["x", "y"]
+    assert _llm.as_list(("a", float("nan"), "a")) == ["a"]
+    assert _llm.as_list(3) == [3]
+
+
+def test_text_items_shapes():
+    assert _llm.text_items('["a", "", "b"]') == ["a", "b"]
+    assert _llm.text_items("[not json]") == ["[not json]"]
+    assert _llm.text_items('[{"stars": 5}]') == ['{"stars": 5}']
+    assert _llm.text_items(["x", None]) == ["x"]
+    assert _llm.text_items(None) == []
+    assert _llm.text_items(float("nan")) == []
+    assert _llm.text_items("  plain  ") == ["plain"]
+
+
+def test_first_line_and_truncate():
+    assert _llm.first_line("\n  'Atlanta' \nmore") == "Atlanta"
+    assert _llm.first_line("   ") == ""
+    assert _llm.truncate("abcdef", 5) == "ab..."
+    assert _llm.truncate("abc", 5) == "abc"
+
+
+def test_render_scalar():
+    assert _llm.render_scalar(3.0) == "3"
+    assert _llm.render_scalar(2.5) == "2.5"
+    assert _llm.render_scalar(True) == "true"
+    assert _llm.render_scalar(b"hi") == "hi"
+
+
+def test_every_constraint_has_a_format_hint():
+    for c in [Text(), Choice(("a", "b")), Bool(), Int(), Float(), Date(), Regex("[0-9]+"),
+              JsonSchema.of({"type": "object"}), ListOf(Int())]:
+        assert _llm.format_hint(c).strip()
+    assert "a; b" in _llm.format_hint(Choice(("a", "b")))
+    assert _llm.format_hint(Text(), text_hint="") == ""
+    assert set(prompts.FORMAT_HINTS) >= {"Choice", "Bool", "Int", "Float", "Date", "Text"}
+
+
+def test_max_tokens_fit_constraint():
+    m = FunctionModel(lambda r: "")
+    short = _llm.max_tokens_for(Choice(("a", "b")), m, 48)
+    long = _llm.max_tokens_for(Choice(("a" * 400,)), m, 48)
+    assert short < long <= 512
+    assert _llm.max_tokens_for(Bool(), m, 48) <= 8
+    assert _llm.max_tokens_for(Text(), m, 48) == 48
+    assert _llm.max_tokens_for(ListOf(Text()), m, 48) >= 256
+
+
+def test_interpret():
+    assert _llm.interpret(Response("x", error="bad"), Text(), {}, True) == (None, "bad")
+    assert _llm.interpret(Response("2", value="2"), Choice(("1", "2")), {"2": 2}, True) == (2, None)
+    value, err = _llm.interpret(Response("\n", value=""), Text(), {}, True)
+    assert value is None and err
+    assert _llm.interpret(Response("a\nb", value="a\nb"), Text(), {}, False) == ("a\nb", None)
+    assert _llm.interpret(Response("abcdef", value="abcdef"), Text(max_chars=3), {}, True) == (
+        "abc", None)
+    assert math.isnan(_llm.interpret(Response("nan", value=float("nan")), Float(), {}, True)[0])
