@@ -42,7 +42,7 @@ from blendsql.models.constraints import (
 )
 from blendsql.plan.calls import find_calls, next_call, scope_of, source_names, visible_ctes
 from blendsql.plan.candidates import join_side_candidate, map_candidate
-from blendsql.plan.expand import expand_macros
+from blendsql.plan.expand import expand_macros, qualify_by_alias
 from blendsql.plan.infer import Hint, infer_hint, literal_value
 from blendsql.plan.lookup import join_lookup, map_lookup, qa_list, qa_param, replace_call
 from blendsql.smoothie import Meta, Smoothie, TraceStep
@@ -439,6 +439,7 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
     tree = expand_macros(tree, run.registry, parse_expr,
                          lambda n: run.evaluate(n, IngredientCall(this=exp.to_identifier("arg"))))
     check_known(tree, run.registry)
+    tree = qualify_by_alias(tree)
     calls = find_calls(tree)
     run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
                                seconds=time.perf_counter() - t0,

@@ -68,3 +68,26 @@ def _expand_one(call: IngredientCall, registry: IngredientRegistry,
     node = parse_expr(text)
     return exp.Paren(this=node) if not isinstance(node, (exp.Column, exp.Literal,
                                                           IngredientCall)) else node
+
+
+def qualify_by_alias(tree: exp.Expression) -> exp.Expression:
+    """Rewrite ``'city::Name'`` to ``c.Name`` when the scope has ``FROM city AS c``.
+
+    Why: the paper's quoted form names the table, but once a table is
+    aliased SQLite only accepts the alias; the user meant that table's rows.
+    """
+    from blendsql.plan.calls import scope_of, source_names
+
+    out = tree.copy()
+    for call in find_calls(out):
+        scope = scope_of(call)
+        if scope is None:
+            continue
+        sources = source_names(scope)
+        by_table = {s.name.lower(): alias for alias, s in sources.items()
+                    if isinstance(s, exp.Table) and s.name.lower() != alias}
+        for col in call.find_all(exp.Column):
+            t = col.table.lower() if col.table else ""
+            if t and t not in sources and t in by_table:
+                col.set("table", exp.to_identifier(by_table[t]))
+    return out
