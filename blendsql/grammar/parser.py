@@ -30,7 +30,7 @@ from sqlglot.errors import SqlglotError, TokenError
 
 from blendsql.errors import BlendSQLError, ParseError
 from blendsql.grammar.nodes import IngredientCall
-from blendsql.grammar.scanner import Arg, Block, Param, Semi, Text, scanner_for
+from blendsql.grammar.scanner import Arg, Block, Param, Semi, Text, nearest_name, scanner_for
 from blendsql.ingredients.base import IngredientRegistry
 
 _ING = "__bsql_ing"
@@ -354,14 +354,12 @@ def _sql_hint(ctx: _Ctx, position: int) -> str:
     names = ctx.registry.names()
     for m in re.finditer(r"<<\s*([A-Za-z_]\w*)\s*\(", ctx.text):
         if m.group(1) not in ctx.registry and names:
-            from rapidfuzz import fuzz, process
-
-            near = process.extractOne(m.group(1), names, scorer=fuzz.ratio)
-            if near:
-                return (
-                    f"'<<{m.group(1)}(' is read as a shift operator because {m.group(1)!r} is not "
-                    f"a registered ingredient; did you mean {near[0]!r}?"
-                )
+            near = nearest_name(m.group(1), names)
+            suggestion = f"did you mean {near!r}?" if near else f"registered: {', '.join(names)}"
+            return (
+                f"'<<{m.group(1)}(' is read as a shift operator because {m.group(1)!r} is not "
+                f"a registered ingredient; {suggestion}"
+            )
     return "check the SQL near here (SQLite syntax; ingredient calls are {{Name(args)}})"
 
 

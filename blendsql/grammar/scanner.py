@@ -119,61 +119,69 @@ def _mark(tag: str, expr: pp.ParserElement) -> pp.ParserElement:
     return expr.copy().set_parse_action(action)
 
 
-def _text(kind: str, expr: pp.ParserElement) -> pp.ParserElement:
-    def action(s: str, loc: int, toks: pp.ParseResults) -> Text:
-        return Text(loc, str(toks[0]), kind)
+# Lexeme patterns, tried in order inside one combined regex (one pyparsing
+# element per lexeme keeps scanning fast). SQLite strings escape a quote by
+# doubling it and know no backslash escapes.
+_LEXEMES: list[tuple[str, str]] = [
+    ("string", r"'(?:[^']|'')*'"),
+    ("dq", r'"(?:[^"]|"")*"'),
+    ("bt", r"`(?:[^`]|``)*`"),
+    ("br", r"\[[^\]]*\]"),
+    ("line_comment", r"--[^\n]*"),
+    ("block_comment", r"/\*[\s\S]*?\*/"),
+    ("bad_string", r"'(?:[^']|'')*\Z"),
+    ("bad_dq", r'"(?:[^"]|"")*\Z'),
+    ("bad_bt", r"`(?:[^`]|``)*\Z"),
+    ("bad_br", r"\[[^\]]*\Z"),
+    ("bad_comment", r"/\*[\s\S]*\Z"),
+    ("bad_param", r"\?[0-9]+"),
+    ("param", r"\?"),
+]
 
-    return expr.set_parse_action(action)
+_UNTERMINATED: dict[str, tuple[str, str]] = {
+    "bad_string": ("unterminated string literal", "close it with ' (write '' for a quote inside it)"),
+    "bad_dq": ('unterminated quoted identifier "...', 'close it with " (write "" for a quote inside it)'),
+    "bad_bt": ("unterminated quoted identifier `...", "close it with `"),
+    "bad_br": ("unterminated quoted identifier [...", "close it with ]"),
+    "bad_comment": ("unterminated comment /* ...", "close it with */"),
+    "bad_param": (
+        "numbered parameters ?NNN are not supported",
+        "use plain ? (numbered in text order) or named :name parameters",
+    ),
+}
+_KINDS = {
+    "string": "string", "dq": "ident", "bt": "ident", "br": "ident",
+    "line_comment": "comment", "block_comment": "comment", "other": "other", "semi": "other",
+}
 
 
-def _fail(kind: str, what: str, hint: str) -> pp.ParserElement:
-    """A regex alternative that matches an unterminated lexeme and raises."""
+def _lexer(other: str, extra: list[tuple[str, str]]) -> pp.ParserElement:
+    """One regex element for all lexemes; its action builds Text/Param/Semi or raises."""
+    groups = [("other", other), *_LEXEMES, *extra]
+    pattern = "|".join(f"(?P<{name}>{rx})" for name, rx in groups)
+    compiled = re.compile(pattern)
 
     def action(s: str, loc: int, toks: pp.ParseResults) -> Any:
-        raise ParseError(f"unterminated {what}", text=s, position=loc, hint=hint)
+        m = compiled.match(s, loc)
+        kind = m.lastgroup if m else None
+        if kind is None:  # pragma: no cover - the element matched, so m exists
+            return []
+        if kind in _UNTERMINATED:
+            message, hint = _UNTERMINATED[kind]
+            raise ParseError(message, text=s, position=loc, hint=hint)
+        if kind == "param":
+            return Param(loc)
+        if kind == "semi":
+            return Semi(loc)
+        return Text(loc, str(toks[0]), _KINDS.get(kind, "other"))
 
-    patterns = {
-        "string": r"'(?:[^']|'')*\Z",
-        "dq": r'"(?:[^"]|"")*\Z',
-        "bt": r"`(?:[^`]|``)*\Z",
-        "br": r"\[[^\]]*\Z",
-        "comment": r"/\*[\s\S]*\Z",
-    }
-    return pp.Regex(patterns[kind]).set_parse_action(action)
-
-
-def _lexemes() -> dict[str, pp.ParserElement]:
-    """SQLite lexemes that may hide braces: strings, quoted identifiers, comments."""
-    return {
-        "string": pp.Regex(r"'(?:[^']|'')*'"),  # SQLite: '' escapes, no backslash escapes
-        "dq": pp.Regex(r'"(?:[^"]|"")*"'),
-        "bt": pp.Regex(r"`(?:[^`]|``)*`"),
-        "br": pp.Regex(r"\[[^\]]*\]"),
-        "line_comment": pp.Regex(r"--[^\n]*"),
-        "block_comment": pp.Regex(r"/\*[\s\S]*?\*/"),
-    }
-
-
-def _unterminated() -> pp.ParserElement:
-    return (
-        _fail("string", "string literal", "close it with ' (write '' for a quote inside it)")
-        | _fail("dq", 'quoted identifier "...', 'close it with " (write "" for a quote inside it)')
-        | _fail("bt", "quoted identifier `...", "close it with `")
-        | _fail("br", "quoted identifier [...", "close it with ]")
-        | _fail("comment", "comment /* ...", "close it with */")
-    )
+    return pp.Regex(compiled).set_parse_action(action)
 
 
 def _build(names: frozenset[str]) -> Scanner:
-    """Build the PEG grammar; ``names`` are the lower-cased registered names."""
-    lex = _lexemes()
-    string = _text("string", lex["string"])
-    ident = _text("ident", lex["dq"] | lex["bt"] | lex["br"])
-    comment = _text("comment", lex["line_comment"] | lex["block_comment"])
-    bad = _unterminated()
-    param = pp.Regex(r"\?(?![0-9])").set_parse_action(lambda s, loc, t: Param(loc))
-
-    alternation = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    """Build the PEG grammar; ``names`` are the registered names (any case)."""
+    lowered = sorted({n.lower() for n in names}, key=len, reverse=True)
+    alternation = "|".join(re.escape(n) for n in lowered)
     shift_open: pp.ParserElement
     if alternation:
         shift_open = pp.Regex(rf"<<(?=\s*(?:{alternation})\s*\()", flags=re.IGNORECASE)
@@ -183,14 +191,12 @@ def _build(names: frozenset[str]) -> Scanner:
     ws = pp.Regex(r"\s+")
 
     # --- inside a block's argument list -------------------------------------
+    # '}' never appears in SQL outside strings, so an argument stops there and
+    # a missing ')' is reported at the closing '}}'.
     paren_group = pp.Forward()
-    arg_other = pp.Regex(r"[^'\"`\[\-/{}<?(),]+")
-    arg_single = pp.Regex(r"-(?!-)|/(?!\*)|<|\{(?!\{)")
-    inner_lexeme = (
-        lex["string"] | lex["dq"] | lex["bt"] | lex["br"]
-        | lex["line_comment"] | lex["block_comment"] | bad
-    )
-    arg_token = inner_lexeme | param | block | paren_group | arg_other | arg_single
+    arg_lex = _lexer(r"[^'\"`\[\-/{}<?(),]+", [("other1", r"-(?!-)|/(?!\*)")])
+    arg_single = pp.Regex(r"<|\{(?!\{)")
+    arg_token = arg_lex | block | paren_group | arg_single
     paren_group <<= (
         _mark("lparen", pp.Literal("("))
         + pp.ZeroOrMore(arg_token | pp.Literal(","))
@@ -213,10 +219,10 @@ def _build(names: frozenset[str]) -> Scanner:
     ).set_parse_action(_make_block_factory(names))
 
     # --- top level ----------------------------------------------------------
+    top_lex = _lexer(r"[^'\"`\[\-/{}<?;]+", [("semi", ";"), ("other1", r"-(?!-)|/(?!\*)|\}(?!\})")])
     stray = pp.Literal("}}").set_parse_action(_stray_close)
-    semi = pp.Literal(";").set_parse_action(lambda s, loc, t: Semi(loc))
-    other = _text("other", pp.Regex(r"[^'\"`\[\-/{}<?;]+") | pp.Regex(r"[\s\S]"))
-    token = string | ident | comment | bad | param | block | stray | semi | other
+    single = pp.Regex(r"[\s\S]").set_parse_action(lambda s, loc, t: Text(loc, str(t[0]), "other"))
+    token = top_lex | block | stray | single
     top = pp.ZeroOrMore(token) + pp.StringEnd()
     top.streamline()
     return Scanner(names, top)
@@ -262,17 +268,21 @@ def _stray_close(s: str, loc: int, toks: pp.ParseResults) -> Any:
     )
 
 
-def _nearest(name: str, names: frozenset[str]) -> str | None:
+def nearest_name(name: str, names: frozenset[str] | list[str]) -> str | None:
+    """The registered name closest to ``name`` (rapidfuzz ratio, case-insensitive)."""
     from rapidfuzz import fuzz, process
 
     if not names:
         return None
-    best = process.extractOne(name.lower(), sorted(names), scorer=fuzz.ratio)
+    best = process.extractOne(
+        name, sorted(names), scorer=fuzz.ratio, processor=str.lower, score_cutoff=50
+    )
     return str(best[0]) if best else None
 
 
 def _make_block_factory(names: frozenset[str]) -> Any:
     """Parse action building a :class:`Block`, reporting the first missing piece."""
+    lowered = {n.lower() for n in names}
 
     def action(s: str, loc: int, toks: pp.ParseResults) -> Block:
         start, inner, end = _located(toks)
@@ -286,10 +296,17 @@ def _make_block_factory(names: frozenset[str]) -> Any:
                 f"expected an ingredient name after '{brace}'", text=s, position=opener.pos + 2,
                 hint="write {{Name(args)}}, e.g. {{LLMMap('question', t.col)}}",
             )
-        if name.text.lower() not in names:
-            near = _nearest(name.text, names)
-            hint = f"did you mean {near!r}?" if near else "no ingredients are registered"
-            known = ", ".join(sorted(names))
+        if name.text.lower() not in lowered:
+            near = nearest_name(name.text, names)
+            known = ", ".join(sorted(names, key=str.lower))
+            hint = f"did you mean {near!r}?" if near else "no similar name is registered"
+            if not names:
+                hint = "no ingredients are registered"
+            if "lparen" not in marks:
+                raise ParseError(
+                    f"'{brace}' must start an ingredient call Name(...)", text=s,
+                    position=opener.pos, hint=f"registered ingredients: {known or 'none'}",
+                )
             raise ParseError(
                 f"unknown ingredient {name.text!r}", text=s, position=name.pos,
                 hint=f"{hint} (registered: {known})" if known else hint,
@@ -302,7 +319,8 @@ def _make_block_factory(names: frozenset[str]) -> Any:
             )
         if "rparen" not in marks:
             raise ParseError(
-                f"missing ')' to close the arguments of {name.text}", text=s, position=end,
+                f"missing ')' to close the arguments of {name.text}", text=s,
+                position=marks["close"].pos if "close" in marks else end,
                 hint=f"end the call with '){close}'; check for an unclosed '(' or quote",
             )
         if "close" not in marks:
@@ -337,5 +355,5 @@ def _cached(names: frozenset[str]) -> Scanner:
 
 
 def scanner_for(names: list[str] | frozenset[str]) -> Scanner:
-    """The compiled scanner for a registry's names (cached per lower-cased name set)."""
-    return _cached(frozenset(n.lower() for n in names))
+    """The compiled scanner for a registry's names (cached per name set)."""
+    return _cached(frozenset(names))

@@ -1,0 +1,1 @@
+"""Grammar stage tests."""
