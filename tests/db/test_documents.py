@@ -77,7 +77,7 @@ def test_unknown_tokenizer_and_bad_document() -> None:
     with pytest.raises(ExecutionError):
         build_fts(c, "d", DOCS, "stemmer")
     with pytest.raises(ExecutionError):
-        build_fts(c, "d", [{"title": "a"}, 3])  # type: ignore[list-item]
+        build_fts(c, "d", [{"title": "a"}, 3])  # type: ignore[arg-type]
 
 
 @settings(max_examples=200, deadline=None)

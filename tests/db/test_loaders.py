@@ -214,3 +214,10 @@ def test_example_db_contents() -> None:
     assert "Fresno State Bulldogs baseball" in programs
     source = json.loads(conn.execute("SELECT source FROM _tables WHERE table_name='w'").fetchone()[0])
     assert source["table_id"] == BASEBALL
+
+
+def test_public_names_in_blendsql_db() -> None:
+    import blendsql.db as db
+
+    assert db.example_db_path() == example_db_path()
+    assert db.from_frames is from_frames and db.hybridqa_to_sqlite is hybridqa_to_sqlite
