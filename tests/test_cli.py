@@ -337,9 +337,9 @@ def test_example_db_qa_over_documents_through_the_engine() -> None:
     def reader(req: Request) -> str:
         # answer with the option whose words appear in the retrieved passage titles
         contexts.append(req.prompt or str(req.messages))
-        options = getattr(req.constraint, "options", ())
+        options: tuple[str, ...] = tuple(getattr(req.constraint, "options", ()))
         text = contexts[-1]
-        return next((o for o in options if f"{o} Rainbow Warriors" in text), options[0])
+        return next((o for o in options if f"{o} Rainbow Warriors" in text), "none")
 
     q = (
         "SELECT name FROM w WHERE school = {{LLMQA('Which school has teams called Rainbow "
