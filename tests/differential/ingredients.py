@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
+from blendsql.ingredients.base import Ingredient, JoinIngredient, MapIngredient, QAIngredient
 
 _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -75,7 +75,7 @@ class Call:
     options: list[Any] | None = None
 
 
-class Recorder:
+class Recorder(Ingredient):
     """Mixin keeping every call so tests can assert on what was passed."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

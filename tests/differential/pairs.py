@@ -886,4 +886,114 @@ PAIRS: list[Pair] = [
         "SELECT Name FROM employee WHERE substr(City, 1, 3) = 'Bri' AND length(Name) > 11",
         within={"StartsWith": "SELECT City FROM employee", "Length": "SELECT Name FROM employee"},
     ),
+    # ------------------------------------------------ more edge constructs
+    Pair(
+        "left_join_on_map_keeps_left_rows", CS,
+        "SELECT st.Name, c.concert_Name FROM stadium st LEFT JOIN concert c "
+        "ON c.Stadium_ID = st.Stadium_ID AND {{StartsWith('Week', c.concert_Name)}} = TRUE",
+        "SELECT st.Name, c.concert_Name FROM stadium st LEFT JOIN concert c "
+        "ON c.Stadium_ID = st.Stadium_ID AND substr(c.concert_Name, 1, 4) = 'Week'",
+        within={"StartsWith": "SELECT concert_Name FROM concert"},
+    ),
+    Pair(
+        "inner_join_on_map_and_key", EMP,
+        "SELECT e.Name, h.Shop_ID FROM employee e JOIN hiring h "
+        "ON h.Employee_ID = e.Employee_ID AND {{StartsWith('20', h.Start_from)}} = TRUE "
+        "AND {{Length(e.Name)}} < 12",
+        "SELECT e.Name, h.Shop_ID FROM employee e JOIN hiring h "
+        "ON h.Employee_ID = e.Employee_ID AND substr(h.Start_from, 1, 2) = '20' "
+        "AND length(e.Name) < 12",
+        within={"StartsWith": "SELECT Start_from FROM hiring",
+                "Length": "SELECT Name FROM employee"},
+    ),
+    Pair(
+        "map_output_is_null", WORLD,
+        "SELECT Code FROM country WHERE {{StartsWith('E', country.HeadOfState)}} IS NULL",
+        "SELECT Code FROM country WHERE substr(HeadOfState, 1, 1) = 'E' IS NULL",
+        within={"StartsWith": "SELECT HeadOfState FROM country"},
+    ),
+    Pair(
+        "coalesce_over_map", WORLD,
+        "SELECT Code, COALESCE({{Length(country.HeadOfState)}}, -1) FROM country "
+        "WHERE Region = 'Antarctica' OR Continent = 'Oceania'",
+        "SELECT Code, COALESCE(length(HeadOfState), -1) FROM country "
+        "WHERE Region = 'Antarctica' OR Continent = 'Oceania'",
+        exact={"Length": "SELECT DISTINCT HeadOfState FROM country WHERE "
+                         "(Region = 'Antarctica' OR Continent = 'Oceania') "
+                         "AND HeadOfState IS NOT NULL"},
+    ),
+    Pair(
+        "between_with_map", FLY,
+        "SELECT AirportCode FROM airports WHERE {{Length(airports.AirportName)}} BETWEEN 5 AND 7",
+        "SELECT AirportCode FROM airports WHERE length(AirportName) BETWEEN 5 AND 7",
+        exact={"Length": "SELECT DISTINCT AirportName FROM airports "
+                         "WHERE AirportName IS NOT NULL"},
+    ),
+    Pair(
+        "window_function_over_map", CS,
+        "SELECT Name, ROW_NUMBER() OVER (ORDER BY {{Length(singer.Name)}} DESC, Name) AS rk "
+        "FROM singer ORDER BY rk",
+        "SELECT Name, ROW_NUMBER() OVER (ORDER BY length(Name) DESC, Name) AS rk "
+        "FROM singer ORDER BY rk",
+        order="exact",
+        exact={"Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "union_all_same_ingredient_two_tables", EMP,
+        "SELECT Name FROM employee WHERE {{StartsWith('M', employee.Name)}} = TRUE "
+        "UNION ALL SELECT Name FROM shop WHERE {{StartsWith('M', shop.Manager_name)}} = TRUE",
+        "SELECT Name FROM employee WHERE substr(Name, 1, 1) = 'M' "
+        "UNION ALL SELECT Name FROM shop WHERE substr(Manager_name, 1, 1) = 'M'",
+        exact={"StartsWith": "SELECT Name FROM employee UNION SELECT Manager_name FROM shop"},
+    ),
+    Pair(
+        "braces_inside_string_literal_are_text", CS,
+        "SELECT Name, '{{StartsWith(''J'', x)}} <<Length(y)>>' AS lit FROM singer "
+        "WHERE {{StartsWith('J', singer.Name)}} = TRUE",
+        "SELECT Name, '{{StartsWith(''J'', x)}} <<Length(y)>>' AS lit FROM singer "
+        "WHERE substr(Name, 1, 1) = 'J'",
+        exact={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "map_in_uncorrelated_scalar_subquery", CAR,
+        "SELECT Maker, (SELECT COUNT(*) FROM continents "
+        "WHERE {{StartsWith('a', continents.Continent)}} = TRUE) AS n FROM car_makers "
+        "WHERE Id < 4",
+        "SELECT Maker, (SELECT COUNT(*) FROM continents "
+        "WHERE substr(Continent, 1, 1) = 'a') AS n FROM car_makers WHERE Id < 4",
+        exact={"StartsWith": "SELECT DISTINCT Continent FROM continents"},
+    ),
+    Pair(
+        "qa_in_in_list", CS,
+        "SELECT Name FROM singer WHERE Country IN ("
+        "{{FirstOption('q', options='singer::Country')}}, "
+        "{{MaxOption('q', options='singer::Country')}})",
+        "SELECT Name FROM singer WHERE Country IN ("
+        "(SELECT MIN(Country) FROM singer), (SELECT MAX(Country) FROM singer))",
+    ),
+    Pair(
+        "qa_options_from_other_table", EMP,
+        "SELECT Name FROM employee WHERE City = "
+        "{{FirstOption('Which?', (SELECT * FROM shop), options='employee::City')}}",
+        "SELECT Name FROM employee WHERE City = (SELECT MIN(City) FROM employee)",
+    ),
+    Pair(
+        "map_with_like_and_glob_plain", WORLD,
+        "SELECT Name FROM city WHERE Name LIKE 'San %' AND CountryCode GLOB '[A-C]*' "
+        "AND {{Length(city.District)}} > 8",
+        "SELECT Name FROM city WHERE Name LIKE 'San %' AND CountryCode GLOB '[A-C]*' "
+        "AND length(District) > 8",
+        exact={"Length": "SELECT DISTINCT District FROM city "
+                         "WHERE Name LIKE 'San %' AND CountryCode GLOB '[A-C]*'"},
+    ),
+    Pair(
+        "multiline_query_with_comment", CS,
+        "SELECT Name -- the singer\n"
+        "FROM singer\n"
+        "WHERE {{StartsWith('R',\n  singer.Name)}} = TRUE\n"
+        "   OR Age = 25",
+        "SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'R' OR Age = 25",
+        within={"StartsWith": ALL_SINGER_NAMES},
+        needs={"StartsWith": "SELECT Name FROM singer WHERE NOT Age = 25"},
+    ),
 ]
