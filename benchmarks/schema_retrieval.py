@@ -1,0 +1,278 @@
+"""Large-schema retrieval benchmark (CRUSH4SQL) on the union schemas.
+
+Recall@B of the gold columns for B in (10, 20, 50, 100) on
+
+- spider_UNION (4,503 columns of all Spider databases): gold columns from each
+  Spider dev gold SQL (sqlglot, aliases resolved); reported on questions NOT in
+  ``spider/dev_ids.txt`` (``--split dev`` uses the dev ids, for tuning);
+- bird_UNION (798 columns): gold elements from ``bird_dev.json``;
+
+for four methods: ``cosine`` (dense top-B of the question), ``bm25`` (BM25
+top-B of the question), ``crush_no_llm`` (entropy/greedy selection probing
+with the question only) and ``crush`` (with hallucinated schemas from the
+model). Also times one question end to end on ndap_super.json (18,891
+columns; it has no questions, so the Spider questions are reused for timing).
+
+    python benchmarks/schema_retrieval.py --limit 100
+    python benchmarks/schema_retrieval.py --model path/to/model.gguf
+    python benchmarks/schema_retrieval.py --base-url http://localhost:8080/v1 --model-name x
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
+
+from blendsql.models.base import Model  # noqa: E402
+from blendsql.nl.schema_select import SchemaSelector, columns_in_sql, hallucinate  # noqa: E402
+from blendsql.retrieval.embeddings import (  # noqa: E402
+    Embedder,
+    HashingEmbedder,
+    SentenceTransformerEmbedder,
+    cached_embed,
+)
+from blendsql.retrieval.index import BM25Index, top_k  # noqa: E402
+
+BUDGETS = (10, 20, 50, 100)
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+
+
+def spider_questions(data: Path, split: str) -> tuple[list[dict[str, Any]], int]:
+    """Spider dev questions with gold ``db.table.column`` elements (original names, lower-cased).
+
+    Returns the questions and how many were dropped because their gold SQL
+    could not be read or named no column of spider_UNION.
+    """
+    tables = json.loads((data / "spider" / "tables.json").read_text())
+    dev = json.loads((data / "spider" / "dev.json").read_text())
+    dev_ids = {int(x) for x in (data / "spider" / "dev_ids.txt").read_text().split()}
+    union = set(load_union(data / "crush4sql" / "spider_UNION.txt"))
+    by_db = {}
+    for db in tables:
+        t_orig = [t.lower() for t in db["table_names_original"]]
+        schema: dict[str, list[str]] = {t: [] for t in t_orig}
+        natural: dict[tuple[str, str], str] = {}
+        for ti, c_orig in db["column_names_original"]:
+            if ti < 0:
+                continue
+            schema[t_orig[ti]].append(c_orig.lower())
+            natural[(t_orig[ti], c_orig.lower())] = f"{db['db_id']}.{t_orig[ti]}.{c_orig.lower()}"
+        by_db[db["db_id"]] = (schema, natural)
+    out, dropped = [], 0
+    for i, ex in enumerate(dev):
+        if (i in dev_ids) != (split == "dev"):
+            continue
+        schema, natural = by_db[ex["db_id"]]
+        try:
+            cols = columns_in_sql(ex["query"], schema)
+        except Exception:
+            dropped += 1
+            continue
+        gold = sorted({natural[c] for c in cols if c in natural} & union)
+        if not gold:
+            dropped += 1
+            continue
+        out.append({"id": i, "question": ex["question"], "gold": gold})
+    return out, dropped
+
+
+def bird_questions(data: Path) -> tuple[list[dict[str, Any]], int]:
+    """BIRD dev questions with their gold elements present in bird_UNION."""
+    union = set(load_union(data / "crush4sql" / "bird_UNION.txt"))
+    out, dropped = [], 0
+    for ex in json.loads((data / "crush4sql" / "bird_dev.json").read_text()):
+        gold = sorted({".".join(e).lower() for e in ex["schema_elements"]} & union)
+        if not gold:
+            dropped += 1
+            continue
+        out.append({"id": ex["question_id"], "question": ex["question"], "gold": gold})
+    return out, dropped
+
+
+def load_union(path: Path) -> list[str]:
+    return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+
+
+def recall(picked: list[str], gold: list[str]) -> float:
+    return len(set(picked) & set(gold)) / len(gold)
+
+
+def make_model(args: argparse.Namespace) -> tuple[Model | None, str]:
+    """The hallucination model and a name for the report (None: no LLM)."""
+    if args.no_llm:
+        return None, "none"
+    try:
+        if args.base_url:
+            from blendsql.models import OpenAI
+
+            m = OpenAI(args.model_name, base_url=args.base_url)
+            return m, f"openai-compatible:{args.model_name}@{args.base_url}"
+        from blendsql.models import LlamaCpp
+
+        lm = LlamaCpp(args.model) if args.model else LlamaCpp()
+        return lm, lm.identity()
+    except (ImportError, AttributeError) as e:
+        print(f"no hallucination model available ({e}); running without LLM", file=sys.stderr)
+        return None, f"unavailable: {e}"
+
+
+def evaluate(name: str, elements: list[str], questions: list[dict[str, Any]],
+             embedder: Embedder, model: Model | None, cache_dir: Path) -> dict[str, Any]:
+    """Recall@B of every method on one union schema."""
+    t0 = time.perf_counter()
+    selector = SchemaSelector(elements, embedder, cache_dir=cache_dir)
+    build_s = time.perf_counter() - t0
+    bm25 = BM25Index(elements)
+    methods = ["cosine", "bm25", "crush_no_llm"] + (["crush"] if model is not None else [])
+    sums = {m: {b: 0.0 for b in BUDGETS} for m in methods}
+    llm_s = select_s = 0.0
+    examples = []
+    for k, q in enumerate(questions):
+        qs = selector.index.scores(q["question"])
+        bs = bm25.scores(q["question"])
+        hall: list[str] = []
+        if model is not None:
+            t1 = time.perf_counter()
+            hall = hallucinate(q["question"], model)
+            llm_s += time.perf_counter() - t1
+        for b in BUDGETS:
+            picks = {
+                "cosine": [elements[i] for i in top_k(qs, b)],
+                "bm25": [elements[i] for i in top_k(bs, b)],
+                "crush_no_llm": selector.select_with_probes(q["question"], [], b),
+            }
+            if model is not None:
+                t1 = time.perf_counter()
+                picks["crush"] = selector.select_with_probes(q["question"], hall, b)
+                select_s += time.perf_counter() - t1
+            for m in methods:
+                sums[m][b] += recall(picks[m], q["gold"])
+        if k < 3:
+            examples.append({"question": q["question"], "gold": q["gold"], "hallucinated": hall})
+        print(f"{name} {k + 1}/{len(questions)}", file=sys.stderr, flush=True)
+    n = len(questions)
+    return {
+        "elements": len(elements),
+        "questions": n,
+        "index_build_seconds": round(build_s, 2),
+        "recall": {m: {f"@{b}": round(sums[m][b] / n, 4) for b in BUDGETS} for m in methods},
+        "seconds_per_question": {
+            "hallucination": round(llm_s / n, 3) if model is not None else None,
+            "crush_select_per_budget": round(select_s / (n * len(BUDGETS)), 4)
+            if model is not None else None,
+        },
+        "examples": examples,
+    }
+
+
+def time_ndap(data: Path, questions: list[dict[str, Any]], embedder: Embedder,
+              model: Model | None, cache_dir: Path, n: int) -> dict[str, Any]:
+    """Index build and per-question selection time on the 18,891-column schema."""
+    ndap = json.loads((data / "crush4sql" / "ndap_super.json").read_text())
+    elements, tables = [], []
+    for table in ndap.values():
+        for col in table["columns"]:
+            elements.append(f"{table['name']}.{col}")
+            tables.append(table["name"])
+    t0 = time.perf_counter()
+    cached_embed(embedder, [], cache_dir)  # warm the model load outside the timing
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    selector = SchemaSelector(elements, embedder, tables=tables, cache_dir=cache_dir)
+    build_s = time.perf_counter() - t0
+    llm, sel = [], []
+    for q in questions[:n]:
+        t1 = time.perf_counter()
+        hall = hallucinate(q["question"], model) if model is not None else []
+        t2 = time.perf_counter()
+        selector.select_with_probes(q["question"], hall, 100)
+        t3 = time.perf_counter()
+        llm.append(t2 - t1)
+        sel.append(t3 - t2)
+    return {
+        "elements": len(elements),
+        "tables": len(ndap),
+        "questions_timed": len(sel),
+        "question_source": "spider dev (report split); ndap_super.json has no questions",
+        "embedder_load_seconds": round(load_s, 2),
+        "index_build_seconds": round(build_s, 2),
+        "index_build_note": "embeddings of the schema are cached on disk; a cached build only loads them",
+        "hallucination_seconds_mean": round(sum(llm) / len(llm), 3) if model is not None else None,
+        "select_seconds_mean_B100": round(sum(sel) / len(sel), 4),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--limit", type=int, default=100, help="questions per set (seeded sample)")
+    ap.add_argument("--split", choices=["report", "dev"], default="report",
+                    help="spider questions outside dev_ids.txt (report) or inside (dev, tuning)")
+    ap.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
+    ap.add_argument("--model", default=None, help="GGUF path for LlamaCpp (default: embedded)")
+    ap.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint")
+    ap.add_argument("--model-name", default="default", help="model name at --base-url")
+    ap.add_argument("--no-llm", action="store_true", help="skip hallucination")
+    ap.add_argument("--ndap-questions", type=int, default=10)
+    ap.add_argument("--sets", default="spider,bird,ndap")
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--cache-dir", type=Path, default=ROOT / ".cache" / "embeddings")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "schema_retrieval.json")
+    args = ap.parse_args()
+
+    embedder: Embedder = SentenceTransformerEmbedder() if args.embedder == "minilm" else HashingEmbedder()
+    model, model_name = make_model(args)
+    sets = args.sets.split(",")
+    rng = random.Random(0)
+    result: dict[str, Any] = {
+        "benchmark": "CRUSH4SQL large-schema retrieval, recall@B of gold columns",
+        "command": "python " + " ".join(sys.argv),
+        "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus, "
+                   f"python {platform.python_version()}",
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "hallucination_model": model_name,
+        "embedder": embedder.identity(),
+        "limit": args.limit,
+        "sources": "Spider dev (Yu et al. 2018), BIRD dev and union schemas via CRUSH4SQL "
+                   "(Kothyari et al. 2023, iMayK/CRUSH4SQL)",
+        "sets": {},
+    }
+    spider_qs: list[dict[str, Any]] = []
+    if "spider" in sets or "ndap" in sets:
+        all_qs, dropped = spider_questions(args.data, args.split)
+        spider_qs = rng.sample(all_qs, min(args.limit, len(all_qs)))
+    if "spider" in sets:
+        res = evaluate("spider", load_union(args.data / "crush4sql" / "spider_UNION.txt"),
+                       spider_qs, embedder, model, args.cache_dir)
+        res["split"] = (f"spider dev, {args.split} split ({len(all_qs)} usable, {dropped} "
+                        f"dropped), seeded sample of {len(spider_qs)}")
+        result["sets"]["spider_UNION"] = res
+    if "bird" in sets:
+        bird_all, bdropped = bird_questions(args.data)
+        bird_qs = rng.sample(bird_all, min(args.limit, len(bird_all)))
+        res = evaluate("bird", load_union(args.data / "crush4sql" / "bird_UNION.txt"),
+                       bird_qs, embedder, model, args.cache_dir)
+        res["split"] = (f"bird_dev.json ({len(bird_all)} usable, {bdropped} dropped), seeded "
+                        f"sample of {len(bird_qs)}; not used for tuning")
+        result["sets"]["bird_UNION"] = res
+    if "ndap" in sets:
+        result["sets"]["ndap_super_timing"] = time_ndap(
+            args.data, spider_qs, embedder, model, args.cache_dir, args.ndap_questions)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v.get("recall", v) for k, v in result["sets"].items()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
