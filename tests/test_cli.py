@@ -63,7 +63,15 @@ def ns(**kw: Any) -> argparse.Namespace:
         ["run", "example", "SELECT 1", "--format", "xml"],
     ],
 )
-def test_bad_arguments_exit_2_with_usage(argv: list[str]) -> None:
+def test_bad_arguments_exit_2_with_usage(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    assert stop.value.code == 2
+    assert "usage: blendsql" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["run", "example"], ["run", "example", "q", "--bogus"]])
+def test_bad_arguments_in_a_real_process(argv: list[str]) -> None:
     res = run_cli(*argv)
     assert res.returncode == 2
     assert "usage: blendsql" in res.stderr
@@ -84,20 +92,25 @@ def test_bad_arguments_exit_2_with_usage(argv: list[str]) -> None:
         (["run", "example", "SELECT 1", "--ingredient", "no_such_mod_xyz:X"], "cannot load"),
     ],
 )
-def test_user_errors_print_message_and_hint_exit_2(argv: list[str], needle: str) -> None:
-    res = run_cli(*argv)
-    assert res.returncode == 2, res.stderr
-    assert res.stderr.startswith("error: ")
-    assert needle in res.stderr
-    assert "Hint:" in res.stderr
-    assert "Traceback" not in res.stderr
-    assert res.stdout == ""
+def test_user_errors_print_message_and_hint_exit_2(
+    argv: list[str], needle: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("BLENDSQL_MODEL", "BLENDSQL_BASE_URL", "BLENDSQL_MODEL_NAME"):
+        monkeypatch.delenv(var, raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(argv, stdout=out, stderr=err) == 2
+    assert err.getvalue().startswith("error: ")
+    assert needle in err.getvalue()
+    assert "Hint:" in err.getvalue()
+    assert out.getvalue() == ""
 
 
-def test_env_model_fallback_is_checked() -> None:
+def test_user_error_in_a_real_process_has_no_traceback() -> None:
     res = run_cli("run", "example", "SELECT 1", env={"BLENDSQL_MODEL": "/no/such/env.gguf"})
     assert res.returncode == 2
-    assert "/no/such/env.gguf" in res.stderr
+    assert res.stderr.startswith("error: model file not found: /no/such/env.gguf")
+    assert "Traceback" not in res.stderr
+    assert res.stdout == ""
 
 
 def test_not_a_database_file(tmp_path: Path) -> None:
