@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="execute a BlendSQL query and print the result")
-    run.add_argument("db", help="SQLite file, or 'example' for the bundled HybridQA demo database")
+    run.add_argument("db", help="SQLite file, a CSV file (one table named after it), or 'example' "
+                     "for the bundled HybridQA demo database")
     run.add_argument("query", help="query text, '@file.sql' to read a file, or '-' for stdin")
     models = run.add_argument_group("model (default: the embedded SmolLM2, loaded only if needed)")
     models.add_argument("--model", metavar="PATH",
@@ -73,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     prog.add_argument("--no-progress", dest="progress", action="store_false")
 
     schema = sub.add_parser("schema", help="list the tables and columns of a database")
-    schema.add_argument("db", help="SQLite file, or 'example'")
+    schema.add_argument("db", help="SQLite file, CSV file, or 'example'")
     schema.add_argument("--all", action="store_true",
                         help="also show metadata tables (_columns, _tables)")
     return ap
@@ -95,6 +96,28 @@ def resolve_db(db: str) -> Path:
             hint="give the path of a SQLite file, or 'example' for the bundled demo database",
         )
     return path
+
+
+def open_source(db: str) -> Path | sqlite3.Connection:
+    """The database to run on: a SQLite path, or a CSV / TSV file loaded in memory.
+
+    A CSV becomes one table named after the file (``players.csv`` -> ``players``)
+    with sanitised column names and inferred types, like the HybridQA loader.
+    """
+    path = resolve_db(db)
+    if path.suffix.lower() not in (".csv", ".tsv"):
+        return path
+    import pandas as pd
+
+    from blendsql.db.loaders import from_frames, sanitize_names
+
+    try:
+        df = pd.read_csv(path, sep="\t" if path.suffix.lower() == ".tsv" else ",", dtype=str,
+                         keep_default_na=False, na_values=[""])  # only empty cells are NULL
+    except (ValueError, OSError) as e:
+        raise ExecutionError(f"cannot read {path}: {e}", hint="is it a CSV file with a header row?") from e
+    table = sanitize_names([path.stem])[0]
+    return from_frames({table: df}, None, ":memory:")
 
 
 def read_query(query: str, stdin: TextIO | None = None) -> str:
@@ -242,7 +265,7 @@ def render(smoothie: Any, fmt: str, max_rows: int) -> str:
     return str(df.to_string(index=False, max_rows=max_rows or None))
 
 
-def _make_engine(db: Path, model: Any, ingredients: Sequence[Any], cache: bool,
+def _make_engine(db: Path | sqlite3.Connection, model: Any, ingredients: Sequence[Any], cache: bool,
                  progress: Any) -> Any:
     """``BlendSQL(...)``; ``progress=`` is passed only if the engine accepts it."""
     from blendsql import BlendSQL
@@ -250,13 +273,13 @@ def _make_engine(db: Path, model: Any, ingredients: Sequence[Any], cache: bool,
     kwargs: dict[str, Any] = {"model": model, "ingredients": tuple(ingredients), "cache": cache}
     if progress is not None and "progress" in inspect.signature(BlendSQL).parameters:
         kwargs["progress"] = progress
-    return BlendSQL(str(db), **kwargs)
+    return BlendSQL(str(db) if isinstance(db, Path) else db, **kwargs)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any = None,
             ingredients: Sequence[Any] = ()) -> int:
     """``blendsql run``: execute, print rows + summary (+ trace)."""
-    db = resolve_db(args.db)
+    db = open_source(args.db)
     query = read_query(args.query)
     params = parse_params(args.params)
     if model is None:
@@ -316,9 +339,10 @@ def describe_schema(conn: sqlite3.Connection, show_meta: bool = False) -> str:
 
 def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``blendsql schema``: list tables and columns, opened read-only."""
-    db = resolve_db(args.db)
+    db = open_source(args.db)
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        conn = db if isinstance(db, sqlite3.Connection) else sqlite3.connect(
+            f"file:{db}?mode=ro", uri=True)
         try:
             print(describe_schema(conn, args.all), file=out)
         finally:

@@ -362,3 +362,26 @@ def test_example_db_qa_over_documents_through_the_engine() -> None:
     s = BlendSQL(str(example_db_path()), model=FunctionModel(reader), cache=False).execute(q)
     assert s.df["name"].tolist() == ["Bill Blanchette"]
     assert any("Hawaii Rainbow Warriors" in c for c in contexts)
+
+
+def test_csv_file_becomes_a_typed_table(tmp_path: Path) -> None:
+    f = tmp_path / "Top Players.csv"
+    f.write_text("Player Name,Goals,Club\nAnn,\"1,203\",Reds\nBo,7,\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["schema", str(f)], stdout=out, stderr=err) == 0, err.getvalue()
+    assert out.getvalue().splitlines() == [
+        "top_players (2 rows)",
+        "  player_name TEXT  -- 'Player Name'",
+        "  goals INTEGER  -- 'Goals'",
+        "  club TEXT  -- 'Club'",
+    ]
+    _engine()
+    out = io.StringIO()
+    rc = cli.main(["run", str(f), "SELECT player_name, goals FROM top_players WHERE goals > 100",
+                   "--format", "csv", "--no-progress"], stdout=out, stderr=err)
+    assert rc == 0, err.getvalue()
+    assert out.getvalue().splitlines() == ["player_name,goals", "Ann,1203"]
+    out = io.StringIO()
+    rc = cli.main(["run", str(f), "SELECT player_name FROM top_players WHERE club IS NULL",
+                   "--format", "csv", "--no-progress"], stdout=out, stderr=err)
+    assert rc == 0 and out.getvalue().splitlines() == ["player_name", "Bo"]
