@@ -1,0 +1,49 @@
+"""Golden tests of query explanations: deterministic, template-based text.
+
+Regenerate after a deliberate wording change with
+``python tests/nl/test_explain.py --regen`` and read the diff.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from blendsql.ingredients.base import IngredientRegistry
+from blendsql.ingredients.builtin import BUILTINS
+from blendsql.nl.explain import explain
+
+HERE = Path(__file__).parent
+QUERIES = [q.strip() for q in (HERE / "explain_queries.sql").read_text().split(";;") if q.strip()]
+GOLDEN = HERE / "explain_golden.txt"
+REGISTRY = IngredientRegistry(BUILTINS)
+
+
+def render_all() -> str:
+    blocks = [q + "\n" + "\n".join(explain(q, REGISTRY)) for q in QUERIES]
+    return "\n\n".join(blocks) + "\n"
+
+
+def test_at_least_30_varied_queries():
+    assert len(QUERIES) >= 30
+
+
+def test_explanations_match_golden():
+    assert render_all() == GOLDEN.read_text()
+
+
+@pytest.mark.parametrize("query", QUERIES[:5])
+def test_explanation_is_deterministic(query):
+    assert explain(query, REGISTRY) == explain(query, REGISTRY)
+
+
+def test_every_ingredient_is_named_in_words():
+    for q in QUERIES:
+        text = " ".join(explain(q, REGISTRY))
+        for name in ("LLMMap", "LLMQA", "LLMJoin", "LLMValidate", "ANSWER", "SUMMARY"):
+            if "{{" + name + "(" in q or "<<" + name + "(" in q:
+                assert f"({name})" in text, (q, text)
+
+
+if __name__ == "__main__" and "--regen" in sys.argv:
+    GOLDEN.write_text(render_all())
