@@ -1,0 +1,141 @@
+"""The NL → BlendSQL parser and ask() flows, with a scripted FunctionModel."""
+
+import sqlite3
+
+import pytest
+
+from blendsql import BlendSQL
+from blendsql.models.base import FunctionModel, Request
+from blendsql.models.constraints import Grammar
+from blendsql.nl.ask import answer_value, ask, end_to_end_prompt, is_non_answer
+from blendsql.nl.parser import Example, Parser, Turn, clean_program, load_examples, validate
+
+
+@pytest.fixture()
+def conn():
+    c = sqlite3.connect(":memory:", check_same_thread=False)
+    c.executescript(
+        """
+        CREATE TABLE w (player TEXT, position TEXT, school TEXT, pick INTEGER);
+        INSERT INTO w VALUES ('Buster Posey', 'Catcher', 'Florida State', 5),
+                             ('Joe Smith', 'Pitcher', 'Georgia', 12),
+                             ('Al Jones', 'Pitcher', 'Rice', 30);
+        CREATE VIRTUAL TABLE documents USING fts5(title, content);
+        INSERT INTO documents VALUES ('Buster Posey', 'Posey was born in Leesburg, Georgia.'),
+                                     ('Joe Smith', 'Smith grew up in Ohio.');
+        """
+    )
+    return c
+
+
+class Script:
+    """A model that answers program prompts from a list and anything else with a fixed text."""
+
+    def __init__(self, programs, fallback_text="Leesburg"):
+        self.programs = list(programs)
+        self.fallback_text = fallback_text
+        self.prompts: list[Request] = []
+
+    def __call__(self, req: Request):
+        self.prompts.append(req)
+        if req.prompt.rstrip().endswith("BlendSQL:"):
+            return self.programs.pop(0)
+        return self.fallback_text
+
+
+EXAMPLES = [Example("Who was picked 5th?", "SELECT w.player FROM w WHERE w.pick = 5", "CREATE TABLE w (player TEXT, pick INTEGER);")]
+
+
+def test_shipped_examples_parse_as_blendsql():
+    from blendsql.grammar import parse
+    from blendsql.ingredients.base import IngredientRegistry
+    from blendsql.ingredients.builtin import BUILTINS
+
+    examples = load_examples("hybridqa")
+    assert len(examples) >= 4
+    for ex in examples:
+        parse(ex.program, IngredientRegistry(BUILTINS))
+
+
+def test_clean_program_strips_fences_and_labels():
+    assert clean_program("```sql\nSELECT 1;\n```") == "SELECT 1"
+    assert clean_program("BlendSQL: SELECT 1 ;") == "SELECT 1"
+
+
+def test_validate_reports_unknown_column_and_bad_syntax(conn):
+    bsql = BlendSQL(conn)
+    assert validate("SELECT w.player FROM w", conn, bsql.registry) is None
+    assert "no such column" in validate("SELECT w.nope FROM w", conn, bsql.registry)
+    assert validate("SELECT {{LLMMap('q', 'w::player')}} FROM w", conn, bsql.registry) is None
+    assert validate("SELEC player FROM", conn, bsql.registry) is not None
+    bad_ctx = "SELECT {{LLMQA('q', (SELECT * FROM nowhere))}}"
+    assert "no such table" in validate(bad_ctx, conn, bsql.registry)
+
+
+def test_parser_prompt_has_guide_examples_schema_hints_history(conn):
+    script = Script(["SELECT w.player FROM w WHERE w.position = 'Pitcher'"])
+    parser = Parser(FunctionModel(script), examples=EXAMPLES)
+    bsql = BlendSQL(conn)
+    history = [Turn("Who plays catcher?", "SELECT w.player FROM w WHERE w.position = 'Catcher'")]
+    result = parser.parse("Which pitchers are there?", conn, bsql.registry, history)
+    assert result.ok and result.attempts == [(result.program, None)]
+    prompt = script.prompts[0].prompt
+    assert "LLMMap" in prompt and "Who was picked 5th?" in prompt
+    assert "CREATE TABLE w" in prompt and "w.position = 'Pitcher'" in prompt  # bridge hint
+    assert "Earlier question: Who plays catcher?" in prompt
+    assert isinstance(script.prompts[0].constraint, Grammar)
+    assert "w.player" in script.prompts[0].constraint.gbnf
+
+
+def test_parser_retries_with_the_error_then_succeeds(conn):
+    script = Script(["SELECT w.nope FROM w", "SELECT w.player FROM w"])
+    parser = Parser(FunctionModel(script), examples=EXAMPLES, max_retries=2)
+    result = parser.parse("List players", conn, BlendSQL(conn).registry)
+    assert result.program == "SELECT w.player FROM w"
+    assert len(result.attempts) == 2 and "no such column" in result.attempts[0][1]
+    assert "It failed with: SQLite rejected the query" in script.prompts[1].prompt
+
+
+def test_parser_gives_up_after_max_retries(conn):
+    script = Script(["SELECT nope FROM w"] * 3)
+    parser = Parser(FunctionModel(script), examples=EXAMPLES, max_retries=2)
+    result = parser.parse("List players", conn, BlendSQL(conn).registry)
+    assert result.program is None and len(result.attempts) == 3
+
+
+def test_ask_answers_from_the_program(conn):
+    script = Script(["SELECT w.school FROM w WHERE w.pick = 5"])
+    bsql = BlendSQL(conn, model=FunctionModel(script), cache=False)
+    answer = ask(bsql, "Which school did the 5th pick attend?", parser=Parser(bsql.model, examples=EXAMPLES))
+    assert answer.answer == "Florida State" and not answer.fallback_used
+    assert answer.program == "SELECT w.school FROM w WHERE w.pick = 5"
+    assert answer.smoothie is not None and len(answer.smoothie.df) == 1
+
+
+def test_ask_falls_back_when_the_program_finds_nothing(conn):
+    script = Script(["SELECT w.player FROM w WHERE w.pick = 99"], fallback_text="Leesburg")
+    bsql = BlendSQL(conn, model=FunctionModel(script), cache=False)
+    answer = ask(bsql, "Where was Buster Posey born?", parser=Parser(bsql.model, examples=EXAMPLES))
+    assert answer.fallback_used and answer.answer == "Leesburg"
+    e2e = script.prompts[-1].prompt
+    assert "Posey was born in Leesburg" in e2e and "Table w:" in e2e  # passages + table
+
+
+def test_ask_falls_back_when_no_program_parses(conn):
+    script = Script(["SELECT nope"] * 3, fallback_text="Ohio")
+    bsql = BlendSQL(conn, model=FunctionModel(script), cache=False)
+    answer = ask(bsql, "Where did Joe Smith grow up?", parser=Parser(bsql.model, examples=EXAMPLES))
+    assert answer.fallback_used and answer.answer == "Ohio" and answer.program is None
+    assert answer.error is not None
+
+
+def test_answer_helpers():
+    assert is_non_answer(None) and is_non_answer("I cannot answer that") and not is_non_answer(0)
+    assert "Question: q" in end_to_end_prompt(sqlite3.connect(":memory:"), "q")
+
+
+def test_answer_value_shapes(conn):
+    bsql = BlendSQL(conn)
+    assert answer_value(bsql.execute("SELECT player FROM w WHERE pick > 100")) is None
+    assert answer_value(bsql.execute("SELECT count(*) FROM w")) == 3
+    assert answer_value(bsql.execute("SELECT player FROM w WHERE position = 'Pitcher' ORDER BY pick")) == ["Joe Smith", "Al Jones"]
