@@ -71,6 +71,7 @@ class Database:
         self._denied: str | None = None
         self._owns = True
         self.path: str | None = None
+        self.conn: sqlite3.Connection
         if isinstance(source, Database):
             source = source.conn
         if isinstance(source, sqlite3.Connection):
@@ -119,6 +120,11 @@ class Database:
             return sqlite3.SQLITE_OK
         if action in _WRITE_ACTIONS:
             if dbname == "temp":
+                return sqlite3.SQLITE_OK
+            if action == sqlite3.SQLITE_UPDATE and arg1 in ("sqlite_master", "sqlite_schema"):
+                # FTS5 (any virtual table) reports this while connecting, even on a read.
+                # A user cannot write the schema table without PRAGMA writable_schema,
+                # which is refused below, so allowing it here writes nothing.
                 return sqlite3.SQLITE_OK
             return self._deny(f"{_WRITE_ACTIONS[action]} on {dbname}.{arg1}")
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
