@@ -16,13 +16,21 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.db.database import Database
-from blendsql.errors import BlendSQLError, ExecutionError, ModelError
+from blendsql.errors import (
+    BlendSQLError,
+    ExecutionError,
+    ModelError,
+    ParseError,
+    UnsafeQueryError,
+)
 from blendsql.execute.engine import Run, bind_params, execute_tree, to_smoothie
 from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import Ingredient, IngredientRegistry
 from blendsql.models.base import Model
 from blendsql.smoothie import Smoothie, TraceStep
+
+PARSE_CACHE_SIZE = 256
 
 
 def builtin_ingredients() -> list[Any]:
@@ -65,6 +73,7 @@ class BlendSQL:
         self.options = options
         self._model_arg = model
         self._model: Model | None = model if isinstance(model, Model) and not cache else None
+        self._parse_cache: dict[tuple[str, tuple[tuple[str, int], ...]], exp.Expression] = {}
 
     # -- model ------------------------------------------------------------------------
 
@@ -112,8 +121,19 @@ class BlendSQL:
     # -- running -----------------------------------------------------------------------
 
     def parse(self, query: str) -> exp.Expression:
-        """The query's AST (with ingredient calls) under this session's registry."""
-        return _parser()(query, self.registry)  # type: ignore[no-any-return]
+        """The query's AST (with ingredient calls) under this session's registry.
+
+        Parses are cached per (text, registered names): planning rules never
+        mutate their input, so a cached tree can be reused as is.
+        """
+        key = (query, tuple((i.name, id(i)) for i in self.registry))
+        tree = self._parse_cache.get(key)
+        if tree is None:
+            tree = _parser()(query, self.registry)
+            if len(self._parse_cache) >= PARSE_CACHE_SIZE:
+                self._parse_cache.pop(next(iter(self._parse_cache)))
+            self._parse_cache[key] = tree
+        return tree
 
     def execute(self, query: str | exp.Expression,
                 params: Sequence[Any] | Mapping[str, Any] | None = None) -> Smoothie:
@@ -124,7 +144,13 @@ class BlendSQL:
         text = query if isinstance(query, str) else query.sql(dialect="sqlite")
         try:
             t0 = time.perf_counter()
-            tree = self.parse(query) if isinstance(query, str) else query
+            try:
+                tree = self.parse(query) if isinstance(query, str) else query
+            except ParseError as pe:
+                if not isinstance(query, str) or "{{" in query or "<<" in query:
+                    raise
+                return to_smoothie(run, self._plain_fallback(run, query, params, pe), text,
+                                   started)
             run.trace.append(TraceStep("parse", "parsed query",
                                        seconds=time.perf_counter() - t0))
             if isinstance(query, str) and tree.find(IngredientCall) is None:
@@ -151,6 +177,19 @@ class BlendSQL:
                                    rows_out=len(rows), seconds=time.perf_counter() - t0))
         return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
             {c: pd.Series([], dtype=object) for c in dict.fromkeys(cols)})
+
+    def _plain_fallback(self, run: Run, query: str, params: Any, err: ParseError) -> Any:
+        """Plain SQL our parser does not know (e.g. ALTER): SQLite is the authority.
+
+        The statement still goes through the write guard; if SQLite rejects it
+        as well, the parser's error (with its caret) is the more helpful one.
+        """
+        try:
+            return self._plain(run, query, params)
+        except UnsafeQueryError:
+            raise
+        except ExecutionError:
+            raise err from None
 
     def _parse_expr(self, text: str) -> exp.Expression:
         """One BlendSQL expression (what alias / string ingredients return)."""

@@ -21,7 +21,7 @@ from sqlglot import exp
 from blendsql.db.database import Database
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError
 from blendsql.execute.metering import Counters, MeteredModel
-from blendsql.execute.values import first_column, to_sqlite
+from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import (
     Ingredient,
@@ -44,7 +44,18 @@ from blendsql.plan.calls import find_calls, next_call, scope_of, source_names, v
 from blendsql.plan.candidates import join_side_candidate, map_candidate
 from blendsql.plan.expand import expand_macros, qualify_by_alias
 from blendsql.plan.infer import Hint, infer_hint, literal_value
-from blendsql.plan.lookup import join_lookup, map_lookup, qa_list, qa_param, replace_call
+from blendsql.plan.lookup import (
+    filter_atom,
+    filter_lookup,
+    join_lookup,
+    map_lookup,
+    null_passes_statically,
+    null_test,
+    qa_list,
+    qa_param,
+    replace_call,
+    replace_node,
+)
 from blendsql.smoothie import Meta, Smoothie, TraceStep
 
 Parser = Callable[[str, IngredientRegistry], exp.Expression]
@@ -98,13 +109,18 @@ class Run:
             return {}
         return {k: v for k, v in self.params.items() if f":{k}" in text}
 
-    def temp_table(self, kind: str, rows: list[tuple[Any, Any]], key: bool = True) -> str:
-        """Create a session temp table ``(k, v)`` from bound rows; traced, dropped later."""
+    def temp_table(self, kind: str, rows: list[tuple[Any, Any]], key: bool = True,
+                   index: bool = True) -> str:
+        """Create a session temp table ``(k, v)`` from bound rows; traced, dropped later.
+
+        ``index``: make ``k`` the primary key (for per-row probes); set-membership
+        lookups need none, and inserting into an index is the dominant cost.
+        """
         name = f"__bsql_{self.run_id}_{kind}{next(self._n)}"
         self.temp_tables.append(name)
         cols = ["k", "v"] if key else ["v"]
         seconds = self.db.create_temp_table(name, cols, rows if key else [(r[1],) for r in rows],
-                                            primary_key="k" if key else None)
+                                            primary_key="k" if key and index else None)
         self.trace.append(TraceStep("temp_table", f"temp.{name}", rows_out=len(rows),
                                     seconds=seconds))
         return name
@@ -286,8 +302,8 @@ class Run:
         """Compute one ready call; return ``tree`` with it replaced by a lookup."""
         ing = self.registry.get(call.key_name)
         if isinstance(ing, MapIngredient):
-            repl = self.compute_map(ing, call)
-        elif isinstance(ing, QAIngredient):
+            return self.compute_map(tree, ing, call)
+        if isinstance(ing, QAIngredient):
             repl = self.compute_qa(ing, call)
         elif isinstance(ing, JoinIngredient):
             repl = self.compute_join(ing, call)
@@ -299,8 +315,13 @@ class Run:
                 "ingredients expand before planning")
         return replace_call(tree, call.call_id, repl)
 
-    def compute_map(self, ing: MapIngredient, call: IngredientCall) -> exp.Expression:
-        """Map: the candidate query's distinct values -> one run -> temp table lookup."""
+    def compute_map(self, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
+                    ) -> exp.Expression:
+        """Map: the candidate query's distinct values -> one run -> temp table lookup.
+
+        In a positive filter (``WHERE {{M(x)}} = TRUE``) the lookup is a set
+        membership test on an unindexed table; elsewhere an indexed probe.
+        """
         args = call.call_args
         try:
             qi, vi = ing.bind(args, call.call_kwargs)
@@ -323,9 +344,18 @@ class Run:
                     f"{call.name} returned {_describe(out)} for {len(values)} values",
                     hint="a map ingredient's run() returns a list as long as `values`")
             outputs = list(out)
-        table = self.temp_table("m", [(to_sqlite(k), to_sqlite(v))
-                                      for k, v in zip(values, outputs, strict=True)])
-        return map_lookup(table, value_node)
+        pairs = list(zip(values, outputs_to_sqlite(outputs), strict=True))
+        atom = filter_atom(call)
+        if atom is not None:
+            table = self.temp_table("m", pairs, index=False)
+            null_passes = null_passes_statically(atom, call)
+            if null_passes is None:
+                _, r = self.sql(null_test(atom, call), f"does a NULL output pass for {call.name}")
+                null_passes = bool(r and r[0][0])
+            repl = filter_lookup(atom, call, table, value_node, null_passes)
+            return replace_node(tree, atom, repl)
+        table = self.temp_table("m", pairs)
+        return replace_call(tree, call.call_id, map_lookup(table, value_node))
 
     def compute_qa(self, ing: QAIngredient, call: IngredientCall) -> exp.Expression:
         """QA: evaluated once; scalar answer -> bound parameter, list -> temp table."""

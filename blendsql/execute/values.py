@@ -37,3 +37,18 @@ def to_sqlite(v: Any) -> Any:
 def first_column(rows: list[tuple[Any, ...]]) -> list[Any]:
     """Non-NULL values of the first column (NULLs are never passed to ingredients)."""
     return [r[0] for r in rows if r[0] is not None]
+
+
+_PLAIN = (str, int, float, type(None))
+
+
+def outputs_to_sqlite(outputs: list[Any]) -> list[Any]:
+    """``to_sqlite`` over a list, skipping the per-item work when all are plain.
+
+    Why: a zero-cost ingredient over 100k values should not pay 100k Python
+    calls just to be stored (bool is an int subclass: stored as 0 / 1).
+    """
+    if all(type(o) in _PLAIN or type(o) is bool for o in outputs):
+        if not any(type(o) is float and o != o for o in outputs):
+            return outputs
+    return [to_sqlite(o) for o in outputs]

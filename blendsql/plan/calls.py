@@ -8,6 +8,7 @@ must see) is plain SQL once the calls below it have become lookups.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from sqlglot import exp
 
@@ -28,6 +29,9 @@ def number_calls(tree: exp.Expression) -> exp.Expression:
 
     Why: calls are tracked by id across the copies that pure rules make.
     """
+    ids = [c.call_id for c in find_calls(tree)]
+    if all(i >= 0 for i in ids) and len(set(ids)) == len(ids):
+        return tree
     out = tree.copy()
     seen: set[int] = set()
     nxt = max([c.call_id for c in find_calls(out)] + [-1]) + 1
@@ -77,7 +81,7 @@ def has_aggregate(e: exp.Expression) -> bool:
     return False
 
 
-def _same_scope(n: exp.Expression, root: exp.Expression) -> bool:
+def _same_scope(n: Any, root: Any) -> bool:
     p = n.parent
     while p is not None and p is not root:
         if isinstance(p, exp.Select):
@@ -97,7 +101,7 @@ def visible_ctes(scope: exp.Select) -> list[exp.CTE]:
     own = scope.args.get("with_")
     if own is not None:
         groups.append(list(own.expressions))
-    node: exp.Expression = scope
+    node: Any = scope
     while node.parent is not None:
         parent = node.parent
         if isinstance(parent, exp.With) and isinstance(node, exp.CTE):
@@ -181,7 +185,10 @@ def next_call(tree: exp.Expression, registry: IngredientRegistry,
     ingredient predicates of one scope form a cascade.
     """
     ready: list[tuple[int, int, int, int, IngredientCall]] = []
-    for c in find_calls(tree):
+    all_calls = find_calls(tree)
+    if len(all_calls) == 1:
+        return all_calls[0]  # nothing to wait for
+    for c in all_calls:
         if any(isinstance(n, IngredientCall) for n in c.walk() if n is not c):
             continue
         kind = kind_of(c, registry)

@@ -10,6 +10,8 @@ plain predicates therefore run below the ingredient.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
@@ -144,7 +146,7 @@ def _null_calls(projection: exp.Expression) -> exp.Expression:
     return out
 
 
-def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+def conjuncts(e: Any) -> list[exp.Expression]:
     """Top-level AND-connected parts of a predicate."""
     if e is None:
         return []

@@ -78,6 +78,8 @@ def qualify_by_alias(tree: exp.Expression) -> exp.Expression:
     """
     from blendsql.plan.calls import scope_of, source_names
 
+    if not _needs_alias(tree):
+        return tree
     out = tree.copy()
     for call in find_calls(out):
         scope = scope_of(call)
@@ -91,3 +93,18 @@ def qualify_by_alias(tree: exp.Expression) -> exp.Expression:
             if t and t not in sources and t in by_table:
                 col.set("table", exp.to_identifier(by_table[t]))
     return out
+
+
+def _needs_alias(tree: exp.Expression) -> bool:
+    """True when some call names a table that its scope knows only by an alias."""
+    from blendsql.plan.calls import scope_of, source_names
+
+    for call in find_calls(tree):
+        scope = scope_of(call)
+        if scope is None:
+            continue
+        sources = source_names(scope)
+        for col in call.find_all(exp.Column):
+            if col.table and col.table.lower() not in sources:
+                return True
+    return False

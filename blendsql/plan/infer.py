@@ -34,9 +34,9 @@ class Hint:
     values: list[Any] = field(default_factory=list)
 
 
-def _up(node: exp.Expression) -> tuple[exp.Expression, exp.Expression | None]:
+def _up(node: exp.Expression) -> tuple[Any, Any]:
     """Step over parentheses: (the node as its parent sees it, that parent)."""
-    child = node
+    child: Any = node
     parent = node.parent
     while isinstance(parent, exp.Paren):
         child, parent = parent, parent.parent

@@ -66,3 +66,132 @@ def replace_call(tree: exp.Expression, call_id: int, replacement: exp.Expression
             c.replace(replacement.copy())
         break
     return out
+
+
+_FILTER_CLAUSES = (exp.Where, exp.Having)
+
+
+def filter_atom(call: IngredientCall) -> exp.Expression | None:
+    """The predicate around ``call`` if it can become a set-membership test, else None.
+
+    Why: ``WHERE {{M(x)}} = TRUE`` probing a lookup per row costs a scalar
+    subquery per row; ``x IN (SELECT k FROM temp.m WHERE v = TRUE)`` lets
+    SQLite build one ephemeral index and filter at plain-SQL speed. It is
+    exact only where a NULL predicate acts like FALSE: a WHERE / HAVING /
+    JOIN ON filter in positive polarity (even number of NOTs), and only
+    when the predicate depends on nothing but the call's output.
+    """
+    atom: exp.Expression = call
+    while atom.parent is not None and not isinstance(
+        atom.parent, (exp.And, exp.Or, exp.Not, exp.Paren, *_FILTER_CLAUSES)
+    ) and not (isinstance(atom.parent, exp.Join) and atom.arg_key == "on"):
+        if isinstance(atom.parent, (exp.Select, exp.Subquery)):
+            return None
+        atom = atom.parent
+    negations = 0
+    p = atom.parent
+    while p is not None and not isinstance(p, _FILTER_CLAUSES) and not (
+        isinstance(p, exp.Join)
+    ):
+        if isinstance(p, exp.Not):
+            negations += 1
+        elif not isinstance(p, (exp.And, exp.Or, exp.Paren)):
+            return None
+        p = p.parent
+    if p is None or negations % 2:
+        return None
+    others = [n for n in atom.walk() if isinstance(n, (IngredientCall, exp.Select, exp.Window,
+                                                       exp.AggFunc))
+              and n is not call and not _inside(n, call)]
+    loose_cols = [c for c in atom.find_all(exp.Column) if not _inside(c, call)]
+    if others or loose_cols:
+        return None
+    return atom
+
+
+def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
+    p = node.parent
+    while p is not None:
+        if p is ancestor:
+            return True
+        p = p.parent
+    return False
+
+
+def filter_lookup(atom: exp.Expression, call: IngredientCall, table: str,
+                  value: exp.Expression, null_passes: bool) -> exp.Expression:
+    """``<value> IN (SELECT k FROM temp.<table> WHERE <atom with v for the call>)``.
+
+    ``null_passes``: whether the atom is TRUE for a NULL output, in which
+    case rows whose value is NULL (never passed to the ingredient) pass too.
+    """
+    cond = atom.copy()
+    for c in cond.find_all(IngredientCall):
+        if c.call_id == call.call_id:
+            if c is cond:
+                cond = exp.column("v")
+            else:
+                c.replace(exp.column("v"))
+            break
+    sub = exp.select("k").from_(temp_table(table)).where(cond)
+    test: exp.Expression = exp.In(this=value.copy(), query=exp.Subquery(this=sub))
+    if null_passes:
+        test = exp.or_(test, exp.Is(this=value.copy(), expression=exp.null()))
+    return exp.Paren(this=test)
+
+
+def null_passes_statically(atom: exp.Expression, call: IngredientCall) -> bool | None:
+    """Whether a NULL output satisfies ``atom``, when that is clear without SQL.
+
+    Why: the common atoms (the bare call, comparisons with a literal) are
+    never TRUE for NULL; only unusual ones (``IS NULL``, ``COALESCE``) need
+    :func:`null_test` run by SQLite.
+    """
+    core = atom
+    while isinstance(core, exp.Paren):
+        core = core.this
+    if core is call:
+        return False
+    comparisons = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike)
+    if isinstance(core, comparisons) and call in (core.this, core.expression):
+        return False
+    return None
+
+
+def null_test(atom: exp.Expression, call: IngredientCall) -> exp.Expression:
+    """``SELECT (<atom with NULL for the call>) IS TRUE``: does a NULL output pass?"""
+    cond = atom.copy()
+    for c in cond.find_all(IngredientCall):
+        if c.call_id == call.call_id:
+            if c is cond:
+                cond = exp.null()
+            else:
+                c.replace(exp.null())
+            break
+    return exp.select(exp.Is(this=exp.Paren(this=cond), expression=exp.true()))
+
+
+def replace_node(tree: exp.Expression, target: exp.Expression,
+                 replacement: exp.Expression) -> exp.Expression:
+    """Copy of ``tree`` with the node at ``target``'s position replaced.
+
+    Why positions: rules must not mutate their input; the target is found
+    in the copy by its path of argument keys from the root.
+    """
+    path: list[tuple[str, int | None]] = []
+    n = target
+    while n.parent is not None:
+        parent = n.parent
+        value = parent.args.get(n.arg_key)
+        idx = next(i for i, x in enumerate(value) if x is n) if isinstance(value, list) else None
+        path.append((n.arg_key, idx))
+        n = parent
+    out = tree.copy()
+    node = out
+    for key, idx in reversed(path):
+        child = node.args[key]
+        node = child[idx] if idx is not None else child
+    if node is out:
+        return replacement.copy()
+    node.replace(replacement.copy())
+    return out

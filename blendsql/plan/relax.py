@@ -10,6 +10,8 @@ keeps a superset of the rows the real filter keeps.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
@@ -23,7 +25,7 @@ def predicate_atom(node: exp.Expression, root: exp.Expression) -> exp.Expression
     Why: an ingredient inside ``M(x) = TRUE`` or ``a + M(x) > 3`` decides the
     truth of that whole comparison; the comparison is what gets relaxed.
     """
-    atom = node
+    atom: Any = node
     while atom.parent is not None and atom.parent is not root and not isinstance(
         atom.parent, _CONNECTIVES
     ):

@@ -210,3 +210,25 @@ def test_plain_query_runs_as_written(world: Path, plain: Any) -> None:
     s = b.execute("SELECT COUNT(*) AS n FROM city WHERE CountryCode = ?", ["NLD"])
     assert s.df["n"].tolist() == [plain("SELECT COUNT(*) FROM city WHERE CountryCode='NLD'")[0][0]]
     assert s.meta.ingredient_calls == 0
+
+
+def test_execute_never_mutates_the_parsed_tree(world: Path) -> None:
+    b = BlendSQL(world, ingredients=[StartsWith, Len, CountCtx])
+    q = ("SELECT Name FROM city WHERE {{StartsWith('A', city.Name)}} = TRUE AND "
+         "{{Len(city.Name)}} > 5 AND Population > {{CountCtx('q', (SELECT * FROM country))}}")
+    tree = b.parse(q)
+    before = repr(tree)
+    first = b.execute(q).df
+    assert repr(tree) == before
+    assert b.execute(q).df.equals(first)
+
+
+def test_filter_lookup_keeps_null_semantics(world: Path, plain: Any) -> None:
+    b = BlendSQL({"t": __import__("pandas").DataFrame({"a": ["ab", None, "cd", "ae"]})},
+                 ingredients=[StartsWith])
+    got = b.execute("SELECT a FROM t WHERE {{StartsWith('a', t.a)}} IS NULL").df["a"].tolist()
+    assert len(got) == 1 and (got[0] is None or got[0] != got[0])
+    got = b.execute("SELECT a FROM t WHERE NOT {{StartsWith('a', t.a)}}").df["a"].tolist()
+    assert got == ["cd"]
+    got = b.execute("SELECT a FROM t WHERE {{StartsWith('a', t.a)}} = TRUE OR a IS NULL")
+    assert [None if x is None or x != x else x for x in got.df["a"]] == ["ab", None, "ae"]
