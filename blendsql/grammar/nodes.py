@@ -59,7 +59,8 @@ class IngredientCall(exp.Expression, exp.Func):
 
 def _arg_sql(gen: Any, e: exp.Expression) -> str:
     if isinstance(e, exp.Column) and e.meta.get("quoted_form"):
-        return "'" + ".".join(p.name for p in e.parts[:-1]) + "::" + e.name + "'"
+        ref = ".".join(p.name for p in e.parts[:-1]) + "::" + e.name
+        return "'" + ref.replace("'", "''") + "'"
     return str(gen.sql(e))
 
 
@@ -97,6 +98,12 @@ class BlendSQLDialect(SQLite):
             ]
             op_sql = " ".join([o for o in ops if o] + ["JOIN"])
             return f"{self.seg(op_sql)} {_ingredient_sql(self, on)}"
+
+        def tuple_sql(self, expression: exp.Tuple) -> str:
+            """A one-element tuple keeps its comma, so it re-parses as a tuple."""
+            if len(expression.expressions) == 1 and not expression.args.get("alias"):
+                return f"({self.sql(expression.expressions[0])},)"
+            return str(super().tuple_sql(expression))
 
 
 def to_blendsql(tree: exp.Expression, pretty: bool = False) -> str:

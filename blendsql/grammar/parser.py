@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -124,6 +125,7 @@ def _parse(text: str, registry: IngredientRegistry) -> exp.Expression:
         raise ParseError(f"a query must be a string, not {type(text).__name__}")
     tokens = scanner_for(registry.names()).scan(text)
     _check_single_statement(text, tokens)
+    _check_adjacent_strings(text, tokens)
     ctx = _Ctx(text, registry)
     _number(ctx, tokens)
     splice = _Splice(text)
@@ -164,6 +166,20 @@ def _check_single_statement(text: str, tokens: list[Block | Param | Semi | Text]
             "empty query", text=text, position=len(text),
             hint="write a SELECT statement, e.g. SELECT * FROM t WHERE {{LLMMap('q', t.c)}} = TRUE",
         )
+
+
+def _check_adjacent_strings(text: str, tokens: list[Block | Param | Semi | Text]) -> None:
+    """``'a' 'b'``: SQLite reads an alias, sqlglot a concatenation; refuse the ambiguity."""
+    previous: Text | None = None
+    for tok in tokens:
+        if isinstance(tok, Text) and (tok.kind == "comment" or not tok.text.strip()):
+            continue
+        if isinstance(tok, Text) and tok.kind == "string" and previous is not None:
+            raise ParseError(
+                "two string literals in a row", text=text, position=tok.pos,
+                hint="join strings with ||, or write an alias as AS \"name\"",
+            )
+        previous = tok if isinstance(tok, Text) and tok.kind == "string" else None
 
 
 def _walk(items: list[Block | Param | Semi | Text]) -> list[Block | Param]:
@@ -298,7 +314,33 @@ def _sqlglot_parse(ctx: _Ctx, sp: _Splice) -> exp.Expression:
     tree = trees[0]
     if not isinstance(tree, exp.Expression):
         raise ParseError("expected a SQL statement", text=ctx.text, position=0)
+    if isinstance(tree, exp.Command):
+        _check_command(ctx, tree)
     return tree
+
+
+_COMMANDS = {
+    "EXPLAIN", "VACUUM", "ANALYZE", "REINDEX", "BEGIN", "COMMIT", "END", "ROLLBACK",
+    "SAVEPOINT", "RELEASE", "DETACH",
+}
+
+
+def _check_command(ctx: _Ctx, tree: exp.Command) -> None:
+    """sqlglot falls back to an unparsed Command for text it cannot read.
+
+    That is accepted only for the few SQLite statements sqlglot keeps as
+    commands, and never when ingredients or ``?`` would be hidden inside it.
+    """
+    word = str(tree.this or "").upper()
+    if word in _COMMANDS and not (ctx.blocks or ctx.param_ids):
+        return
+    hint = "check the SQL syntax near the start of the statement (SQLite dialect)"
+    if ctx.blocks or ctx.param_ids:
+        hint = "ingredient calls and ? parameters are supported in SELECT-style statements"
+    raise ParseError(
+        f"could not parse this statement (starts with {str(tree.this)[:30]!r})",
+        text=ctx.text, position=_skip_ws(ctx.text, 0), hint=hint,
+    )
 
 
 def _clean(msg: str) -> str:
@@ -397,6 +439,13 @@ def _restore_calls(ctx: _Ctx, sp: _Splice, tree: exp.Expression) -> None:
             hint="an ingredient call stands where SQL allows an expression",
         )
     for cid in sorted(found, reverse=True):
+        if isinstance(found[cid].parent, exp.Table):
+            b = ctx.blocks[cid]
+            raise ParseError(
+                f"{b.name}(...) cannot be used as a table", text=ctx.text, position=b.start,
+                hint="use it in an expression (WHERE, SELECT, ON ...), or "
+                "JOIN {{LLMJoin(left_on='t1::a', right_on='t2::b')}} for a join",
+            )
         call = _make_call(ctx, cid, list(found[cid].expressions))
         found[cid].replace(call)
         if cid in ctx.join_form:
@@ -452,8 +501,14 @@ def _normalise_arg(ctx: _Ctx, b: Block, arg: Arg, value: exp.Expression) -> exp.
         # Decision: ('a') / ('a',) at the top of an argument is a one-element tuple,
         # so options=('a') stays a list of options.
         return exp.Tuple(expressions=[value.this])
+    for alias in value.find_all(exp.Alias):
+        if not any(isinstance(a, exp.Query) for a in _ancestors(alias, value)):
+            raise ParseError(
+                f"an alias (AS) is not allowed in an ingredient argument ({b.name})",
+                text=ctx.text, position=_skip_ws(ctx.text, arg.value_start),
+                hint="remove the alias, or put it inside a (SELECT ...) subquery",
+            )
     bad = {
-        exp.Alias: "an alias (AS) is not allowed in an ingredient argument",
         exp.Distinct: "DISTINCT is not allowed in an ingredient argument",
         exp.Star: "'*' is not a value",
         exp.Query: "a subquery argument must be in parentheses: (SELECT ...)",
@@ -466,6 +521,18 @@ def _normalise_arg(ctx: _Ctx, b: Block, arg: Arg, value: exp.Expression) -> exp.
                 hint="arguments are literals, columns, 't::col', (SELECT ...), tuples or key=value",
             )
     return value
+
+
+def _ancestors(node: exp.Expression, stop: exp.Expression) -> list[Any]:
+    """Ancestors of ``node`` up to and including ``stop``."""
+    out: list[Any] = []
+    cur = node.parent if node is not stop else None
+    while cur is not None:
+        out.append(cur)
+        if cur is stop:
+            break
+        cur = cur.parent
+    return out
 
 
 def _quoted_column(s: str) -> exp.Column | None:

@@ -235,7 +235,8 @@ def _check_group(s: str, loc: int, toks: pp.ParseResults) -> list[Any]:
             "unbalanced '(' inside an ingredient call", text=s, position=loc,
             hint="every '(' inside {{...}} needs a matching ')' before the closing '}}'",
         )
-    return [t for t in toks if isinstance(t, (Block, Param))]
+    _refuse_adjacent_strings(s, list(toks))
+    return [_Mark("group", loc), *(t for t in toks if isinstance(t, (Block, Param)))]
 
 
 def _located(toks: pp.ParseResults) -> tuple[int, list[Any], int]:
@@ -251,6 +252,7 @@ def _make_arg(s: str, loc: int, toks: pp.ParseResults) -> Arg:
     keyword_pos = -1
     value_start = start
     items: list[Block | Param] = []
+    _refuse_adjacent_strings(s, inner)
     for t in inner:
         if isinstance(t, _Mark) and t.tag == "kw":
             keyword = t.text.split("=")[0].strip()
@@ -259,6 +261,27 @@ def _make_arg(s: str, loc: int, toks: pp.ParseResults) -> Arg:
         elif isinstance(t, (Block, Param)):
             items.append(t)
     return Arg(start, end, keyword, keyword_pos, value_start, items)
+
+
+def _refuse_adjacent_strings(s: str, toks: list[Any]) -> None:
+    """``'a' 'b'``: sqlglot reads a concatenation, SQLite an alias; inside a call
+    it is almost always a missing comma, so it is refused."""
+    previous = False
+    for t in toks:
+        if _blank(t) or isinstance(t, str) and not t.strip():
+            continue
+        is_string = isinstance(t, Text) and t.kind == "string"
+        if is_string and previous:
+            raise ParseError(
+                "two string literals in a row inside an ingredient call", text=s,
+                position=t.pos, hint="separate arguments with ',' or join strings with ||",
+            )
+        previous = is_string
+
+
+def _blank(t: object) -> bool:
+    """Whitespace and comments do not separate lexemes."""
+    return isinstance(t, Text) and (t.kind == "comment" or not t.text.strip())
 
 
 def _stray_close(s: str, loc: int, toks: pp.ParseResults) -> Any:
