@@ -15,6 +15,10 @@ AND-connected plain predicates, joins, CTE / derived-table filters).
 ``within`` -- the values passed must be a subset (the relaxed candidate set).
 ``needs`` -- the values passed must include this set (what any correct plan
 must look at, e.g. for AND cascades: rows where the *other* predicates hold).
+``cascade`` -- two AND-connected ingredient predicates in one scope, as
+``(key, sql_if_computed_first, sql_if_computed_second)``: ARCHITECTURE.md §3
+promises that one of them sees every candidate row and the other only the
+rows that passed it, in either order.
 
 See README.md in this folder for how to add a pair.
 """
@@ -41,6 +45,7 @@ class Pair:
     exact: dict[str, str] = field(default_factory=dict)
     within: dict[str, str] = field(default_factory=dict)
     needs: dict[str, str] = field(default_factory=dict)
+    cascade: tuple[tuple[str, str, str], ...] = ()
 
 
 CS = "concert_singer"
@@ -158,6 +163,12 @@ PAIRS: list[Pair] = [
                 "Length": "SELECT DISTINCT Country FROM singer"},
         needs={"StartsWith": "SELECT DISTINCT Name FROM singer WHERE length(Country) > 6",
                "Length": "SELECT DISTINCT Country FROM singer WHERE substr(Name, 1, 1) = 'J'"},
+        cascade=(
+            ("StartsWith", ALL_SINGER_NAMES,
+             "SELECT DISTINCT Name FROM singer WHERE length(Country) > 6"),
+            ("Length", "SELECT DISTINCT Country FROM singer",
+             "SELECT DISTINCT Country FROM singer WHERE substr(Name, 1, 1) = 'J'"),
+        ),
     ),
     Pair(
         "or_both_branches_same_ingredient", CS,
@@ -595,6 +606,25 @@ PAIRS: list[Pair] = [
                       "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID "
                       "WHERE substr(c.Year, 1, 4) = '2015'",
         },
+        cascade=(
+            ("StartsWith", "SELECT c.Year FROM singer s "
+                           "JOIN singer_in_concert sic ON s.Singer_ID = sic.Singer_ID "
+                           "JOIN concert c ON c.concert_ID = sic.concert_ID "
+                           "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID",
+             "SELECT c.Year FROM singer s "
+             "JOIN singer_in_concert sic ON s.Singer_ID = sic.Singer_ID "
+             "JOIN concert c ON c.concert_ID = sic.concert_ID "
+             "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID WHERE length(st.Name) > 12"),
+            ("Length", "SELECT st.Name FROM singer s "
+                       "JOIN singer_in_concert sic ON s.Singer_ID = sic.Singer_ID "
+                       "JOIN concert c ON c.concert_ID = sic.concert_ID "
+                       "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID",
+             "SELECT st.Name FROM singer s "
+             "JOIN singer_in_concert sic ON s.Singer_ID = sic.Singer_ID "
+             "JOIN concert c ON c.concert_ID = sic.concert_ID "
+             "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID "
+             "WHERE substr(c.Year, 1, 4) = '2015'"),
+        ),
     ),
     Pair(
         "join_three_tables_aliases", PETS,
@@ -866,6 +896,12 @@ PAIRS: list[Pair] = [
                 "Length": "SELECT AirportName FROM airports"},
         needs={"StartsWith": "SELECT City FROM airports WHERE length(AirportName) > 10",
                "Length": "SELECT AirportName FROM airports WHERE substr(City, 1, 2) = 'Ab'"},
+        cascade=(
+            ("StartsWith", "SELECT City FROM airports",
+             "SELECT City FROM airports WHERE length(AirportName) > 10"),
+            ("Length", "SELECT AirportName FROM airports",
+             "SELECT AirportName FROM airports WHERE substr(City, 1, 2) = 'Ab'"),
+        ),
     ),
     Pair(
         "case_insensitive_names", CS,
@@ -885,6 +921,12 @@ PAIRS: list[Pair] = [
         "AND {{Length('employee::Name')}} > 11",
         "SELECT Name FROM employee WHERE substr(City, 1, 3) = 'Bri' AND length(Name) > 11",
         within={"StartsWith": "SELECT City FROM employee", "Length": "SELECT Name FROM employee"},
+        cascade=(
+            ("StartsWith", "SELECT City FROM employee",
+             "SELECT City FROM employee WHERE length(Name) > 11"),
+            ("Length", "SELECT Name FROM employee",
+             "SELECT Name FROM employee WHERE substr(City, 1, 3) = 'Bri'"),
+        ),
     ),
     # ------------------------------------------------ more edge constructs
     Pair(

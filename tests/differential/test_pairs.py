@@ -36,8 +36,9 @@ from .reference import ingredient_names, is_map_only, register_maps, to_referenc
 PAIR_PARAMS = [pytest.param(p, id=p.id) for p in PAIRS]
 MAP_ONLY_PARAMS = [pytest.param(p, id=p.id) for p in PAIRS if is_map_only(p.query)]
 VALUE_PARAMS = [
-    pytest.param(p, id=p.id) for p in PAIRS if p.exact or p.within or p.needs
+    pytest.param(p, id=p.id) for p in PAIRS if p.exact or p.within or p.needs or p.cascade
 ]
+CASCADE_PARAMS = [pytest.param(p, id=p.id) for p in PAIRS if p.cascade]
 KNOWN_NAMES = {"startswith", "length", "upper", "countrows", "maxoption", "firstoption",
                "lowerjoin"}
 
@@ -159,15 +160,6 @@ def _check_calls_clean(ingredients: dict[str, Recorder]) -> None:
                 assert not dupes, f"{name} got duplicates in one call: {dupes}"
 
 
-def _map_value_count(ingredients: dict[str, Recorder]) -> int:
-    """Total values handed to map ingredients, counted per call."""
-    return sum(
-        len(call.values)
-        for name in ("StartsWith", "Length", "Upper")
-        for call in ingredients[name].calls
-    )
-
-
 @pytest.mark.parametrize("pair", VALUE_PARAMS)
 def test_engine_passes_promised_values(pair: Pair) -> None:
     """Planner work: exactly / at most / at least the values the contract names."""
@@ -188,11 +180,51 @@ def test_engine_passes_promised_values(pair: Pair) -> None:
         got = {normalise_cell(v) for v in _passed(ingredients, key)}
         missing = distinct_values(pair.db, sql) - got
         assert not missing, f"{pair.id} {key}: needed values never passed: {missing}"
-    if is_map_only(pair.query):
-        assert smoothie.meta.values_passed == _map_value_count(ingredients), (
-            smoothie.meta.values_passed,
-            _map_value_count(ingredients),
-        )
+
+
+@pytest.mark.parametrize("pair", CASCADE_PARAMS)
+def test_cascade_fixture_is_well_formed(pair: Pair) -> None:
+    """Two keys; each 'second' set is inside its 'first' set and both run."""
+    assert len(pair.cascade) == 2
+    for _key, first, second in pair.cascade:
+        assert distinct_values(pair.db, second) <= distinct_values(pair.db, first)
+        assert distinct_values(pair.db, second)
+
+
+@pytest.mark.parametrize("pair", CASCADE_PARAMS)
+def test_engine_and_predicates_cascade(pair: Pair) -> None:
+    """Under AND, one ingredient sees all candidates, the other only survivors."""
+    _, ingredients = run_blend(pair.db, pair.query, pair.params)
+    (ka, a_first, a_second), (kb, b_first, b_second) = pair.cascade
+    got_a = {normalise_cell(v) for v in _passed(ingredients, ka)}
+    got_b = {normalise_cell(v) for v in _passed(ingredients, kb)}
+    a_then_b = got_a == distinct_values(pair.db, a_first) and got_b == distinct_values(
+        pair.db, b_second
+    )
+    b_then_a = got_b == distinct_values(pair.db, b_first) and got_a == distinct_values(
+        pair.db, a_second
+    )
+    assert a_then_b or b_then_a, f"{pair.id}: {ka} got {len(got_a)}, {kb} got {len(got_b)}"
+
+
+def _expected_values_passed(ingredients: dict[str, Recorder]) -> int:
+    """Meta.values_passed as documented: map values + both join sides + QA calls."""
+    total = 0
+    for ing in ingredients.values():
+        for call in ing.calls:
+            if ing.kind == "qa":
+                total += 1
+            else:
+                total += len(call.values) + len(call.right_values)
+    return total
+
+
+@pytest.mark.parametrize("pair", PAIR_PARAMS)
+def test_engine_values_passed_counter(pair: Pair) -> None:
+    """``meta.values_passed`` counts exactly what reached the ingredients."""
+    smoothie, ingredients = run_blend(pair.db, pair.query, pair.params)
+    assert smoothie.meta.values_passed == _expected_values_passed(ingredients)
+    assert smoothie.meta.values_passed >= 1
 
 
 def test_engine_qa_called_once_per_call_site() -> None:

@@ -16,7 +16,7 @@ from functools import cache
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
 from .common import (
@@ -29,6 +29,7 @@ from .common import (
     run_blend,
     run_sql,
 )
+from .ingredients import ascii_upper, sqlite_text
 from .reference import is_map_only, register_maps, to_reference_sql
 
 DB = "world_1"
@@ -72,7 +73,7 @@ JOIN_REGIONS = (
     "c.Region IN ('Nordic Countries', 'Caribbean', 'Southern Africa', 'British Islands', "
     "'Polynesia', 'Baltic Countries')"
 )
-PREFIXES = ["A", "B", "S", "Ma", "Uni", "Re", "1", "19", "E", "", "Z"]
+PREFIXES = ["A", "B", "S", "C", "Ma", "Uni", "1", "19", "E", "", "N"]
 
 
 @st.composite
@@ -112,12 +113,15 @@ def ingredient_leaf(draw: st.DrawFn, joined: bool) -> Rendered:
         return out
     if which == "length":
         op = draw(st.sampled_from([">", "<", "=", "<="]))
-        k = draw(st.integers(min_value=2, max_value=14))
+        k = draw(st.integers(min_value=4, max_value=12))
         out = Rendered(f"<<Length({column})>> {op} {k}", f"length({column}) {op} {k}")
         out.use("Length", column)
         return out
-    target = draw(st.sampled_from(["'ASIA'", "'EUROPE'", "'NORTH AMERICA'", "'CARIBBEAN'"]))
-    out = Rendered(f"{{{{upper({column})}}}} = {target}", f"upper({column}) = {target}")
+    # Compare with a real value of the column so the predicate is not always false.
+    value = draw(st.sampled_from(sorted(_column_values(column), key=sqlite_text)))
+    target = "'" + ascii_upper(sqlite_text(value)).replace("'", "''") + "'"
+    op = draw(st.sampled_from(["=", ">=", "<"]))
+    out = Rendered(f"{{{{upper({column})}}}} {op} {target}", f"upper({column}) {op} {target}")
     out.use("Upper", column)
     return out
 
@@ -128,8 +132,10 @@ def predicate(joined: bool) -> st.SearchStrategy[Rendered]:
 
     def extend(children: st.SearchStrategy[Rendered]) -> st.SearchStrategy[Rendered]:
         pairs = st.lists(children, min_size=2, max_size=3)
+        # OR listed twice: long AND chains of selective leaves are mostly empty.
         return st.one_of(
             pairs.map(lambda ps: _merge(ps, " AND ", " AND ", "({})")),
+            pairs.map(lambda ps: _merge(ps, " OR ", " OR ", "({})")),
             pairs.map(lambda ps: _merge(ps, " OR ", " OR ", "({})")),
             children.map(lambda p: _merge([p], "", "", "(NOT {})")),
         )
@@ -138,43 +144,27 @@ def predicate(joined: bool) -> st.SearchStrategy[Rendered]:
 
 
 @st.composite
-def queries(draw: st.DrawFn) -> tuple[Rendered, bool]:
-    """A whole query; returns it and whether row order is to be compared."""
-    joined = draw(st.booleans())
-    if joined:
-        join = draw(st.sampled_from(["plain", "ingredient"]))
-        if join == "plain":
-            source = Rendered(
-                "city ci JOIN country c ON ci.CountryCode = c.Code",
-                "city ci JOIN country c ON ci.CountryCode = c.Code",
-            )
-        else:
-            source = Rendered(
-                "city ci JOIN country c ON {{LowerJoin(ci.CountryCode, c.Code)}}",
-                "city ci JOIN country c ON lower(trim(ci.CountryCode)) = lower(trim(c.Code))",
-            )
-        key = "c.Code, ci.ID"
-    else:
-        source = Rendered("country c", "country c")
-        key = "c.Code"
-    columns = Rendered(key, key)
-    if draw(st.booleans()):
-        column, _ = draw(st.sampled_from(COUNTRY_COLS))
-        extra = Rendered(f"{{{{Length({column})}}}}", f"length({column})")
-        extra.use("Length", column)
-        columns = _merge([columns, extra], ", ", ", ")
-    where = draw(predicate(joined))
-    if joined:
-        # Keep joined queries small (~250 city rows) so 100 examples stay fast;
-        # it also puts a plain filter in front of every ingredient cascade.
-        where = _merge([Rendered(JOIN_REGIONS, JOIN_REGIONS), where], " AND ", " AND ")
+def country_source(draw: st.DrawFn) -> tuple[Rendered, Rendered]:
+    """``country`` as itself, a filtered derived table or a filtered CTE.
+
+    Returns (WITH prefix, FROM item); the inner filter is itself a random
+    predicate, so ingredients also run in inner scopes before outer ones.
+    """
+    shape = draw(st.sampled_from(["table", "derived", "cte"]))
+    if shape == "table":
+        return Rendered("", ""), Rendered("country c", "country c")
+    inner = draw(predicate(False))
+    if shape == "derived":
+        return Rendered("", ""), _merge([inner], "", "", "(SELECT * FROM country c WHERE {}) c")
+    return _merge([inner], "", "", "WITH cc AS (SELECT * FROM country c WHERE {}) "), Rendered(
+        "cc c", "cc c"
+    )
+
+
+def _order_limit(draw: st.DrawFn, key: str) -> tuple[list[Rendered], bool]:
+    """Optional ORDER BY (plain or on an ingredient, always total) and LIMIT/OFFSET."""
     order = draw(st.sampled_from(["none", "plain", "ingredient"]))
-    limit = draw(st.sampled_from([None, 1, 5, 20])) if order != "none" else None
-    parts = [
-        _merge([columns], "", "", "SELECT {}"),
-        _merge([source], "", "", " FROM {}"),
-        _merge([where], "", "", " WHERE {}"),
-    ]
+    parts: list[Rendered] = []
     if order == "plain":
         parts.append(Rendered(f" ORDER BY {key}", f" ORDER BY {key}"))
     elif order == "ingredient":
@@ -182,10 +172,67 @@ def queries(draw: st.DrawFn) -> tuple[Rendered, bool]:
                       f" ORDER BY length(c.Name) DESC, {key}")
         ob.use("Length", "c.Name")
         parts.append(ob)
-    if limit is not None:
-        offset = draw(st.sampled_from([0, 2]))
-        parts.append(Rendered(f" LIMIT {limit} OFFSET {offset}", f" LIMIT {limit} OFFSET {offset}"))
-    return _merge(parts, "", ""), order != "none"
+    if order != "none":
+        limit = draw(st.sampled_from([None, 1, 5, 20]))
+        if limit is not None:
+            offset = draw(st.sampled_from([0, 2]))
+            text = f" LIMIT {limit} OFFSET {offset}"
+            parts.append(Rendered(text, text))
+    return parts, order != "none"
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> tuple[Rendered, bool]:
+    """A whole query; returns it and whether row order is to be compared."""
+    prefix, country = draw(country_source())
+    joined = draw(st.booleans())
+    if joined:
+        join = draw(st.sampled_from(["plain", "ingredient"]))
+        on = (
+            Rendered("ci.CountryCode = c.Code", "ci.CountryCode = c.Code")
+            if join == "plain"
+            else Rendered("{{LowerJoin(ci.CountryCode, c.Code)}}",
+                          "lower(trim(ci.CountryCode)) = lower(trim(c.Code))")
+        )
+        source = _merge(
+            [Rendered("city ci JOIN ", "city ci JOIN "), country, Rendered(" ON ", " ON "), on],
+            "", "",
+        )
+        key = "c.Code, ci.ID"
+    else:
+        source = country
+        key = "c.Code"
+    where = draw(predicate(joined))
+    if joined:
+        # Keep joined queries small (~250 city rows) so 100 examples stay fast;
+        # it also puts a plain filter in front of every ingredient cascade.
+        where = _merge([Rendered(JOIN_REGIONS, JOIN_REGIONS), where], " AND ", " AND ")
+    if draw(st.integers(0, 3)) == 0:
+        # Grouped shape: aggregates over an ingredient, HAVING over an ingredient.
+        columns = Rendered("c.Continent, COUNT(*), SUM({{Length(c.Name)}})",
+                           "c.Continent, COUNT(*), SUM(length(c.Name))")
+        columns.use("Length", "c.Name")
+        having = draw(ingredient_leaf(False))
+        tail = [Rendered(" GROUP BY c.Continent", " GROUP BY c.Continent"),
+                _merge([having], "", "", " HAVING SUM({}) >= 1"),
+                Rendered(" ORDER BY c.Continent", " ORDER BY c.Continent")]
+        ordered = True
+    else:
+        columns = Rendered(key, key)
+        if draw(st.booleans()):
+            column, _ = draw(st.sampled_from(COUNTRY_COLS))
+            extra = Rendered(f"{{{{Length({column})}}}}", f"length({column})")
+            extra.use("Length", column)
+            columns = _merge([columns, extra], ", ", ", ")
+        tail, ordered = _order_limit(draw, key)
+    parts = [
+        prefix,
+        _merge([columns], "", "", "SELECT {}"),
+        _merge([source], "", "", " FROM {}"),
+        _merge([where], "", "", " WHERE {}"),
+        *tail,
+    ]
+    return _merge(parts, "", ""), ordered
 
 
 @cache
@@ -230,6 +277,7 @@ def test_random_queries_match_twin(item: tuple[Rendered, bool]) -> None:
     """Same rows from the engine and the twin; maps see only real, non-NULL values."""
     rendered, ordered = item
     want, ncols = run_sql(DB, rendered.twin, rendered.params)
+    target(float(min(len(want), 30)), label="rows (steer away from empty results)")
     smoothie, ingredients = run_blend(DB, rendered.query, rendered.params)
     assert len(smoothie.df.columns) == ncols
     assert_same_rows(df_rows(smoothie.df), want, ordered,
