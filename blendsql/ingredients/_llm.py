@@ -171,26 +171,49 @@ def choice_for(options: Sequence[Any]) -> tuple[Choice, dict[str, Any]]:
 
 def resolve_constraint(
     *, options: Any = None, return_type: Any = None, inferred: Any = None,
-    default: Constraint | None = None,
+    default: Constraint | None = None, examples: Any = None,
 ) -> tuple[Constraint, dict[str, Any]]:
-    """Explicit ``options=`` > explicit ``return_type=`` > inferred from the query > default.
+    """Explicit ``options=`` > explicit ``return_type=`` > inferred from the query >
+    yes/no example outputs > default.
 
     Why this order: what the user wrote in the call beats what the planner
-    guessed from the call's surroundings, and a guess beats nothing.
+    guessed from the call's surroundings, and a guess beats nothing. A call
+    compared with ``'Yes'`` / ``'No'`` (SUQL's ``answer(...) = 'Yes'``) is a
+    yes/no question, so it is asked as a choice in the compared spelling:
+    free text ("Yes, they have...") would never equal 'Yes'.
     """
     opts = as_list(options)
     if opts:
         return choice_for(opts)
     if return_type is not None:
         return constraint_for_return_type(return_type), {}
-    if isinstance(inferred, Constraint):
+    unconstrained = type(inferred) is Text and inferred.max_chars is None
+    if isinstance(inferred, Constraint) and not unconstrained:
         return inferred, {}
-    if inferred is not None:
+    if inferred is not None and not isinstance(inferred, Constraint):
         raise IngredientError(
             f"constraint={inferred!r} is not a blendsql constraint",
             hint="use one of blendsql.models.constraints (Text, Choice, Bool, Int, ...)",
         )
+    yes_no = yes_no_choice(examples)  # beats a plain inferred Text(), which constrains nothing
+    if yes_no is not None:
+        return yes_no, {}
+    if isinstance(inferred, Constraint):
+        return inferred, {}
     return (default if default is not None else Text()), {}
+
+
+def yes_no_choice(examples: Any) -> Choice | None:
+    """Choice('Yes', 'No') in the examples' spelling when every example is yes or no."""
+    items = [str(e).strip() for e in as_list(examples) or []]
+    if not items or any(i.casefold() not in ("yes", "no") for i in items):
+        return None
+    first = items[0]
+    if first.isupper():
+        return Choice(("YES", "NO"))
+    if first.islower():
+        return Choice(("yes", "no"))
+    return Choice(("Yes", "No"))
 
 
 def constraint_for_return_type(rt: Any) -> Constraint:

@@ -107,6 +107,7 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
             return_type=self.setting(kwargs, "return_type"),
             inferred=kwargs.get("constraint"),
             default=Text(),
+            examples=self.setting(kwargs, "example_outputs"),
         )
 
     def prompt_fields(

@@ -78,6 +78,7 @@ class ANSWER(_TextMap):
             return_type=self.setting(kwargs, "return_type"),
             inferred=kwargs.get("constraint"),
             default=Text(),
+            examples=self.setting(kwargs, "example_outputs"),
         )
         examples = "".join(
             f"\nText: {_llm.render_scalar(v)}\nAnswer: {_llm.render_scalar(a)}\n"

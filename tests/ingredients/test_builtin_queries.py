@@ -79,6 +79,7 @@ def test_answer_over_reviews_in_where(recorder):
         "SELECT place FROM r WHERE {{ANSWER(reviews, 'Is it good for kids?')}} = 'Yes'").df
     assert out["place"].tolist() == ["Cafe"]
     assert len(rec.requests) == 2  # the empty review list is NULL without a call
+    assert rec.requests[0].constraint == Choice(("Yes", "No"))  # compared with 'Yes'
 
 
 def test_summary_in_select(recorder):

@@ -97,3 +97,28 @@ def test_suql_need_model():
         SUMMARY().run(None, ["t"])
     with pytest.raises(IngredientError):
         ANSWER().run("q", ["t"], model=None)
+
+
+@pytest.mark.parametrize(("examples", "options"), [
+    (["Yes"], ("Yes", "No")), ("no", ("yes", "no")), (["YES", "no"], ("YES", "NO"))])
+def test_answer_compared_with_yes_is_a_yes_no_choice(recorder, examples, options):
+    rec = recorder(lambda r: options[0])
+    out = ANSWER().run("Kids?", [REVIEWS], model=rec.model, example_outputs=examples)
+    assert rec.requests[0].constraint == Choice(options)
+    assert out == [options[0]]
+
+
+def test_other_example_outputs_keep_free_text(recorder):
+    rec = recorder(lambda r: "Italian")
+    ANSWER().run("Cuisine?", [REVIEWS], model=rec.model, example_outputs=["Mexican"])
+    assert rec.requests[0].constraint == Text()
+    assert "Example answers: Mexican" in rec.prompts[0]
+
+
+def test_yes_no_examples_beat_plain_inferred_text_but_not_real_constraints(recorder):
+    rec = recorder(lambda r: "Yes")
+    ANSWER().run("Kids?", [REVIEWS], model=rec.model, example_outputs=["Yes"],
+                 constraint=Text())
+    ANSWER().run("Kids?", [REVIEWS], model=rec.model, example_outputs=["Yes"],
+                 constraint=Bool())
+    assert [r.constraint for r in rec.requests] == [Choice(("Yes", "No")), Bool()]
