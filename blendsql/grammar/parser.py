@@ -599,3 +599,35 @@ def _fix_join_table(ctx: _Ctx, cid: int, call: IngredientCall, tree: exp.Express
         f"could not place JOIN {b.name}(...)", text=ctx.text, position=b.start,
         hint="write JOIN {{LLMJoin(left_on='t1::a', right_on='t2::b')}} after FROM t1",
     )
+
+
+_EXPR_PREFIX = "SELECT "
+
+
+def parse_expression(text: str, registry: IngredientRegistry) -> exp.Expression:
+    """Parse one BlendSQL *expression* (e.g. what an alias ingredient returns).
+
+    Errors point into ``text`` itself, not into the statement wrapped around it.
+    """
+    if not isinstance(text, str):
+        raise ParseError(f"an expression must be a string, not {type(text).__name__}")
+    try:
+        tree = parse(_EXPR_PREFIX + text, registry)
+    except ParseError as err:
+        pos = 0
+        if err.line is not None and err.column is not None:
+            pos = _offset(_EXPR_PREFIX + text, err.line, err.column) - len(_EXPR_PREFIX)
+        raise ParseError(err.message, text=text, position=max(pos, 0), hint=err.hint) from None
+    if (
+        not isinstance(tree, exp.Select)
+        or len(tree.expressions) != 1
+        or any(tree.args.get(k) for k in ("from_", "from", "where", "joins", "group", "limit"))
+        or isinstance(tree.expressions[0], exp.Alias)
+    ):
+        raise ParseError(
+            "expected a single expression", text=text, position=0,
+            hint="an expression is e.g. {{LLMMap('q', t.c)}} = TRUE or t.a > 3",
+        )
+    node = tree.expressions[0]
+    node.pop()
+    return node
