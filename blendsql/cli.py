@@ -77,7 +77,24 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("db", help="SQLite file, CSV file, or 'example'")
     schema.add_argument("--all", action="store_true",
                         help="also show metadata tables (_columns, _tables)")
+    _add_chat_parser(sub)
     return ap
+
+
+def _add_chat_parser(sub: Any) -> None:
+    """``blendsql chat DB``: a conversation in the terminal (reads stdin, so it can be piped)."""
+    chat = sub.add_parser("chat", help="ask questions in plain language, one per line "
+                          "(:explain, :correct FEEDBACK, :quit)")
+    chat.add_argument("db", help="SQLite file, CSV file, or 'example'")
+    models = chat.add_argument_group("model (default: the embedded SmolLM2, loaded only if needed)")
+    models.add_argument("--model", metavar="PATH", help="GGUF file for llama.cpp [env BLENDSQL_MODEL]")
+    models.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint [env BLENDSQL_BASE_URL]")
+    models.add_argument("--model-name", metavar="NAME", help="model name at --base-url")
+    models.add_argument("--api-key", metavar="KEY", help="API key for --base-url")
+    chat.add_argument("--no-acts", action="store_true",
+                      help="skip the model's dialogue-act choice: every turn that is not an obvious "
+                      "greeting / thanks / goodbye is a question")
+    chat.add_argument("--no-cache", action="store_true", help="bypass the persistent model cache")
 
 
 # ---------------------------------------------------------------- resolution
@@ -353,6 +370,27 @@ def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any = None,
+             inp: TextIO | None = None) -> int:
+    """``blendsql chat``: a read-eval-print loop over ``Conversation`` (stdin may be a pipe)."""
+    from blendsql.nl.conversation import CHAT_HELP, Conversation, chat
+
+    db = open_source(args.db)
+    if model is None:
+        model = resolve_model(args)
+    engine = _make_engine(db, model, [], not args.no_cache, None)
+    inp = inp or sys.stdin
+    interactive = inp.isatty()
+    if interactive:
+        print(CHAT_HELP, file=out)
+    conv = Conversation(engine, classify_acts=not args.no_acts)
+    try:
+        chat(conv, inp, out, prompt="you: " if interactive else "", echo=False)
+    finally:
+        engine.close()
+    return 0
+
+
 def report_error(e: BlendSQLError, err: TextIO) -> None:
     """``error: message`` (with caret lines for parse errors) and the hint, no traceback."""
     print(f"error: {e}", file=err)
@@ -368,6 +406,8 @@ def main(argv: Sequence[str] | None = None, *, model: Any = None,
     try:
         if args.command == "run":
             return cmd_run(args, out, err, model=model, ingredients=ingredients)
+        if args.command == "chat":
+            return cmd_chat(args, out, err, model=model)
         return cmd_schema(args, out, err)
     except BlendSQLError as e:
         report_error(e, err)

@@ -1,0 +1,320 @@
+"""A conversation over one database (CoSQL, SUQL, SPLASH).
+
+``Conversation(bsql).ask(utterance)`` decides the turn's dialogue act
+(``acts.classify_act``), then either
+
+- writes a query with the Parser, passing earlier turns (utterance +
+  program) as history so a follow-up like "what about in 2010?" edits the
+  last query, runs it, and answers with a template response that says what
+  was searched and what came back (``respond``);
+- asks a clarifying question naming candidate columns (``ambiguous``); the
+  user's next turn is combined with the pending question and parsed;
+- or replies without a query (greetings, thanks, unrelated requests).
+
+``.correct(feedback)`` rewrites the last query from plain-language feedback
+(``correct``), re-runs it, and reports what changed.
+
+``chat`` is the read-eval-print loop behind ``blendsql chat DB``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
+
+from blendsql.errors import BlendSQLError
+from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
+from blendsql.nl.ask import answer_value
+from blendsql.nl.correct import correct_query, explanation_lines, sql_diff
+from blendsql.nl.parser import Parser
+from blendsql.nl.parser import Turn as ParserTurn
+from blendsql.nl.respond import (
+    SOCIAL,
+    answer_response,
+    clarify_question,
+    out_of_scope_response,
+    schema_overview,
+)
+from blendsql.smoothie import Smoothie
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from blendsql.blend import BlendSQL
+
+_QUESTION_START = re.compile(
+    r"^(what|which|who|whom|whose|when|where|why|how|list|show|give|find|count|tell|name|"
+    r"return|display|sort|order|of these|and|also|only|what about)\b", re.I)
+_SOCIAL_ACTS = frozenset({"greeting", "goodbye", "thank_you", "affirm", "negate"})
+
+
+@dataclass
+class Turn:
+    """One user turn and the system's reply.
+
+    ``act`` is a CoSQL user act, or ``correct`` for a correction turn.
+    ``question`` is what was parsed (the utterance, or a pending ambiguous
+    question combined with the user's clarification). ``answer`` is the value
+    the result denotes (``None`` when nothing was found).
+    """
+
+    utterance: str
+    act: str
+    response: str
+    program: str | None = None
+    smoothie: Smoothie | None = None
+    answer: Any = None
+    question: str | None = None
+    error: str | None = None
+    options: list[str] = field(default_factory=list)  # candidate columns of a clarification
+    previous_program: str | None = None  # for corrections: the query that was corrected
+    diff: str | None = None  # for corrections: what changed
+
+    @property
+    def result(self) -> pd.DataFrame | None:
+        """The result rows, if a query ran."""
+        return self.smoothie.df if self.smoothie is not None else None
+
+    @property
+    def needs_clarification(self) -> bool:
+        return self.act == "ambiguous" and self.program is None
+
+
+class Conversation:
+    """A dialogue with ``bsql``'s database (see module docstring).
+
+    ``classify_acts=False`` skips the model's act choice (shortcuts still
+    apply) and treats every other turn as a question, e.g. for benchmarks
+    whose turns are all questions. ``history_turns`` bounds how many earlier
+    query turns go into the parser prompt.
+    """
+
+    def __init__(self, bsql: BlendSQL, parser: Parser | None = None, *,
+                 classify_acts: bool = True, history_turns: int = 3) -> None:
+        self.bsql = bsql
+        self._parser = parser
+        self.classify_acts = classify_acts
+        self.history_turns = history_turns
+        self.history: list[Turn] = []
+        self.pending: Turn | None = None  # an ambiguous turn waiting for the user's answer
+
+    @property
+    def parser(self) -> Parser:
+        """The Parser, created on first need so social turns never load a model."""
+        if self._parser is None:
+            self._parser = Parser(self.bsql.model)
+        return self._parser
+
+    @property
+    def conn(self) -> Any:
+        return self.bsql.db.conn
+
+    # -- turns ---------------------------------------------------------------------------
+
+    def ask(self, utterance: str) -> Turn:
+        """Handle one user utterance; the turn is appended to ``history``."""
+        utterance = utterance.strip()
+        turn = self._resolve_pending(utterance) if self.pending is not None else None
+        if turn is None:
+            act = self._act(utterance)
+            turn = self._dispatch(utterance, act)
+        self.history.append(turn)
+        return turn
+
+    def correct(self, feedback: str) -> Turn:
+        """Rewrite the last query from ``feedback``, re-run it and say what changed."""
+        prev = self.last_query_turn()
+        if prev is None or prev.program is None:
+            turn = Turn(feedback, "correct", "There is no earlier query to correct yet. Ask a question first.")
+            self.history.append(turn)
+            return turn
+        question = prev.question or prev.utterance
+        fixed = correct_query(self.parser, self.conn, self.bsql.registry, question, prev.program, feedback)
+        turn = Turn(feedback, "correct", "", question=question, previous_program=prev.program)
+        if fixed.program is None:
+            turn.error = fixed.attempts[-1][1] if fixed.attempts else "no query"
+            turn.response = (f"I could not write a corrected query ({turn.error}). "
+                             f"The previous query stands: {prev.program}")
+            self.history.append(turn)
+            return turn
+        self._run(turn, fixed.program)
+        turn.diff = sql_diff(prev.program, fixed.program)
+        if turn.smoothie is not None:
+            before = len(prev.smoothie.df) if prev.smoothie is not None else None
+            sizes = f"{before} row(s) before, {len(turn.smoothie.df)} now" if before is not None else ""
+            change = "The query did not change." if turn.diff == "no change" else f"I changed the query: {turn.diff}."
+            turn.response = f"{change} {sizes + '. ' if sizes else ''}{turn.response}"
+        self.history.append(turn)
+        return turn
+
+    def last_query_turn(self) -> Turn | None:
+        """The most recent turn that has a program."""
+        return next((t for t in reversed(self.history) if t.program is not None), None)
+
+    def parser_history(self) -> list[ParserTurn]:
+        """Earlier query turns (question + program) for context-dependent parsing."""
+        turns = [t for t in self.history if t.program is not None]
+        return [ParserTurn(t.question or t.utterance, t.program) for t in turns[-self.history_turns:]]
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _act(self, utterance: str) -> str:
+        """Shortcut, else the model's act; a model-chosen social act on a question is overruled.
+
+        Social acts and yes/no are what the deterministic shortcuts cover;
+        when the model picks one for a turn that reads like a question (a '?'
+        or a question word first), the model is wrong far more often than not.
+        """
+        fast = shortcut_act(utterance)
+        if fast is not None:
+            return fast
+        if not self.classify_acts:
+            return "infer_sql" if self.history else "inform_sql"
+        earlier = [t.utterance for t in self.history]
+        act = classify_act(self.bsql.model, utterance, schema_overview(self.conn), earlier)
+        if act in _SOCIAL_ACTS and (utterance.endswith("?") or _QUESTION_START.match(utterance)):
+            return "inform_sql"
+        return act
+
+    def _dispatch(self, utterance: str, act: str) -> Turn:
+        if act in SQL_ACTS:
+            return self._answer(Turn(utterance, act, "", question=utterance))
+        if act == "ambiguous":
+            text, cols = clarify_question(self.conn, utterance)
+            turn = Turn(utterance, act, text, question=utterance, options=cols)
+            self.pending = turn
+            return turn
+        if act in SOCIAL:
+            return Turn(utterance, act, SOCIAL[act])
+        return Turn(utterance, act, out_of_scope_response(self.conn, act))
+
+    def _resolve_pending(self, utterance: str) -> Turn | None:
+        """Combine the pending ambiguous question with the user's answer (None: not an answer)."""
+        pending = self.pending
+        assert pending is not None
+        fast = shortcut_act(utterance)
+        if fast in ("greeting", "thank_you", "goodbye", "negate"):
+            self.pending = None
+            return None
+        self.pending = None
+        if fast == "affirm" and pending.options:
+            meaning = pending.options[0]
+        else:
+            meaning = utterance
+        question = f"{pending.utterance} (I mean {meaning})"
+        return self._answer(Turn(utterance, "inform_sql", "", question=question))
+
+    def _answer(self, turn: Turn) -> Turn:
+        """Parse ``turn.question`` with history, run it and fill in the response."""
+        assert turn.question is not None
+        parsed = self.parser.parse(turn.question, self.conn, self.bsql.registry, self.parser_history())
+        if parsed.program is None:
+            turn.error = parsed.attempts[-1][1] if parsed.attempts else "no program"
+            turn.response = (f"Sorry, I could not write a valid query for that ({turn.error}). "
+                             f"I can answer questions about: {schema_overview(self.conn)}.")
+            return turn
+        self._run(turn, parsed.program)
+        return turn
+
+    def _run(self, turn: Turn, program: str) -> None:
+        """Execute ``program`` into ``turn``: smoothie, answer and a template response."""
+        turn.program = program
+        try:
+            turn.smoothie = self.bsql.execute(program)
+        except BlendSQLError as e:
+            turn.error = str(e)
+            turn.response = f"The query failed: {e.message}"
+            return
+        turn.answer = answer_value(turn.smoothie)
+        try:
+            tree = self.bsql.parse(program)
+        except BlendSQLError:
+            tree = None
+        turn.response = answer_response(program, turn.smoothie, tree)
+
+
+# ---------------------------------------------------------------- the REPL
+
+CHAT_HELP = """\
+Ask questions about the database in plain language.
+  :explain            explain the last query step by step
+  :correct FEEDBACK   correct the last query, e.g. :correct use the treatments table
+  :help               this text
+  :quit               leave (also Ctrl-D)"""
+
+
+def print_turn(turn: Turn, out: TextIO) -> None:
+    """The reply, then the program (if any) on its own line."""
+    print(f"bot: {turn.response}", file=out)
+    if turn.program:
+        print(f"program: {turn.program}", file=out)
+    out.flush()
+
+
+def chat(conv: Conversation, inp: TextIO, out: TextIO, *, prompt: str = "you: ",
+         echo: bool = False) -> int:
+    """Read utterances from ``inp`` until EOF, ``:quit`` or a goodbye; returns turns handled.
+
+    ``echo`` repeats each input line after the prompt (for piped, non-tty
+    input, so a transcript reads like a dialogue).
+    """
+    handled = 0
+    while True:
+        out.write(prompt)
+        out.flush()
+        line = inp.readline()
+        if not line:
+            out.write("\n")
+            break
+        text = line.strip()
+        if echo:
+            out.write(text + "\n")
+        if not text:
+            continue
+        if text in (":quit", ":q", ":exit"):
+            break
+        if _command(conv, text, out):
+            continue
+        try:
+            turn = conv.ask(text)
+        except BlendSQLError as e:
+            print(f"error: {e}", file=out)
+            continue
+        handled += 1
+        print_turn(turn, out)
+        if turn.act == "goodbye":
+            break
+    return handled
+
+
+def _command(conv: Conversation, text: str, out: TextIO) -> bool:
+    """Handle a ``:command`` line; False if ``text`` is an utterance."""
+    if not text.startswith(":"):
+        return False
+    name, _, arg = text[1:].partition(" ")
+    if name == "help":
+        print(CHAT_HELP, file=out)
+    elif name == "explain":
+        last = conv.last_query_turn()
+        if last is None or last.program is None:
+            print("bot: there is no query to explain yet.", file=out)
+        else:
+            print("\n".join(explanation_lines(last.program, conv.bsql.registry)), file=out)
+    elif name == "correct":
+        if not arg.strip():
+            print("bot: say what to change, e.g. :correct only count each dog once", file=out)
+        else:
+            try:
+                print_turn(conv.correct(arg.strip()), out)
+            except BlendSQLError as e:
+                print(f"error: {e}", file=out)
+    else:
+        print(f"bot: unknown command :{name} (try :help)", file=out)
+    return True
+
+
+def run_script(conv: Conversation, utterances: Sequence[str]) -> list[Turn]:
+    """Ask each utterance in order (a scripted dialogue); the turns."""
+    return [conv.ask(u) for u in utterances]

@@ -1,0 +1,106 @@
+"""Correct a query from the user's plain-language feedback (SPLASH, Elgohary et al. 2020).
+
+The prompt holds the schema, the question, the previous query, its
+step-by-step explanation (``explain``: what the user actually read) and the
+feedback; the model writes the corrected query under the same grammar
+constraint as the Parser, so it parses. The query is validated like a parsed
+one and regenerated once with the error on failure.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sqlite3
+from dataclasses import dataclass, field
+
+from blendsql.ingredients.base import IngredientRegistry
+from blendsql.models.base import Request
+from blendsql.models.constraints import Grammar, Text
+from blendsql.nl.explain import explain
+from blendsql.nl.parser import Parser, clean_program, validate
+from blendsql.nl.serialize import list_tables, serialize_schema
+from blendsql.nl.sql_grammar import build_grammar
+
+CORRECTION_GUIDE = """\
+A user asked a question about a SQLite database. A query was written for it and explained
+to the user step by step. The user says what is wrong with it. Write the corrected query:
+change what the feedback asks for and keep the rest. Answer with one query only.
+
+Example
+Question: How many dogs went through any treatments?
+Query: SELECT COUNT(*) FROM Breeds
+Explanation:
+1. Start from the table Breeds.
+2. Return the number of rows.
+Feedback: use the treatments table, not breeds, and count each dog once
+Corrected query: SELECT COUNT(DISTINCT Treatments.dog_id) FROM Treatments
+"""
+
+_TOKEN = re.compile(r"'[^']*'|\"[^\"]*\"|\w+|[^\w\s]")
+
+
+@dataclass
+class Correction:
+    """The outcome of one correction: the program (None if none validated) and attempts."""
+
+    program: str | None
+    attempts: list[tuple[str, str | None]] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def explanation_lines(program: str, registry: IngredientRegistry | None = None) -> list[str]:
+    """``explain(program)``, or a one-line fallback when the query cannot be explained."""
+    try:
+        return explain(program, registry)
+    except Exception:  # noqa: BLE001 - explanation is context for the model, not essential
+        return [f"1. Run the query: {program}"]
+
+
+def correction_prompt(schema: str, question: str, program: str, explanation: list[str],
+                      feedback: str, retry: tuple[str, str] | None = None) -> str:
+    """The full correction prompt (fixed guide first, so calls share a cached prefix)."""
+    parts = [CORRECTION_GUIDE, f"Schema:\n{schema}", f"Question: {question}", f"Query: {program}",
+             "Explanation:", *explanation, f"Feedback: {feedback}"]
+    if retry is not None:
+        parts.append(f"A previous correction was: {retry[0]}\nIt failed with: {retry[1]}")
+    parts.append("Corrected query:")
+    return "\n".join(parts)
+
+
+def correct_query(parser: Parser, conn: sqlite3.Connection, registry: IngredientRegistry,
+                  question: str, program: str, feedback: str, *, retries: int = 1) -> Correction:
+    """Write a corrected query for ``feedback`` (see module docstring)."""
+    schema = serialize_schema(conn, n_rows=parser.n_rows)
+    constraint = (Grammar(build_grammar(list_tables(conn), registry.names()), label="blendsql")
+                  if parser.constrained else Text())
+    explanation = explanation_lines(program, registry)
+    out = Correction(None)
+    retry: tuple[str, str] | None = None
+    for _ in range(retries + 1):
+        text = correction_prompt(schema, question, program, explanation, feedback, retry)
+        resp = parser.model.generate([Request(prompt=text, constraint=constraint,
+                                              max_tokens=parser.max_tokens)])[0]
+        out.prompt_tokens += resp.usage.prompt_tokens
+        out.completion_tokens += resp.usage.completion_tokens
+        candidate = clean_program(resp.text)
+        error = validate(candidate, conn, registry)
+        out.attempts.append((candidate, error))
+        if error is None:
+            out.program = candidate
+            return out
+        retry = (candidate, error)
+    return out
+
+
+def sql_diff(old: str, new: str) -> str:
+    """A short token-level diff: ``- removed`` / ``+ added`` fragments, or 'no change'."""
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    parts = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op in ("delete", "replace"):
+            parts.append("- " + " ".join(a[i1:i2]))
+        if op in ("insert", "replace"):
+            parts.append("+ " + " ".join(b[j1:j2]))
+    return "; ".join(parts) if parts else "no change"
