@@ -1038,4 +1038,147 @@ PAIRS: list[Pair] = [
         within={"StartsWith": ALL_SINGER_NAMES},
         needs={"StartsWith": "SELECT Name FROM singer WHERE NOT Age = 25"},
     ),
+    # ------------------------------------- scopes sharing an ingredient, escapes
+    Pair(
+        "same_call_two_scopes_different_filters", CS,
+        "SELECT Name FROM singer WHERE {{StartsWith('J', singer.Name)}} = TRUE AND Singer_ID IN "
+        "(SELECT Singer_ID FROM singer WHERE Age > 40 AND {{StartsWith('J', singer.Name)}} = TRUE)",
+        "SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J' AND Singer_ID IN "
+        "(SELECT Singer_ID FROM singer WHERE Age > 40 AND substr(Name, 1, 1) = 'J')",
+        within={"StartsWith": ALL_SINGER_NAMES},
+        needs={"StartsWith": "SELECT Name FROM singer WHERE Age > 40"},
+    ),
+    Pair(
+        "ingredient_order_limit_inside_in_subquery", CS,
+        "SELECT Name FROM singer WHERE Singer_ID IN (SELECT Singer_ID FROM singer "
+        "ORDER BY {{Length(singer.Name)}} DESC, Singer_ID LIMIT 2)",
+        "SELECT Name FROM singer WHERE Singer_ID IN (SELECT Singer_ID FROM singer "
+        "ORDER BY length(Name) DESC, Singer_ID LIMIT 2)",
+        exact={"Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "limited_derived_table_then_outer_map", CS,
+        "SELECT t.Name FROM (SELECT Name FROM singer WHERE {{StartsWith('J', singer.Name)}} = TRUE "
+        "ORDER BY Singer_ID LIMIT 2) t WHERE {{Length(t.Name)}} > 10",
+        "SELECT t.Name FROM (SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J' "
+        "ORDER BY Singer_ID LIMIT 2) t WHERE length(t.Name) > 10",
+        exact={"Length": "SELECT Name FROM (SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J' "
+                         "ORDER BY Singer_ID LIMIT 2)"},
+        within={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "limit_offset_early_stop_plain_order", WORLD,
+        "SELECT Code FROM country WHERE {{StartsWith('S', country.Name)}} = TRUE "
+        "AND Population > 1000000 ORDER BY Code LIMIT 3 OFFSET 2",
+        "SELECT Code FROM country WHERE substr(Name, 1, 1) = 'S' "
+        "AND Population > 1000000 ORDER BY Code LIMIT 3 OFFSET 2",
+        order="exact",
+        within={"StartsWith": "SELECT Name FROM country WHERE Population > 1000000"},
+    ),
+    Pair(
+        "limit_cascade_two_ingredients", WORLD,
+        "SELECT Code FROM country WHERE {{StartsWith('M', country.Name)}} = TRUE "
+        "AND {{Length(country.Region)}} > 12 ORDER BY Code LIMIT 4",
+        "SELECT Code FROM country WHERE substr(Name, 1, 1) = 'M' "
+        "AND length(Region) > 12 ORDER BY Code LIMIT 4",
+        order="exact",
+        within={"StartsWith": "SELECT Name FROM country",
+                "Length": "SELECT Region FROM country"},
+    ),
+    Pair(
+        "map_arithmetic_against_column", CS,
+        "SELECT Name FROM singer WHERE {{Length(singer.Name)}} * 4 > Age",
+        "SELECT Name FROM singer WHERE length(Name) * 4 > Age",
+        exact={"Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "group_by_map_with_null_inputs", WORLD,
+        "SELECT {{Length(country.HeadOfState)}} AS n, COUNT(*) FROM country "
+        "WHERE Continent = 'Antarctica' OR Region = 'Polynesia' GROUP BY n ORDER BY n",
+        "SELECT length(HeadOfState) AS n, COUNT(*) FROM country "
+        "WHERE Continent = 'Antarctica' OR Region = 'Polynesia' GROUP BY n ORDER BY n",
+        order="exact",
+        exact={"Length": "SELECT DISTINCT HeadOfState FROM country WHERE "
+                         "(Continent = 'Antarctica' OR Region = 'Polynesia') "
+                         "AND HeadOfState IS NOT NULL"},
+    ),
+    Pair(
+        "not_in_subquery_with_ingredient", CS,
+        "SELECT Name FROM singer WHERE Singer_ID NOT IN (SELECT sic.Singer_ID "
+        "FROM singer_in_concert sic JOIN concert c ON c.concert_ID = sic.concert_ID "
+        "WHERE {{StartsWith('Week', c.concert_Name)}} = TRUE)",
+        "SELECT Name FROM singer WHERE Singer_ID NOT IN (SELECT sic.Singer_ID "
+        "FROM singer_in_concert sic JOIN concert c ON c.concert_ID = sic.concert_ID "
+        "WHERE substr(c.concert_Name, 1, 4) = 'Week')",
+        exact={"StartsWith": "SELECT DISTINCT c.concert_Name FROM singer_in_concert sic "
+                             "JOIN concert c ON c.concert_ID = sic.concert_ID"},
+    ),
+    Pair(
+        "not_exists_with_ingredient", EMP,
+        "SELECT s.Name FROM shop s WHERE NOT EXISTS (SELECT 1 FROM hiring h "
+        "WHERE h.Shop_ID = s.Shop_ID AND {{StartsWith('T', h.Is_full_time)}} = TRUE)",
+        "SELECT s.Name FROM shop s WHERE NOT EXISTS (SELECT 1 FROM hiring h "
+        "WHERE h.Shop_ID = s.Shop_ID AND substr(h.Is_full_time, 1, 1) = 'T')",
+        within={"StartsWith": "SELECT Is_full_time FROM hiring"},
+    ),
+    Pair(
+        "not_over_and_with_nulls", WORLD,
+        "SELECT Code FROM country WHERE Region = 'Caribbean' AND NOT "
+        "({{StartsWith('E', country.HeadOfState)}} = TRUE AND {{Length(country.Name)}} > 5)",
+        "SELECT Code FROM country WHERE Region = 'Caribbean' AND NOT "
+        "(substr(HeadOfState, 1, 1) = 'E' AND length(Name) > 5)",
+        within={"StartsWith": "SELECT HeadOfState FROM country WHERE Region = 'Caribbean'",
+                "Length": "SELECT Name FROM country WHERE Region = 'Caribbean'"},
+    ),
+    Pair(
+        "params_across_cte_and_outer", CS,
+        "WITH t AS (SELECT * FROM singer WHERE Age > ?) "
+        "SELECT Name FROM t WHERE {{Length(t.Name)}} > ? AND Country <> ?",
+        "WITH t AS (SELECT * FROM singer WHERE Age > ?) "
+        "SELECT Name FROM t WHERE length(Name) > ? AND Country <> ?",
+        params=(26, 9, "Netherlands"),
+        exact={"Length": "SELECT DISTINCT Name FROM singer WHERE Age > 26 "
+                         "AND Country <> 'Netherlands'"},
+    ),
+    Pair(
+        "question_with_escaped_quote", CS,
+        "SELECT Name FROM stadium WHERE {{StartsWith('Queen''s', stadium.Location)}} = TRUE",
+        "SELECT Name FROM stadium WHERE substr(Location, 1, 7) = 'Queen''s'",
+        exact={"StartsWith": "SELECT DISTINCT Location FROM stadium"},
+    ),
+    Pair(
+        "question_non_ascii", WORLD,
+        "SELECT Code FROM country WHERE {{StartsWith('Cô', country.Name)}} = TRUE",
+        "SELECT Code FROM country WHERE substr(Name, 1, 2) = 'Cô'",
+        exact={"StartsWith": "SELECT DISTINCT Name FROM country"},
+    ),
+    Pair(
+        "question_is_a_number", WORLD,
+        "SELECT Name FROM country WHERE {{StartsWith(19, country.IndepYear)}} = TRUE "
+        "AND Continent = 'Oceania'",
+        "SELECT Name FROM country WHERE substr(CAST(IndepYear AS TEXT), 1, 2) = '19' "
+        "AND Continent = 'Oceania'",
+        exact={"StartsWith": "SELECT DISTINCT IndepYear FROM country "
+                             "WHERE Continent = 'Oceania' AND IndepYear IS NOT NULL"},
+    ),
+    Pair(
+        "no_candidates_at_all", CS,
+        "SELECT COUNT(*) FROM singer WHERE Age > 100 AND {{StartsWith('J', singer.Name)}} = TRUE",
+        "SELECT COUNT(*) FROM singer WHERE Age > 100 AND substr(Name, 1, 1) = 'J'",
+        exact={"StartsWith": "SELECT DISTINCT Name FROM singer WHERE Age > 100"},
+    ),
+    Pair(
+        "ambiguous_column_names_across_join", CS,
+        "SELECT s.Name, st.Name FROM singer s JOIN singer_in_concert sic "
+        "ON s.Singer_ID = sic.Singer_ID JOIN concert c ON c.concert_ID = sic.concert_ID "
+        "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID "
+        "WHERE {{Length(st.Name)}} > {{Length(s.Name)}}",
+        "SELECT s.Name, st.Name FROM singer s JOIN singer_in_concert sic "
+        "ON s.Singer_ID = sic.Singer_ID JOIN concert c ON c.concert_ID = sic.concert_ID "
+        "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID WHERE length(st.Name) > length(s.Name)",
+        within={"Length": "SELECT Name FROM singer UNION SELECT Name FROM stadium"},
+        needs={"Length": "SELECT st.Name FROM singer_in_concert sic "
+                         "JOIN concert c ON c.concert_ID = sic.concert_ID "
+                         "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID"},
+    ),
 ]

@@ -81,7 +81,8 @@ def test_expectation_queries_execute(pair: Pair) -> None:
         for key, sql in kind.items():
             rows, ncols = run_sql(pair.db, sql)
             assert ncols == 1, (pair.id, key)
-            assert rows, (pair.id, key, "empty expectation")
+            if kind is pair.needs:
+                assert rows, (pair.id, key, "an empty 'needs' asserts nothing")
     for key, needed in pair.needs.items():
         if key in pair.within:
             extra = distinct_values(pair.db, needed) - distinct_values(pair.db, pair.within[key])
@@ -224,7 +225,6 @@ def test_engine_values_passed_counter(pair: Pair) -> None:
     """``meta.values_passed`` counts exactly what reached the ingredients."""
     smoothie, ingredients = run_blend(pair.db, pair.query, pair.params)
     assert smoothie.meta.values_passed == _expected_values_passed(ingredients)
-    assert smoothie.meta.values_passed >= 1
 
 
 def test_engine_qa_called_once_per_call_site() -> None:
