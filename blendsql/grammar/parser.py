@@ -363,7 +363,7 @@ def _offset(text: str, line: int, col: int) -> int:
 
 def _map_sqlglot_error(ctx: _Ctx, sp: _Splice, err: SqlglotParseError) -> ParseError:
     info = err.errors[0] if err.errors else {}
-    desc = _clean(str(info.get("description") or err))
+    desc = _describe(_clean(str(info.get("description") or err)), str(info.get("highlight") or ""))
     line, col = info.get("line"), info.get("col")
     if isinstance(line, int) and isinstance(col, int):
         end = _offset(sp.text, line, col)
@@ -375,6 +375,17 @@ def _map_sqlglot_error(ctx: _Ctx, sp: _Splice, err: SqlglotParseError) -> ParseE
     return ParseError(
         f"invalid SQL: {desc}", text=ctx.text, position=position, hint=_sql_hint(ctx, position),
     )
+
+
+def _describe(desc: str, highlight: str) -> str:
+    """sqlglot's messages in the user's words (operands instead of arg names)."""
+    m = re.match(r"Required keyword: '(\w+)' missing for <class '[\w.]+\.(\w+)'>", desc)
+    if m:
+        side = {"this": "left operand", "expression": "right operand"}.get(m.group(1), m.group(1))
+        return f"{m.group(2)} is missing its {side}"
+    if desc.startswith("Invalid expression / Unexpected token") and highlight.strip():
+        return f"unexpected {_clean(highlight.strip())!r}"
+    return desc
 
 
 def _map_token_error(ctx: _Ctx, sp: _Splice, err: TokenError) -> ParseError:
