@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -275,6 +275,43 @@ def example_outputs_line(examples: Any) -> str:
     if not items:
         return ""
     return prompts.EXAMPLE_OUTPUTS.format(examples="; ".join(render_scalar(e) for e in items))
+
+
+# ---------------------------------------------------------------- fitting the context window
+
+PROMPT_MARGIN = 48  # tokens left for the chat template around the prompt
+
+
+def fit_prompt(build: Callable[[float], str], model: Model, max_tokens: int) -> str:
+    """Render a prompt that fits the model's context window, if the model has one.
+
+    ``build(scale)`` renders the prompt with its variable budgets (context,
+    value, documents) multiplied by ``scale``. A model exposing ``n_ctx``
+    (llama.cpp) would otherwise reject an over-long prompt outright; the
+    budgets shrink in proportion to the overflow instead. Tokens are only
+    counted when the prompt has more characters than the room in tokens (a
+    token is at least one character), so short prompts cost nothing.
+    """
+    prompt = build(1.0)
+    limit = getattr(model, "n_ctx", None)
+    if not isinstance(limit, int) or limit <= 0:
+        return prompt
+    room = max(16, limit - max_tokens - PROMPT_MARGIN)
+    scale = 1.0
+    for _ in range(6):
+        if len(prompt) <= room:
+            return prompt
+        n = model.count_tokens(prompt)
+        if n <= room:
+            return prompt
+        scale *= max(0.05, 0.9 * room / n)
+        prompt = build(scale)
+    return prompt
+
+
+def scaled(budget: int, scale: float, floor: int = 40) -> int:
+    """A character budget times ``scale``, never below ``floor``."""
+    return max(floor, int(budget * scale))
 
 
 # ---------------------------------------------------------------- rendering

@@ -87,11 +87,19 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         fields = self.prompt_fields(question, constraint, kwargs)
         template = self.setting(kwargs, "template", self.template)
 
+        def prompt_for(value: Any) -> str:
+            text = _llm.render_scalar(value)
+
+            def build(scale: float) -> str:  # scale < 1 only when the prompt overflows n_ctx
+                f = fields if scale == 1.0 else self.prompt_fields(
+                    question, constraint, kwargs, scale)
+                return template.format(**f, value=_llm.truncate(
+                    text, _llm.scaled(value_chars, scale)))
+
+            return _llm.fit_prompt(build, model, max_tokens)
+
         # one request per distinct rendered value; answers fan back out to the inputs
-        prompt_of = [
-            template.format(**fields, value=_llm.truncate(_llm.render_scalar(v), value_chars))
-            for v in values
-        ]
+        prompt_of = [prompt_for(v) for v in values]
         distinct = list(dict.fromkeys(prompt_of))
         requests = [
             Request(prompt=p, constraint=constraint, max_tokens=max_tokens, stop=stop)
@@ -112,9 +120,10 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
 
     def prompt_fields(
         self, question: str | None, constraint: Constraint, kwargs: dict[str, Any],
+        scale: float = 1.0,
     ) -> dict[str, str]:
         """Everything in the prompt except the value (the shared, cacheable prefix)."""
-        context_chars = int(self.setting(kwargs, "context_chars", 3000))
+        context_chars = _llm.scaled(int(self.setting(kwargs, "context_chars", 3000)), scale)
         return {
             "instructions": str(self.setting(kwargs, "instructions", self.default_instructions)),
             "question": question or "",

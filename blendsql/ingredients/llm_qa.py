@@ -68,25 +68,29 @@ class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
         )
         max_tokens = int(self.setting(
             kwargs, "max_tokens", _llm.max_tokens_for(constraint, model, self.text_max_tokens)))
-        prompt = self.setting(kwargs, "template", self.template).format(
-            instructions=self.setting(kwargs, "instructions", self.default_instructions),
-            context=self.render_context_arg(context, kwargs),
-            examples=self.render_examples(kwargs),
-            question=question,
-            format=_llm.format_hint(constraint)
+        template = self.setting(kwargs, "template", self.template)
+        fixed = {
+            "instructions": self.setting(kwargs, "instructions", self.default_instructions),
+            "examples": self.render_examples(kwargs),
+            "question": question,
+            "format": _llm.format_hint(constraint)
             + _llm.example_outputs_line(self.setting(kwargs, "example_outputs")),
-        )
+        }
+        prompt = _llm.fit_prompt(
+            lambda scale: template.format(
+                **fixed, context=self.render_context_arg(context, kwargs, scale)),
+            model, max_tokens)
         stop = ("\n",) if type(constraint) is Text else ()
         request = Request(prompt=prompt, constraint=constraint, max_tokens=max_tokens, stop=stop)
         return self.ask(model, [request], kwargs, back)[0]
 
-    def render_context_arg(self, context: Any, kwargs: dict[str, Any]) -> str:
-        """The positional context, else a ``context=`` keyword, within the budget."""
+    def render_context_arg(self, context: Any, kwargs: dict[str, Any], scale: float = 1.0) -> str:
+        """The positional context, else a ``context=`` keyword, within the (scaled) budget."""
         if context is None:
             context = self.setting(kwargs, "context")
         return _llm.render_context(
             context,
-            int(self.setting(kwargs, "context_chars", self.context_chars)),
+            _llm.scaled(int(self.setting(kwargs, "context_chars", self.context_chars)), scale),
             int(self.setting(kwargs, "cell_chars", self.cell_chars)),
         )
 
@@ -125,15 +129,16 @@ class LLMValidate(_llm.LLMIngredientMixin, QAIngredient):
             )
         if context is None:
             context = self.setting(kwargs, "context")
-        prompt = self.setting(kwargs, "template", self.template).format(
-            instructions=self.setting(kwargs, "instructions", self.default_instructions),
-            context=_llm.render_context(
-                context,
-                int(self.setting(kwargs, "context_chars", self.context_chars)),
-                int(self.setting(kwargs, "cell_chars", self.cell_chars)),
-            ),
-            question=question,
-        )
+        template = self.setting(kwargs, "template", self.template)
+        instructions = self.setting(kwargs, "instructions", self.default_instructions)
+        context_chars = int(self.setting(kwargs, "context_chars", self.context_chars))
+        cell_chars = int(self.setting(kwargs, "cell_chars", self.cell_chars))
+        prompt = _llm.fit_prompt(
+            lambda scale: template.format(
+                instructions=instructions, question=question,
+                context=_llm.render_context(context, _llm.scaled(context_chars, scale),
+                                            cell_chars)),
+            model, 4)
         request = Request(prompt=prompt, constraint=Bool(), max_tokens=4)
         value = self.ask(model, [request], kwargs)[0]
         return None if value is None else bool(value)

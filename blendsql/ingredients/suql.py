@@ -10,6 +10,8 @@ A value with no text at all maps to NULL without a model call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 from blendsql.errors import IngredientError
@@ -28,7 +30,8 @@ class _TextMap(_llm.LLMIngredientMixin, MapIngredient):
     text_max_tokens: ClassVar[int] = 128
 
     def answer_texts(
-        self, model: Model, values: list[Any], build: Any, constraint: Constraint,
+        self, model: Model, values: list[Any], build: Callable[[str], str],
+        constraint: Constraint,
         back: dict[str, Any], kwargs: dict[str, Any],
     ) -> list[Any]:
         """``build(text) -> prompt`` for each distinct non-empty text; empty texts -> None."""
@@ -37,14 +40,24 @@ class _TextMap(_llm.LLMIngredientMixin, MapIngredient):
             kwargs, "max_tokens", _llm.max_tokens_for(constraint, model, self.text_max_tokens)))
         prompt_of: list[str | None] = []
         for v in values:
-            body = _llm.render_texts(_llm.text_items(v), budget)
-            prompt_of.append(build(body) if body else None)
+            items = _llm.text_items(v)
+            if not items:
+                prompt_of.append(None)
+                continue
+            prompt_of.append(_llm.fit_prompt(
+                partial(self._render, build, items, budget), model, max_tokens))
         distinct = list(dict.fromkeys(p for p in prompt_of if p is not None))
         requests = [Request(prompt=p, constraint=constraint, max_tokens=max_tokens)
                     for p in distinct]
         answers = dict(zip(distinct, self.ask(model, requests, kwargs, back, short_text=False),
                            strict=True))
         return [None if p is None else answers[p] for p in prompt_of]
+
+
+    @staticmethod
+    def _render(build: Callable[[str], str], items: list[str], budget: int, scale: float) -> str:
+        """The prompt for one value's documents at a scaled character budget."""
+        return build(_llm.render_texts(items, _llm.scaled(budget, scale, floor=80)))
 
 
 class ANSWER(_TextMap):

@@ -114,3 +114,47 @@ def test_interpret():
     assert _llm.interpret(Response("abcdef", value="abcdef"), Text(max_chars=3), {}, True) == (
         "abc", None)
     assert math.isnan(_llm.interpret(Response("nan", value=float("nan")), Float(), {}, True)[0])
+
+
+class SmallWindow(FunctionModel):
+    """A model with a 400-token window and 2 characters per token."""
+
+    n_ctx = 400
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 2
+
+
+def room(model: SmallWindow, req) -> int:
+    return model.n_ctx - req.max_tokens - _llm.PROMPT_MARGIN
+
+
+def test_prompts_shrink_to_fit_the_context_window():
+    import json
+
+    from blendsql.ingredients import ANSWER, LLMQA, LLMMap, LLMValidate
+
+    seen = []
+    model = SmallWindow(lambda r: (seen.append(r), "x")[1])
+    big = pd.DataFrame({"passage": ["word " * 300] * 20})
+    LLMQA().run("q?", big, None, model=model)
+    LLMValidate().run("s", big, None, model=model)
+    LLMMap().run("q?", ["v" * 5000, "short"], model=model, context=big)
+    ANSWER().run("q?", [json.dumps(["review " * 100] * 30)], model=model)
+    assert len(seen) == 5
+    for req in seen:
+        assert model.count_tokens(req.prompt) <= room(model, req), req.prompt[:80]
+    short = [r for r in seen if r.prompt.rstrip().endswith("Value: short\nAnswer:")]
+    assert short and "passage" in short[0].prompt  # context shrank but is still there
+
+
+def test_fit_prompt_leaves_models_without_window_alone():
+    model = FunctionModel(lambda r: "x")
+    calls = []
+
+    def build(scale: float) -> str:
+        calls.append(scale)
+        return "p" * 100_000
+
+    assert len(_llm.fit_prompt(build, model, 16)) == 100_000
+    assert calls == [1.0]
