@@ -15,7 +15,10 @@ Arguments:
 A paper-style column reference ``'t::c'`` is parsed into ``exp.Column(table=t,
 this=c)`` with ``meta["quoted_form"] = True`` so it renders back as written.
 Node meta: ``brace`` (``"{{"`` or ``"<<"``), ``call_id`` (unique per parse,
-in text order), ``join_form`` (True for ``JOIN {{LLMJoin(left_on=.., right_on=..)}}``).
+in text order), ``join_form`` (True for ``JOIN {{LLMJoin(left_on=.., right_on=..)}}``),
+``join_keys`` (join form only: how the two sides were written, e.g.
+``["left_on", "right_on"]`` or ``[None, None]`` for positional), ``position``
+(0-based offset of the call in the parsed text).
 """
 
 from __future__ import annotations
