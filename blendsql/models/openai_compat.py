@@ -1,0 +1,503 @@
+"""OpenAI-compatible chat-completions backend (OpenAI, vLLM, llama.cpp servers, Ollama...).
+
+Servers differ in how they accept output constraints, so each request is
+turned into a ``_Plan``: the extra request fields that make the *server*
+enforce the constraint where it can (GBNF ``grammar`` for llama.cpp, guided
+decoding for vLLM, JSON-schema ``response_format`` / ``logit_bias`` for
+OpenAI). Whatever the server does, the text is parsed with the constraint and,
+if invalid, the model is asked again with the parse error (validate + retry),
+so every backend returns values of the same type.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from blendsql.errors import BlendSQLError, ModelError
+from blendsql.models.base import Model, Request, Response, Usage, parse_response
+from blendsql.models.constraints import (
+    Bool,
+    Choice,
+    Constraint,
+    Date,
+    Float,
+    Grammar,
+    Int,
+    JsonSchema,
+    ListOf,
+    Regex,
+    Text,
+)
+
+ServerKind = Literal["auto", "llamacpp", "vllm", "openai", "generic"]
+_KINDS = ("auto", "llamacpp", "vllm", "openai", "generic")
+
+# Regexes for scalar constraints, shared with the guidance adapter. They are
+# deliberately bounded so a constrained decoder cannot run away.
+INT_REGEX = r"-?[0-9]{1,18}"
+FLOAT_REGEX = r"-?[0-9]{1,15}(\.[0-9]{1,10})?"
+DATE_REGEX = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+_LOGIT_BIAS_MAX_TOKENS = 300  # OpenAI's limit on logit_bias entries
+_PARSE_RETRIES = 2  # extra attempts after an answer that does not parse
+
+
+def constraint_regex(c: Constraint) -> str | None:
+    """A regex whose full matches all parse under ``c`` (None: not expressible as one)."""
+    if isinstance(c, Regex):
+        return c.pattern
+    if isinstance(c, Int):
+        return INT_REGEX
+    if isinstance(c, Float):
+        return FLOAT_REGEX
+    if isinstance(c, Date):
+        return DATE_REGEX
+    if isinstance(c, Bool):
+        return "true|false"
+    if isinstance(c, Choice) and c.options:
+        return "|".join(re.escape(o) for o in c.options)
+    return None
+
+
+def constraint_json_schema(c: Constraint) -> dict[str, Any] | None:
+    """A JSON schema for ``c`` when its answer is JSON (lists, JSON values), else None."""
+    if isinstance(c, JsonSchema):
+        return c.schema
+    if isinstance(c, ListOf):
+        schema: dict[str, Any] = {"type": "array", "items": _item_schema(c.item)}
+        if c.min_len:
+            schema["minItems"] = c.min_len
+        if c.max_len is not None:
+            schema["maxItems"] = c.max_len
+        return schema
+    return None
+
+
+def _item_schema(c: Constraint) -> dict[str, Any]:
+    """JSON schema of one list item (ListOf parses JSON scalars back through ``c``)."""
+    if isinstance(c, Choice):
+        return {"type": "string", "enum": list(c.options)}
+    if isinstance(c, Bool):
+        return {"type": "boolean"}
+    if isinstance(c, Int):
+        return {"type": "integer"}
+    if isinstance(c, Float):
+        return {"type": "number"}
+    if isinstance(c, (Date, Regex)):
+        return {"type": "string", "pattern": f"^(?:{constraint_regex(c)})$"}
+    nested = constraint_json_schema(c)
+    return nested if nested is not None else {"type": "string"}
+
+
+def choice_logit_bias(
+    options: Sequence[str], encode: Callable[[str], list[int]]
+) -> tuple[dict[str, int], int] | None:
+    """(logit_bias, max_tokens) restricting sampling to the options' tokens, or None.
+
+    Only the tokens that spell some option get +100, and ``max_tokens`` is the
+    longest option, so the model can barely produce anything else; parsing still
+    checks the result because token sequences can recombine.
+    """
+    tokens: set[int] = set()
+    longest = 0
+    for opt in options:
+        ids = encode(opt)
+        if not ids:
+            return None
+        tokens.update(ids)
+        longest = max(longest, len(ids))
+    if len(tokens) > _LOGIT_BIAS_MAX_TOKENS:
+        return None
+    return {str(t): 100 for t in sorted(tokens)}, longest
+
+
+@dataclass
+class _Plan:
+    """Extra request fields that make one server enforce one constraint."""
+
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    create_kwargs: dict[str, Any] = field(default_factory=dict)
+    unwrap: str | None = None  # answer sits under this key of a JSON object
+    enforced: bool = False  # the server guarantees the shape (we still validate)
+
+    @property
+    def mechanism(self) -> str | None:
+        """Name of the server feature used (remembered if the server rejects it)."""
+        keys = list(self.extra_body) + list(self.create_kwargs)
+        return keys[0] if keys else None
+
+
+def _wrap_object(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI structured outputs need an object at the root: put the value under 'value'."""
+    return {
+        "type": "object",
+        "properties": {"value": schema},
+        "required": ["value"],
+        "additionalProperties": False,
+    }
+
+
+def plan_for(
+    kind: str,
+    c: Constraint,
+    gbnf: Callable[[Constraint], str | None] | None = None,
+    encode: Callable[[str], list[int]] | None = None,
+) -> _Plan:
+    """Choose how ``kind`` of server is told about constraint ``c``."""
+    if isinstance(c, Text):
+        return _Plan(enforced=True)
+    if isinstance(c, Grammar):
+        if kind == "llamacpp":
+            return _Plan(extra_body={"grammar": c.gbnf}, enforced=True)
+        if kind == "vllm":  # vLLM's xgrammar backend reads GBNF
+            return _Plan(extra_body={"guided_grammar": c.gbnf}, enforced=True)
+        return _Plan()
+    if kind == "llamacpp":
+        try:
+            grammar = gbnf(c) if gbnf is not None else None
+        except BlendSQLError:  # e.g. a regex feature GBNF cannot express
+            grammar = None
+        if grammar:
+            return _Plan(extra_body={"grammar": grammar}, enforced=True)
+        schema = constraint_json_schema(c)
+        if schema is not None:  # llama.cpp answers 500 to json_schema, accepts this
+            fmt = {"type": "json_object", "schema": schema}
+            return _Plan(create_kwargs={"response_format": fmt}, enforced=True)
+        return _Plan()
+    if kind == "vllm":
+        if isinstance(c, Choice):
+            return _Plan(extra_body={"guided_choice": list(c.options)}, enforced=True)
+        if isinstance(c, Bool):
+            return _Plan(extra_body={"guided_choice": ["true", "false"]}, enforced=True)
+        schema = constraint_json_schema(c)
+        if schema is not None:
+            return _Plan(extra_body={"guided_json": schema}, enforced=True)
+        rx = constraint_regex(c)
+        return _Plan(extra_body={"guided_regex": rx}, enforced=True) if rx else _Plan()
+    if kind == "openai":
+        if isinstance(c, Choice) and encode is not None and c.options:
+            bias = choice_logit_bias(c.options, encode)
+            if bias is not None:
+                return _Plan(create_kwargs={"logit_bias": bias[0], "max_tokens": bias[1]})
+        schema = constraint_json_schema(c)
+        if schema is not None:
+            fmt = {"type": "json_schema",
+                   "json_schema": {"name": "answer", "schema": _wrap_object(schema), "strict": True}}
+            return _Plan(create_kwargs={"response_format": fmt}, unwrap="value", enforced=True)
+        return _Plan()
+    # generic servers (Ollama, LM Studio, ...): the standard JSON-schema response_format
+    schema = constraint_json_schema(c)
+    if schema is not None:
+        fmt = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+        return _Plan(create_kwargs={"response_format": fmt}, enforced=True)
+    return _Plan()
+
+
+def detect_kind(base_url: str | None, models_payload: list[dict[str, Any]] | None) -> str:
+    """Server kind from the base URL and (optionally) the ``/v1/models`` listing.
+
+    ``owned_by`` says who serves: llama-cpp-python answers "me", upstream
+    llama-server "llamacpp", vLLM "vllm".
+    """
+    host = urlparse(base_url).hostname if base_url else "api.openai.com"
+    if host and host.endswith("openai.com"):
+        return "openai"
+    owners = {str(m.get("owned_by", "")).lower() for m in models_payload or []}
+    if owners & {"llamacpp", "me"} or any("llama" in o for o in owners):
+        return "llamacpp"
+    if "vllm" in owners:
+        return "vllm"
+    return "generic"
+
+
+def _strip_fences(text: str) -> str:
+    """Free-running chat models often wrap JSON in ``` fences; drop them before parsing."""
+    m = re.fullmatch(r"\s*```[a-zA-Z]*\s*\n?(.*?)\n?```\s*", text, flags=re.S)
+    return m.group(1) if m else text
+
+
+class OpenAI(Model):
+    """A model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    ``base_url`` / ``api_key`` fall back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
+    A batch runs with at most ``max_concurrency`` requests in flight; results keep
+    input order. 429 / 5xx / timeouts / dropped connections are retried
+    ``max_retries`` times with exponential back-off and jitter.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        max_concurrency: int = 4,
+        timeout: float = 60,
+        max_retries: int = 4,
+        server_kind: ServerKind = "auto",
+        backoff: float = 0.5,
+        max_backoff: float = 20.0,
+    ) -> None:
+        if server_kind not in _KINDS:
+            raise ModelError(f"unknown server_kind {server_kind!r}", hint="use one of: " + ", ".join(_KINDS))
+        import openai
+
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key and self.base_url is None:
+            raise ModelError("no API key for OpenAI", hint="check OPENAI_API_KEY / api_key=")
+        self.max_concurrency = max(1, max_concurrency)
+        self.max_retries = max(0, max_retries)
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.timeout = timeout
+        self.server_kind = server_kind
+        self.name = f"openai:{model}"
+        # local servers accept any key; the client insists on one being set
+        self._client = openai.OpenAI(
+            api_key=key or "sk-no-key", base_url=self.base_url, timeout=timeout, max_retries=0
+        )
+        self._kind: str | None = None if server_kind == "auto" else server_kind
+        self._known_models: list[str] = []
+        self._rejected: set[str] = set()  # constraint mechanisms the server refused
+        self._lock = threading.Lock()
+        self._encode = _tiktoken_encoder(model)
+
+    # -- identity ---------------------------------------------------------------
+    def identity(self) -> str:
+        return f"openai-compat:{self.base_url or 'https://api.openai.com/v1'}|{self.model}|kind={self.server_kind}"
+
+    def count_tokens(self, text: str) -> int:
+        if self._encode is not None:
+            return len(self._encode(text))
+        return super().count_tokens(text)
+
+    # -- server kind ------------------------------------------------------------
+    def kind(self) -> str:
+        """The server kind, probing ``/models`` once when it was left on 'auto'."""
+        with self._lock:
+            if self._kind is None:
+                payload = None
+                if self.base_url is not None:
+                    page = self._call(lambda: self._client.models.list())
+                    payload = [m.model_dump() for m in page.data]
+                    self._known_models = [str(m.get("id")) for m in payload]
+                self._kind = detect_kind(self.base_url, payload)
+            return self._kind
+
+    # -- generation -------------------------------------------------------------
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        if not requests:
+            return []
+        kind = self.kind()
+        if len(requests) == 1 or self.max_concurrency == 1:
+            return [self._one(r, kind) for r in requests]
+        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(requests))) as pool:
+            futures = [pool.submit(self._one, r, kind) for r in requests]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+
+    def _plan(self, req: Request, kind: str) -> _Plan:
+        gbnf = _gbnf_compiler() if kind == "llamacpp" else None
+        plan = plan_for(kind, req.constraint, gbnf=gbnf, encode=self._encode)
+        if plan.mechanism is not None and plan.mechanism in self._rejected:
+            return _Plan()
+        return plan
+
+    def _one(self, req: Request, kind: str) -> Response:
+        """One request: enforce where possible, validate always, re-ask with the error."""
+        t0 = time.perf_counter()
+        plan = self._plan(req, kind)
+        messages = req.as_messages()
+        if not plan.enforced and not isinstance(req.constraint, Text):
+            messages[-1] = {**messages[-1], "content": messages[-1]["content"]
+                            + f"\n\nAnswer with only {req.constraint.describe()}."}
+        usage = Usage()
+        text, value, err = "", None, None
+        for _attempt in range(_PARSE_RETRIES + 1):
+            text, plan = self._complete(messages, req, plan, usage)
+            value, err = self._parse(text, req.constraint, plan)
+            if err is None:
+                break
+            messages = messages + [
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": f"That answer is invalid ({err}). "
+                 f"Reply with only {req.constraint.describe()}."},
+            ]
+        return Response(text.strip(), value, usage, time.perf_counter() - t0, error=err)
+
+    def _parse(self, text: str, c: Constraint, plan: _Plan) -> tuple[Any, str | None]:
+        raw = text if plan.enforced else _strip_fences(text)
+        if plan.unwrap is not None:
+            try:
+                raw = json.dumps(json.loads(raw)[plan.unwrap])
+            except (ValueError, KeyError, TypeError) as e:
+                return None, f"could not read {plan.unwrap!r} from {text!r}: {e}"
+        return parse_response(raw, c)
+
+    def _complete(
+        self, messages: list[dict[str, str]], req: Request, plan: _Plan, usage: Usage
+    ) -> tuple[str, _Plan]:
+        """One chat completion; if the server rejects the constraint fields, drop them."""
+        import openai
+
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": req.temperature,
+            "max_tokens": _max_tokens(req, plan),
+        }
+        if req.stop:
+            kwargs["stop"] = list(req.stop[:4])
+        kwargs.update(plan.create_kwargs)
+        if plan.extra_body:
+            kwargs["extra_body"] = plan.extra_body
+        try:
+            resp = self._call(lambda: self._client.chat.completions.create(**kwargs))
+        except ModelError as e:
+            cause = e.__cause__
+            rejected = isinstance(cause, (openai.BadRequestError, openai.UnprocessableEntityError))
+            if not rejected or plan.mechanism is None:
+                raise
+            with self._lock:
+                self._rejected.add(plan.mechanism)
+            return self._complete(messages, req, _Plan(), usage)
+        usage += _usage_of(resp)
+        content = resp.choices[0].message.content if resp.choices else None
+        return content or "", plan
+
+    # -- transport: retries and errors -------------------------------------------
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        """Run one API call with back-off on transient failures; map errors to ModelError."""
+        import openai
+
+        attempt = 0
+        while True:
+            try:
+                return fn()
+            except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as e:
+                transient = True
+                err: Exception = e
+            except openai.APIStatusError as e:
+                transient = e.status_code in (408, 409) or e.status_code >= 500
+                err = e
+            if not transient or attempt >= self.max_retries:
+                raise self._to_model_error(err) from err
+            time.sleep(self._delay(attempt, err))
+            attempt += 1
+
+    def _delay(self, attempt: int, err: Exception) -> float:
+        """Exponential back-off with full jitter, honouring a short Retry-After."""
+        base = min(self.max_backoff, self.backoff * (2**attempt))
+        delay = base / 2 + random.uniform(0, base / 2)
+        response = getattr(err, "response", None)
+        retry_after = response.headers.get("retry-after") if response is not None else None
+        try:
+            if retry_after is not None:
+                delay = max(delay, min(float(retry_after), self.max_backoff))
+        except ValueError:
+            pass
+        return delay
+
+    def _to_model_error(self, err: Exception) -> ModelError:
+        """A user-facing error that says what to check."""
+        import openai
+
+        where = self.base_url or "https://api.openai.com/v1"
+        if isinstance(err, openai.APITimeoutError):
+            return ModelError(f"request to {where} timed out after {self.timeout}s",
+                              hint="the server may be overloaded; raise timeout= or lower max_concurrency=")
+        if isinstance(err, openai.APIConnectionError):
+            return ModelError(f"cannot connect to {where}: {err}",
+                              hint=f"is the server running at {where}? (check base_url= / OPENAI_BASE_URL)")
+        status = getattr(err, "status_code", None)
+        detail = _error_detail(err)
+        if status in (401, 403):
+            return ModelError(f"{where} refused the credentials (HTTP {status}): {detail}",
+                              hint="check OPENAI_API_KEY / api_key=")
+        if status == 404:
+            known = ", ".join(self._known_models[:10])
+            return ModelError(f"model {self.model!r} not found at {where} (HTTP 404): {detail}",
+                              hint=f"available models: {known}" if known else
+                              "check the model name and base_url (it usually ends in /v1)")
+        if status == 429:
+            return ModelError(f"rate limited by {where} after {self.max_retries} retries: {detail}",
+                              hint="lower max_concurrency= or raise max_retries=")
+        return ModelError(f"{where} answered HTTP {status}: {detail}",
+                          hint="see the server's log; the request may use a feature it lacks")
+
+
+def _error_detail(err: Exception) -> str:
+    body = getattr(err, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        msg = inner.get("message") if isinstance(inner, dict) else inner
+        if msg:
+            return str(msg)[:300]
+    return str(getattr(err, "message", err))[:300]
+
+
+def _usage_of(resp: Any) -> Usage:
+    """Token counts from a completion's ``usage`` (cached tokens when the server reports them)."""
+    u = getattr(resp, "usage", None)
+    if u is None:
+        return Usage()
+    details = getattr(u, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return Usage(u.prompt_tokens or 0, u.completion_tokens or 0, cached or 0)
+
+
+def _tiktoken_encoder(model: str) -> Callable[[str], list[int]] | None:
+    """tiktoken's encoder for ``model`` if tiktoken is installed and knows it."""
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    try:
+        enc = tiktoken.encoding_for_model(model)
+    except (KeyError, ValueError):
+        return None
+    return enc.encode
+
+
+def _max_tokens(req: Request, plan: _Plan) -> int:
+    """The request's limit, raised to the constraint's length bound when it is enforced.
+
+    A grammar-bounded answer (a date, an option) cut off by ``max_tokens`` can never
+    parse, and each token carries at least one byte, so the byte bound suffices.
+    """
+    if not plan.enforced:
+        return req.max_tokens
+    try:
+        from blendsql.models.gbnf import max_output_bytes
+
+        bound = max_output_bytes(req.constraint)
+    except (ImportError, BlendSQLError):
+        return req.max_tokens
+    return max(req.max_tokens, bound) if bound is not None and bound <= 4096 else req.max_tokens
+
+
+def _gbnf_compiler() -> Callable[[Constraint], str | None] | None:
+    """The GBNF compiler shared with the llama.cpp backend (None if unavailable)."""
+    try:
+        from blendsql.models.gbnf import to_gbnf
+    except ImportError:
+        return None
+    return to_gbnf
+
+
+__all__ = ["OpenAI", "constraint_json_schema", "constraint_regex", "detect_kind", "plan_for"]
