@@ -1181,4 +1181,115 @@ PAIRS: list[Pair] = [
                          "JOIN concert c ON c.concert_ID = sic.concert_ID "
                          "JOIN stadium st ON st.Stadium_ID = c.Stadium_ID"},
     ),
+    # ----------------------------------------- self-joins, windows, odd places
+    Pair(
+        "self_join_two_aliases_two_questions", EMP,
+        "SELECT a.Name, b.Name FROM employee a JOIN employee b ON a.City = b.City "
+        "AND a.Employee_ID < b.Employee_ID "
+        "WHERE {{StartsWith('M', a.Name)}} AND {{StartsWith('S', b.Name)}}",
+        "SELECT a.Name, b.Name FROM employee a JOIN employee b ON a.City = b.City "
+        "AND a.Employee_ID < b.Employee_ID "
+        "WHERE substr(a.Name, 1, 1) = 'M' AND substr(b.Name, 1, 1) = 'S'",
+        within={"StartsWith": "SELECT Name FROM employee"},
+    ),
+    Pair(
+        "self_join_same_call_both_aliases", EMP,
+        "SELECT a.Name, b.Name FROM employee a JOIN employee b ON a.City = b.City "
+        "WHERE {{Length(a.Name)}} > {{Length(b.Name)}}",
+        "SELECT a.Name, b.Name FROM employee a JOIN employee b ON a.City = b.City "
+        "WHERE length(a.Name) > length(b.Name)",
+        within={"Length": "SELECT Name FROM employee"},
+    ),
+    Pair(
+        "select_star_with_map_filter", CS,
+        "SELECT * FROM singer WHERE {{StartsWith('J', singer.Name)}}",
+        "SELECT * FROM singer WHERE substr(Name, 1, 1) = 'J'",
+        exact={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "map_over_aggregate_in_having", CS,
+        "SELECT Country FROM singer GROUP BY Country HAVING {{Length(MAX(singer.Name))}} > 10",
+        "SELECT Country FROM singer GROUP BY Country HAVING length(MAX(Name)) > 10",
+        within={"Length": "SELECT MAX(Name) FROM singer GROUP BY Country"},
+    ),
+    Pair(
+        "cte_with_ingredient_used_twice", CS,
+        "WITH j AS (SELECT * FROM singer WHERE {{StartsWith('J', singer.Name)}} = TRUE) "
+        "SELECT a.Name, b.Name FROM j a JOIN j b ON a.Singer_ID < b.Singer_ID",
+        "WITH j AS (SELECT * FROM singer WHERE substr(Name, 1, 1) = 'J') "
+        "SELECT a.Name, b.Name FROM j a JOIN j b ON a.Singer_ID < b.Singer_ID",
+        exact={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "left_join_ingredient_keeps_unmatched", WORLD,
+        "SELECT co.Name, ci.Name FROM country co LEFT JOIN city ci "
+        "ON {{LowerJoin(co.Capital, ci.ID)}} "
+        "WHERE co.Region = 'Antarctica' OR co.Region = 'Polynesia'",
+        "SELECT co.Name, ci.Name FROM country co LEFT JOIN city ci "
+        "ON lower(trim(co.Capital)) = lower(trim(ci.ID)) "
+        "WHERE co.Region = 'Antarctica' OR co.Region = 'Polynesia'",
+        within={"LowerJoin": "SELECT Capital FROM country",
+                "LowerJoin.right": "SELECT ID FROM city"},
+    ),
+    Pair(
+        "join_ingredient_and_plain_on", WORLD,
+        "SELECT co.Name, ci.Name FROM country co JOIN city ci "
+        "ON {{LowerJoin(co.Capital, ci.ID)}} AND ci.Population > 1000000 "
+        "WHERE co.Continent = 'Europe'",
+        "SELECT co.Name, ci.Name FROM country co JOIN city ci "
+        "ON lower(trim(co.Capital)) = lower(trim(ci.ID)) AND ci.Population > 1000000 "
+        "WHERE co.Continent = 'Europe'",
+        within={"LowerJoin": "SELECT Capital FROM country",
+                "LowerJoin.right": "SELECT ID FROM city"},
+        needs={"LowerJoin": "SELECT co.Capital FROM country co JOIN city ci ON co.Capital = ci.ID "
+                            "WHERE ci.Population > 1000000 AND co.Continent = 'Europe'"},
+    ),
+    Pair(
+        "window_partition_by_map", CS,
+        "SELECT Name, RANK() OVER (PARTITION BY {{Length(singer.Country)}} ORDER BY Age) "
+        "FROM singer",
+        "SELECT Name, RANK() OVER (PARTITION BY length(Country) ORDER BY Age) FROM singer",
+        exact={"Length": "SELECT DISTINCT Country FROM singer"},
+    ),
+    Pair(
+        "distinct_map_order_by_alias", CS,
+        "SELECT DISTINCT {{Length(singer.Country)}} AS n FROM singer ORDER BY n DESC",
+        "SELECT DISTINCT length(Country) AS n FROM singer ORDER BY n DESC",
+        order="exact",
+        exact={"Length": "SELECT DISTINCT Country FROM singer"},
+    ),
+    Pair(
+        "case_expression_as_map_value", CS,
+        "SELECT Name FROM singer WHERE "
+        "{{Length(CASE WHEN Age > 30 THEN singer.Name ELSE singer.Country END)}} > 9",
+        "SELECT Name FROM singer WHERE "
+        "length(CASE WHEN Age > 30 THEN Name ELSE Country END) > 9",
+        exact={"Length": "SELECT DISTINCT CASE WHEN Age > 30 THEN Name ELSE Country END "
+                         "FROM singer"},
+    ),
+    Pair(
+        "param_as_question", CS,
+        "SELECT Name FROM singer WHERE {{StartsWith(?, singer.Name)}} = TRUE AND Age > ?",
+        "SELECT Name FROM singer WHERE substr(Name, 1, 1) = ? AND Age > ?",
+        params=("J", 30),
+        exact={"StartsWith": "SELECT DISTINCT Name FROM singer WHERE Age > 30"},
+    ),
+    Pair(
+        "map_in_scalar_subquery_aggregate", CS,
+        "SELECT Name FROM singer WHERE Age > "
+        "(SELECT AVG(Age) FROM singer WHERE {{StartsWith('T', singer.Name)}})",
+        "SELECT Name FROM singer WHERE Age > "
+        "(SELECT AVG(Age) FROM singer WHERE substr(Name, 1, 1) = 'T')",
+        exact={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "union_order_limit_over_compound", CS,
+        "SELECT Name FROM singer WHERE {{StartsWith('J', singer.Name)}} = TRUE\n"
+        "UNION\nSELECT Name FROM stadium WHERE {{StartsWith('J', stadium.Name)}} = FALSE "
+        "ORDER BY 1 LIMIT 4",
+        "SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J' UNION SELECT Name FROM stadium "
+        "WHERE (substr(Name, 1, 1) = 'J') = FALSE ORDER BY 1 LIMIT 4",
+        order="exact",
+        within={"StartsWith": "SELECT Name FROM singer UNION SELECT Name FROM stadium"},
+    ),
 ]

@@ -150,13 +150,13 @@ def _passed(ingredients: dict[str, Recorder], key: str) -> list[Any]:
 
 
 def _check_calls_clean(ingredients: dict[str, Recorder]) -> None:
-    """NULLs are never passed; a map call never gets the same value twice."""
+    """NULLs are never passed; one call never gets the same value twice (per side)."""
     for name, ing in ingredients.items():
         for call in ing.calls:
             assert None not in call.values, f"{name} got NULL"
             assert None not in call.right_values, f"{name} got NULL on the right"
-            if ing.calls and name in ("StartsWith", "Length", "Upper"):
-                norm = [normalise_cell(v) for v in call.values]
+            for side in (call.values, call.right_values):
+                norm = [normalise_cell(v) for v in side]
                 dupes = [v for v, n in Counter(norm).items() if n > 1]
                 assert not dupes, f"{name} got duplicates in one call: {dupes}"
 
