@@ -27,7 +27,8 @@ SQL_ACTS = frozenset({"inform_sql", "infer_sql"})
 # Anchored on both ends so "hi, how many singers are there" is NOT a greeting.
 _SHORTCUTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("greeting", re.compile(r"(hi|hello|hey|hiya|good (morning|afternoon|evening))( there)?")),
-    ("thank_you", re.compile(r"(thanks?( you)?( (so|very) much)?|thx|ty|cheers|great,? thanks?)")),
+    ("thank_you", re.compile(r"((great|ok|okay|perfect) )?(thanks|thank you|thx|ty|cheers|many thanks)"
+                            r"( (a lot|so much|very much|again))?")),
     ("goodbye", re.compile(r"(bye|goodbye|good bye|see you|see ya|that'?s all|quit|exit)( for now| bye)?")),
     ("affirm", re.compile(r"(yes|yeah|yep|yup|sure|correct|right|ok|okay|exactly)")),
     ("negate", re.compile(r"(no|nope|nah|not really|wrong|incorrect)")),

@@ -35,6 +35,7 @@ from blendsql.nl.respond import (
     answer_response,
     clarify_question,
     out_of_scope_response,
+    schema_mentions,
     schema_overview,
 )
 from blendsql.smoothie import Smoothie
@@ -161,11 +162,13 @@ class Conversation:
     # -- internals -----------------------------------------------------------------------
 
     def _act(self, utterance: str) -> str:
-        """Shortcut, else the model's act; a model-chosen social act on a question is overruled.
+        """Shortcut, else the model's act, with two deterministic overrules.
 
         Social acts and yes/no are what the deterministic shortcuts cover;
         when the model picks one for a turn that reads like a question (a '?'
         or a question word first), the model is wrong far more often than not.
+        And a turn that names a table or column of this database is not
+        unrelated or unintelligible, whatever a small model says.
         """
         fast = shortcut_act(utterance)
         if fast is not None:
@@ -175,6 +178,8 @@ class Conversation:
         earlier = [t.utterance for t in self.history]
         act = classify_act(self.bsql.model, utterance, schema_overview(self.conn), earlier)
         if act in _SOCIAL_ACTS and (utterance.endswith("?") or _QUESTION_START.match(utterance)):
+            return "inform_sql"
+        if act in ("not_related", "cannot_understand") and schema_mentions(self.conn, utterance):
             return "inform_sql"
         return act
 

@@ -113,18 +113,22 @@ def candidate_columns(conn: sqlite3.Connection, utterance: str, k: int = 3,
                       threshold: float = 70.0) -> list[str]:
     """``table.column`` names that the utterance's words fuzzily mention, best first.
 
-    Falls back to the first columns of the first table when no word matches,
-    so a clarifying question always has something concrete to offer.
+    With fewer than ``k`` matches the list is padded with other columns of the
+    matched tables (numeric ones first: vague words like "best" or "top"
+    usually mean a measure), or of the first table when nothing matched, so
+    a clarifying question always offers concrete choices.
     """
     words = [w.lower() for w in _WORD.findall(utterance) if w.lower() not in _STOP and len(w) >= 3]
     scored: dict[str, float] = {}
-    all_cols: list[str] = []
+    by_table: dict[str, list[tuple[str, bool]]] = {}
     for t in list_tables(conn):
         if t.is_documents:
             continue
+        types = {r[1]: (r[2] or "").upper() for r in conn.execute(f'PRAGMA table_info("{t.name}")')}
         for c in t.columns:
             name = f"{t.name}.{c}"
-            all_cols.append(name)
+            numeric = any(x in types.get(c, "") for x in ("INT", "REAL", "NUM", "FLOA", "DOUB"))
+            by_table.setdefault(t.name, []).append((name, numeric))
             label = f"{t.name} {c}".replace("_", " ").lower()
             col_words = c.replace("_", " ").lower()
             best = max((max(fuzz.ratio(w, col_words), fuzz.partial_ratio(w, label) - 10)
@@ -132,7 +136,23 @@ def candidate_columns(conn: sqlite3.Connection, utterance: str, k: int = 3,
             if best >= threshold:
                 scored[name] = best
     ranked = sorted(scored, key=lambda n: (-scored[n], n))[:k]
-    return ranked or all_cols[:k]
+    tables = list(dict.fromkeys(n.split(".", 1)[0] for n in ranked)) or list(by_table)[:1]
+    pool = [(n, num) for t in tables for n, num in by_table.get(t, []) if n not in ranked]
+    pool.sort(key=lambda p: not p[1])  # stable: numeric columns first, schema order kept
+    return ranked + [n for n, _ in pool[: k - len(ranked)]]
+
+
+def schema_mentions(conn: sqlite3.Connection, utterance: str, threshold: float = 85.0) -> list[str]:
+    """Tables and ``table.column`` names that a word of the utterance names (near-exactly)."""
+    words = [w.lower() for w in _WORD.findall(utterance) if w.lower() not in _STOP and len(w) >= 3]
+    found = []
+    for t in list_tables(conn):
+        for name, label in [(t.name, t.name), *((f"{t.name}.{c}", c) for c in t.columns)]:
+            label = label.replace("_", " ").lower()
+            if any(fuzz.ratio(w, label) >= threshold or fuzz.ratio(w.rstrip("s"), label) >= threshold
+                   for w in words):
+                found.append(name)
+    return found
 
 
 def clarify_question(conn: sqlite3.Connection, utterance: str) -> tuple[str, list[str]]:

@@ -1,0 +1,123 @@
+"""Correction from feedback (SPLASH): prompt contents, constraint, validation + retry, diff."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from blendsql import BlendSQL
+from blendsql.models.base import FunctionModel, Request
+from blendsql.models.constraints import Grammar
+from blendsql.nl import Conversation, Parser
+from blendsql.nl.correct import correct_query, correction_prompt, sql_diff
+from blendsql.nl.parser import Example
+
+PETS = Path(__file__).resolve().parents[1] / "data" / "spider" / "pets_1" / "pets_1.sqlite"
+EXAMPLES = [Example("Who was picked 5th?", "SELECT w.player FROM w WHERE w.pick = 5",
+                    "CREATE TABLE w (player TEXT, pick INTEGER);")]
+QUESTION = "How many pets are owned by students?"
+WRONG = "SELECT COUNT(*) FROM Pets"
+RIGHT = "SELECT COUNT(*) FROM Has_Pet JOIN Student ON Has_Pet.StuID = Student.StuID WHERE Student.Age > 19"
+FEEDBACK = "count the rows of has_pet for students older than 19 instead"
+
+
+class Script:
+    def __init__(self, corrections: list[str]) -> None:
+        self.corrections = list(corrections)
+        self.requests: list[Request] = []
+
+    def __call__(self, req: Request) -> str:
+        self.requests.append(req)
+        p = req.prompt.rstrip()
+        if p.endswith("BlendSQL:"):
+            return WRONG
+        if p.endswith("Corrected query:"):
+            return self.corrections.pop(0)
+        return "inform_sql"
+
+
+def conv_with(script: Script) -> Conversation:
+    model = FunctionModel(script)
+    bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False), model=model, cache=False)
+    return Conversation(bsql, Parser(model, examples=EXAMPLES, n_examples=1), classify_acts=False)
+
+
+def test_feedback_gives_a_corrected_query_that_runs_and_differs():
+    s = Script([RIGHT])
+    conv = conv_with(s)
+    first = conv.ask(QUESTION)
+    assert first.program == WRONG and first.answer == 3
+    turn = conv.correct(FEEDBACK)
+    assert turn.act == "correct"
+    assert turn.program == RIGHT and turn.previous_program == WRONG
+    assert turn.program != first.program
+    expected = conv.bsql.db.conn.execute(RIGHT).fetchone()[0]
+    assert turn.answer == expected and turn.answer != first.answer
+    assert turn.diff is not None and "+ JOIN Student" in turn.diff.replace("Has_Pet ", "")
+    assert "- Pets" in turn.diff
+    assert "3 row(s)" not in turn.response and "1 row(s) before, 1 now" in turn.response
+    assert f"The answer is {expected}." in turn.response
+
+
+def test_correction_prompt_holds_question_query_explanation_and_feedback():
+    s = Script([RIGHT])
+    conv = conv_with(s)
+    conv.ask(QUESTION)
+    conv.correct(FEEDBACK)
+    req = s.requests[-1]
+    for part in (f"Question: {QUESTION}", f"Query: {WRONG}", "1. Start from the table Pets.",
+                 "2. Return the number of rows.", f"Feedback: {FEEDBACK}", "CREATE TABLE"):
+        assert part in req.prompt
+    assert isinstance(req.constraint, Grammar) and req.constraint.label == "blendsql"
+
+
+def test_invalid_correction_is_retried_once_with_the_error():
+    s = Script(["SELECT Pets.no_such_column FROM Pets", RIGHT])
+    conv = conv_with(s)
+    conv.ask(QUESTION)
+    turn = conv.correct(FEEDBACK)
+    assert turn.program == RIGHT
+    assert "A previous correction was: SELECT Pets.no_such_column" in s.requests[-1].prompt
+
+
+def test_two_invalid_corrections_keep_the_previous_query():
+    s = Script(["SELECT Pets.nope FROM Pets", "SELECT Pets.nope2 FROM Pets"])
+    conv = conv_with(s)
+    conv.ask(QUESTION)
+    turn = conv.correct(FEEDBACK)
+    assert turn.program is None and turn.error
+    assert "previous query stands" in turn.response
+    assert conv.last_query_turn().program == WRONG
+
+
+def test_correction_without_a_previous_query_asks_for_one():
+    s = Script([])
+    turn = conv_with(s).correct("use another table")
+    assert turn.program is None and "no earlier query" in turn.response
+    assert s.requests == []
+
+
+def test_follow_up_after_correction_uses_the_corrected_program_as_history():
+    s = Script([RIGHT])
+    conv = conv_with(s)
+    conv.ask(QUESTION)
+    conv.correct(FEEDBACK)
+    history = conv.parser_history()
+    assert history[-1].program == RIGHT and history[-1].utterance == QUESTION
+
+
+def test_correct_query_direct_and_prompt_order():
+    s = Script([RIGHT])
+    conn = sqlite3.connect(PETS)
+    bsql = BlendSQL(conn, model=FunctionModel(s), cache=False)
+    out = correct_query(Parser(FunctionModel(s)), conn, bsql.registry, QUESTION, WRONG, FEEDBACK)
+    assert out.program == RIGHT and len(out.attempts) == 1 and out.prompt_tokens > 0
+    text = correction_prompt("S", "Q", "P", ["1. a"], "F")
+    assert text.index("Question: Q") < text.index("Query: P") < text.index("1. a") < text.index("Feedback: F")
+    assert text.endswith("Corrected query:")
+
+
+def test_sql_diff():
+    assert sql_diff("SELECT a FROM t", "SELECT a FROM t") == "no change"
+    assert sql_diff("SELECT COUNT(*) FROM Breeds", "SELECT COUNT(*) FROM Treatments") == "- Breeds; + Treatments"
+    assert sql_diff("SELECT a FROM t", "SELECT a FROM t WHERE x = 'a b'") == "+ WHERE x = 'a b'"
