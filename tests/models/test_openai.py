@@ -256,8 +256,9 @@ def test_detect_kind() -> None:
 
 
 def test_vllm_gets_guided_decoding_fields(scripted: Callable[..., Scripted]) -> None:
-    srv = scripted(lambda n, b: completion(["CA", "AB-12", "[1, 2]"][n]), owned_by="vllm")
-    model = OpenAI("m", srv.base_url, api_key="k")
+    answers = {"a": "CA", "b": "AB-12", "c": "[1, 2]"}
+    srv = scripted(lambda n, b: completion(answers[b["messages"][0]["content"]]), owned_by="vllm")
+    model = OpenAI("m", srv.base_url, api_key="k", max_concurrency=1)
     out = model.generate([Request("a", constraint=Choice(("CA", "NY"))),
                           Request("b", constraint=Regex(r"[A-Z]{2}-[0-9]{2}")),
                           Request("c", constraint=ListOf(Int(), max_len=3))])
