@@ -158,8 +158,10 @@ _KINDS = {
 def _lexer(other: str, extra: list[tuple[str, str]]) -> pp.ParserElement:
     """One regex element for all lexemes; its action builds Text/Param/Semi or raises."""
     groups = [("other", other), *_LEXEMES, *extra]
-    pattern = "|".join(f"(?P<{name}>{rx})" for name, rx in groups)
-    compiled = re.compile(pattern)
+    compiled = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in groups))
+    # pyparsing copies every named group into its results; an unnamed twin
+    # keeps the element cheap, and the action asks the named one which matched.
+    plain = re.compile("|".join(f"(?:{rx})" for _, rx in groups))
 
     def action(s: str, loc: int, toks: pp.ParseResults) -> Any:
         m = compiled.match(s, loc)
@@ -173,9 +175,11 @@ def _lexer(other: str, extra: list[tuple[str, str]]) -> pp.ParserElement:
             return Param(loc)
         if kind == "semi":
             return Semi(loc)
+        if kind == "stray":
+            _stray_close(s, loc, toks)
         return Text(loc, str(toks[0]), _KINDS.get(kind, "other"))
 
-    return pp.Regex(compiled).set_parse_action(action)
+    return pp.Regex(plain).set_parse_action(action)
 
 
 def _build(names: frozenset[str]) -> Scanner:
@@ -194,9 +198,11 @@ def _build(names: frozenset[str]) -> Scanner:
     # '}' never appears in SQL outside strings, so an argument stops there and
     # a missing ')' is reported at the closing '}}'.
     paren_group = pp.Forward()
-    arg_lex = _lexer(r"[^'\"`\[\-/{}<?(),]+", [("other1", r"-(?!-)|/(?!\*)")])
-    arg_single = pp.Regex(r"<|\{(?!\{)")
-    arg_token = arg_lex | block | paren_group | arg_single
+    # a lone '<' is an operator unless it opens a registered <<Name( call
+    lone_lt = rf"<(?!<\s*(?i:{alternation})\s*\()" if alternation else "<"
+    singles = rf"-(?!-)|/(?!\*)|\{{(?!\{{)|{lone_lt}"
+    arg_lex = _lexer(r"[^'\"`\[\-/{}<?(),]+", [("other1", singles)])
+    arg_token = arg_lex | paren_group | block
     paren_group <<= (
         _mark("lparen", pp.Literal("("))
         + pp.ZeroOrMore(arg_token | pp.Literal(","))
@@ -219,10 +225,11 @@ def _build(names: frozenset[str]) -> Scanner:
     ).set_parse_action(_make_block_factory(names))
 
     # --- top level ----------------------------------------------------------
-    top_lex = _lexer(r"[^'\"`\[\-/{}<?;]+", [("semi", ";"), ("other1", r"-(?!-)|/(?!\*)|\}(?!\})")])
-    stray = pp.Literal("}}").set_parse_action(_stray_close)
-    single = pp.Regex(r"[\s\S]").set_parse_action(lambda s, loc, t: Text(loc, str(t[0]), "other"))
-    token = top_lex | block | stray | single
+    top_lex = _lexer(
+        r"[^'\"`\[\-/{}<?;]+",
+        [("semi", ";"), ("stray", r"\}\}"), ("other1", singles + r"|\}")],
+    )
+    token = top_lex | block
     top = pp.ZeroOrMore(token) + pp.StringEnd()
     top.streamline()
     return Scanner(names, top)
