@@ -404,6 +404,14 @@ def _map_token_error(ctx: _Ctx, sp: _Splice, err: TokenError) -> ParseError:
 
 def _sql_hint(ctx: _Ctx, position: int) -> str:
     """A hint for a SQL error; names the ingredient when '<<Name(' was read as a shift."""
+    block = next((b for b in ctx.blocks.values() if b.start == position), None)
+    if block is not None:
+        if block.brace == "<<":
+            return (
+                f"'<<{block.name}(' always opens an ingredient call; for a shift by a "
+                "function result write << (expr)"
+            )
+        return "an ingredient call stands where SQL allows an expression"
     names = ctx.registry.names()
     for m in re.finditer(r"<<\s*([A-Za-z_]\w*)\s*\(", ctx.text):
         if m.group(1) not in ctx.registry and names:

@@ -69,6 +69,10 @@ SELECT x FROM t WHERE a <<b AND c >> d
 ;;
 SELECT a << LLMQ(1) FROM t
 ;;
+SELECT a <LLMMap, b < 3, c <= 4, d <> 5, e<<2, f<<(SELECT 1) FROM t
+;;
+SELECT a << (SELECT 1), <<LLMQA('then a call')>> << 2 FROM t
+;;
 SELECT * FROM t WHERE a GLOB 'x*' AND b NOT GLOB '[0-9]*'
 ;;
 SELECT * FROM documents WHERE documents MATCH 'sydney OR 120' ORDER BY rank LIMIT 3
