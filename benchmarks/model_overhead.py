@@ -1,0 +1,167 @@
+"""Per-value latency of blendsql's LlamaCpp.generate vs calling llama-cpp-python directly.
+
+Both sides run the same model file with the same threads, the same chat
+messages (an LLMMap-like prompt: fixed instructions + one value) and the same
+GBNF grammar, greedy. Each side has its own ``Llama`` instance so each sees
+the KV-cache history it would see alone (consecutive values share the
+instruction prefix), and calls are interleaved value by value, alternating
+which side goes first, so machine-load drift hits both sides equally.
+
+    python benchmarks/model_overhead.py [--n 40] [--threads N] [--path model.gguf]
+
+Writes benchmarks/results/model_overhead.json. To measure the whole engine
+too, add a runner to ``make_runners`` (a name -> ``fn(value) -> text``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from blendsql.models import LlamaCpp, Request  # noqa: E402
+from blendsql.models.cache import file_sha256  # noqa: E402
+from blendsql.models.constraints import Bool, Constraint  # noqa: E402
+from blendsql.models.gbnf import to_gbnf  # noqa: E402
+from blendsql.models.llamacpp import _token_budget  # noqa: E402
+
+VALUES = [
+    "California", "Paris", "Texas", "Bavaria", "Ohio", "Ontario", "Florida", "Tokyo",
+    "Nevada", "Kent", "Oregon", "Quebec", "Maine", "Sicily", "Utah", "Provence", "Iowa",
+    "Yorkshire", "Alaska", "Catalonia", "Georgia", "Tuscany", "Vermont", "Bali", "Kansas",
+    "Punjab", "Idaho", "Normandy", "Hawaii", "Scotland", "Montana", "Saxony", "Arizona",
+    "Wales", "Kentucky", "Crete", "Michigan", "Flanders", "Alabama", "Tasmania",
+]
+INSTRUCTIONS = (
+    "Answer the question for the given value. Reply with true or false only.\n"
+    "Question: Is this a state of the United States of America?"
+)
+
+
+def messages_for(value: str) -> tuple[tuple[str, str], ...]:
+    """The LLMMap-like chat: fixed instructions (shared prefix), then the value."""
+    return (("system", INSTRUCTIONS), ("user", f"Value: {value}\nAnswer:"))
+
+
+Runner = Callable[[str], str]
+
+
+def make_runners(path: Path | None, threads: int, constraint: Constraint) -> dict[str, Runner]:
+    """name -> fn(value) -> text. Add the engine (an LLMMap query per value) here later."""
+    from llama_cpp import Llama, LlamaGrammar
+
+    ours = LlamaCpp(path, n_threads=threads)
+    ours.generate([Request("warm up")])  # load outside the timed region
+
+    def run_ours(value: str) -> str:
+        req = Request(messages=messages_for(value), constraint=constraint)
+        return ours.generate([req])[0].text
+
+    direct: Any = Llama(model_path=str(ours.path), n_ctx=ours.n_ctx, n_threads=threads, seed=0,
+                   verbose=False)
+    gbnf = to_gbnf(constraint)
+    grammar = LlamaGrammar.from_string(gbnf) if gbnf else None
+    max_tokens = _token_budget(Request(constraint=constraint))
+
+    def run_direct(value: str) -> str:
+        msgs = [{"role": r, "content": c} for r, c in messages_for(value)]
+        out = direct.create_chat_completion(messages=msgs, grammar=grammar, temperature=0.0,
+                                            max_tokens=max_tokens)
+        return out["choices"][0]["message"]["content"] or ""
+
+    return {"blendsql_llamacpp": run_ours, "llama_cpp_direct": run_direct}
+
+
+def measure(runners: dict[str, Runner], values: list[str],
+            warmup: int) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
+    """Interleave the runners per value (rotating who goes first); return times and texts."""
+    names = list(runners)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    texts: dict[str, list[str]] = {n: [] for n in names}
+    for i, value in enumerate(values[:warmup] + values):
+        order = names[i % len(names):] + names[: i % len(names)]
+        for name in order:
+            t0 = time.perf_counter()
+            text = runners[name](value)
+            dt = time.perf_counter() - t0
+            if i >= warmup:
+                times[name].append(dt)
+                texts[name].append(text)
+    return times, texts
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--n", type=int, default=40, help=f"values to time (max {len(VALUES)})")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--path", type=Path, default=None, help="GGUF file (default: embedded SmolLM2)")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/model_overhead.json")
+    args = ap.parse_args(argv)
+
+    constraint = Bool()
+    load_before = os.getloadavg()
+    runners = make_runners(args.path, args.threads, constraint)
+    values = VALUES[: args.n]
+    times, texts = measure(runners, values, args.warmup)
+    load_after = os.getloadavg()
+
+    base = "llama_cpp_direct"
+    med = {n: statistics.median(t) for n, t in times.items()}
+    summary: dict[str, dict[str, float]] = {
+        n: {"median_s": round(med[n], 5), "mean_s": round(statistics.fmean(t), 5),
+            "p90_s": round(sorted(t)[int(0.9 * (len(t) - 1))], 5),
+            "overhead_pct_vs_direct": round(100 * (med[n] - med[base]) / med[base], 2)}
+        for n, t in times.items()
+    }
+    paired = [a - b for a, b in zip(times["blendsql_llamacpp"], times[base],
+                                    strict=True)]
+    model_path = LlamaCpp(args.path).path
+    import llama_cpp
+
+    result: dict[str, object] = {
+        "benchmark": "model_overhead",
+        "what": "per-value latency, LLMMap-like prompt + Bool GBNF grammar, greedy",
+        "command": "python " + " ".join([os.path.relpath(__file__, ROOT), *(argv or sys.argv[1:])]),
+        "model": {"file": model_path.name, "sha256_prefix": file_sha256(model_path)[:16]},
+        "llama_cpp_python": llama_cpp.__version__,
+        "machine": {"nproc": os.cpu_count(), "cpu": cpu_name(), "threads": args.threads,
+                    "loadavg_1m_before": round(load_before[0], 2),
+                    "loadavg_1m_after": round(load_after[0], 2)},
+        "n_values": len(values),
+        "warmup": args.warmup,
+        "results": summary,
+        "paired_median_diff_s": round(statistics.median(paired), 5),
+        "same_outputs": sum(a == b for a, b in zip(texts["blendsql_llamacpp"],
+                                                   texts[base], strict=True)),
+        "target": "overhead <= 5%",
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
