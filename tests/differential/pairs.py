@@ -1292,4 +1292,33 @@ PAIRS: list[Pair] = [
         order="exact",
         within={"StartsWith": "SELECT Name FROM singer UNION SELECT Name FROM stadium"},
     ),
+    # ------------------------------------------------ output type fidelity
+    Pair(
+        "map_output_types_preserved", CS,
+        "SELECT Name, typeof({{Length(singer.Name)}}), typeof({{StartsWith('J', singer.Name)}}), "
+        "typeof({{Upper(singer.Age)}}), {{Length(singer.Name)}} / 2, "
+        "{{StartsWith('J', singer.Name)}} || '' FROM singer",
+        "SELECT Name, typeof(length(Name)), typeof(substr(Name, 1, 1) = 'J'), "
+        "typeof(upper(Age)), length(Name) / 2, (substr(Name, 1, 1) = 'J') || '' FROM singer",
+        within={"Length": ALL_SINGER_NAMES, "StartsWith": ALL_SINGER_NAMES,
+                "Upper": "SELECT Age FROM singer"},
+    ),
+    Pair(
+        "qa_output_types_preserved", CS,
+        "SELECT typeof({{MaxOption('q', options='singer::Age')}}), "
+        "{{CountRows('q', (SELECT * FROM concert))}} / 4, "
+        "typeof({{MaxOption('q', options='singer::Song_release_year')}}), "
+        "{{MaxOption('q', options='singer::Song_release_year')}} || 'x'",
+        "SELECT typeof((SELECT MAX(Age) FROM singer)), "
+        "(SELECT COUNT(*) FROM (SELECT * FROM concert)) / 4, "
+        "typeof((SELECT MAX(Song_release_year) FROM singer)), "
+        "(SELECT MAX(Song_release_year) FROM singer) || 'x'",
+    ),
+    Pair(
+        "qa_text_of_digits_compared_as_text", CS,
+        "SELECT Name FROM singer WHERE Song_release_year = "
+        "{{MaxOption('Latest year?', options='singer::Song_release_year')}}",
+        "SELECT Name FROM singer WHERE Song_release_year = "
+        "(SELECT MAX(Song_release_year) FROM singer)",
+    ),
 ]

@@ -287,3 +287,63 @@ def test_random_queries_match_twin(item: tuple[Rendered, bool]) -> None:
         got = {normalise_cell(v) for v in ingredients[name].passed()}
         assert None not in got
         assert got <= bound, f"{name} got values outside its columns: {got - bound}"
+
+
+def plain_predicate() -> st.SearchStrategy[Rendered]:
+    """Random boolean trees of plain (ingredient-free) leaves."""
+
+    def extend(children: st.SearchStrategy[Rendered]) -> st.SearchStrategy[Rendered]:
+        pairs = st.lists(children, min_size=2, max_size=3)
+        return st.one_of(
+            pairs.map(lambda ps: _merge(ps, " AND ", " AND ", "({})")),
+            pairs.map(lambda ps: _merge(ps, " OR ", " OR ", "({})")),
+            children.map(lambda p: _merge([p], "", "", "(NOT {})")),
+        )
+
+    return st.recursive(plain_leaf(False), extend, max_leaves=4)
+
+
+@st.composite
+def single_map_queries(draw: st.DrawFn) -> tuple[Rendered, str, str, list[Any]]:
+    """One map predicate AND-ed with a random plain filter (in any scope shape).
+
+    Returns the query, the map's name, and the plain-SQL candidate query (with
+    its parameters) that ARCHITECTURE.md §3 says yields exactly the values the
+    map receives: the same scope, projection ``DISTINCT value``, NULLs dropped.
+    """
+    plain = draw(plain_predicate())
+    leaf = draw(ingredient_leaf(False))
+    ((ingredient, columns),) = leaf.uses.items()
+    (column,) = columns
+    shape = draw(st.sampled_from(["table", "derived", "cte"]))
+    inner = draw(plain_predicate()) if shape != "table" else Rendered("", "")
+    prefix, source = "", "country c"
+    if shape == "derived":
+        source = f"(SELECT * FROM country c WHERE {inner.twin}) c"
+    elif shape == "cte":
+        prefix, source = f"WITH cc AS (SELECT * FROM country c WHERE {inner.twin}) ", "cc c"
+    conj = [plain, leaf] if draw(st.booleans()) else [leaf, plain]
+    where = _merge(conj, " AND ", " AND ")
+    head = f"{prefix}SELECT c.Code FROM {source} WHERE "
+    query = Rendered(head + where.query, head + where.twin, inner.params + where.params)
+    candidates = (
+        f"{prefix}SELECT DISTINCT {column} FROM {source} WHERE {plain.twin} "
+        f"AND {column} IS NOT NULL"
+    )
+    return query, ingredient, candidates, inner.params + plain.params
+
+
+@pytest.mark.filterwarnings("ignore")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(single_map_queries())
+def test_single_map_gets_exactly_its_candidates(
+    item: tuple[Rendered, str, str, list[Any]],
+) -> None:
+    """One map under AND with plain filters receives exactly the filtered values."""
+    rendered, ingredient, candidates, candidate_params = item
+    want, _ = run_sql(DB, rendered.twin, rendered.params)
+    smoothie, ingredients = run_blend(DB, rendered.query, rendered.params)
+    assert_same_rows(df_rows(smoothie.df), want, False, rendered.query)
+    expected, _ = run_sql(DB, candidates, candidate_params)
+    got = {normalise_cell(v) for v in ingredients[ingredient].passed()}
+    assert got == {r[0] for r in expected}, rendered.query
