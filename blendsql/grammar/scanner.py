@@ -350,7 +350,7 @@ def _make_block_factory(names: frozenset[str]) -> Any:
         if "rparen" not in marks:
             raise ParseError(
                 f"missing ')' to close the arguments of {name.text}", text=s,
-                position=marks["close"].pos if "close" in marks else end,
+                position=marks["close"].pos if "close" in marks else len(s[:end].rstrip()),
                 hint=f"end the call with '){close}'; check for an unclosed '(' or quote",
             )
         if "close" not in marks:
