@@ -111,3 +111,16 @@ def test_suql_arity_errors_surface(recorder, bad):
 
     with pytest.raises(BlendSQLError):
         session(recorder(lambda r: "x")).execute(f"SELECT {{{{{bad}}}}} FROM r")
+
+
+def test_configured_instance_in_query(recorder):
+    from blendsql.ingredients import LLMMap
+
+    rec = recorder(lambda r: "yes" if value_of(r.prompt) in {"sp", "rp"} else "no")
+    is_pitcher = LLMMap(name="IsPitcher", question="Is this position a pitcher?",
+                        few_shot=[("first base", False)], return_type="bool")
+    bsql = BlendSQL(DB, model=rec.model, ingredients=[is_pitcher], cache=False)
+    out = bsql.execute("SELECT name FROM w WHERE {{IsPitcher(w.position)}} ORDER BY name").df
+    assert out["name"].tolist() == ["Ann", "Cid", "Dee"]
+    assert all("Is this position a pitcher?" in p and "Value: first base\nAnswer: false" in p
+               for p in rec.prompts)
