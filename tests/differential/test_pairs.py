@@ -267,3 +267,25 @@ def test_engine_leaves_database_unchanged(tmp_path: Any) -> None:
     BlendSQL(str(copy), ingredients=list(fresh_ingredients().values())).execute(pair.query)
     after = sqlite3.connect(copy).execute("SELECT sql FROM sqlite_master").fetchall()
     assert before == after
+
+
+def test_harness_detects_a_wrong_ingredient() -> None:
+    """Sensitivity check: an ingredient that disagrees with its twin on one value
+    must make the row comparison fail, or the suite could not catch anything."""
+    from blendsql import BlendSQL
+
+    from .ingredients import StartsWith
+
+    class WrongStartsWith(StartsWith):
+        """Says 'Joe Sharp' does not start with 'J'."""
+
+        def run(self, question: str | None, values: list[Any], **kwargs: Any) -> list[Any]:
+            out = super().run(question, values, **kwargs)
+            return [False if v == "Joe Sharp" else o for v, o in zip(values, out, strict=True)]
+
+    pair = next(p for p in PAIRS if p.id == "where_map_and_plain")
+    bsql = BlendSQL(str(db_path(pair.db)), ingredients=[WrongStartsWith(name="StartsWith")])
+    smoothie = bsql.execute(pair.query)
+    twin, _ = run_sql(pair.db, pair.twin)
+    with pytest.raises(AssertionError):
+        assert_same_rows(df_rows(smoothie.df), twin, False, pair.id)
