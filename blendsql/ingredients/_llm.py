@@ -58,8 +58,18 @@ class LLMIngredientMixin:
             return self.options[key]
         return default
 
+    @property
+    def last_errors(self) -> list[str]:
+        """Problems of the latest run (unparseable answers), also sent to ``warnings=``."""
+        errors: list[str] = self.__dict__.setdefault("_last_errors", [])
+        return errors
+
     def require_model(self, kwargs: dict[str, Any]) -> Model:
-        """The engine's model, or a clear error: LLM ingredients cannot run without one."""
+        """The engine's model, or a clear error: LLM ingredients cannot run without one.
+
+        Called first by every ``run``, so it also starts a fresh ``last_errors``.
+        """
+        self.__dict__["_last_errors"] = []
         model = kwargs.get("model")
         if model is None:
             raise IngredientError(
@@ -80,8 +90,7 @@ class LLMIngredientMixin:
         sink = kwargs.get("warnings")
         if isinstance(sink, list):
             sink.append(text)
-        errors = self.__dict__.setdefault("last_errors", [])
-        errors.append(text)
+        self.last_errors.append(text)
         log.warning(text)
 
     def ask(
@@ -89,7 +98,6 @@ class LLMIngredientMixin:
         back: dict[str, Any] | None = None, short_text: bool = True,
     ) -> list[Any]:
         """One batched ``generate`` call; unparseable answers become None with a warning."""
-        self.__dict__["last_errors"] = []
         if not requests:
             return []
         responses = model.generate(list(requests))

@@ -86,3 +86,11 @@ def test_right_values_with_stray_spaces_come_back_verbatim(recorder):
     out = LLMJoin().run(["bee-hive"], ["A ", " Bee   Hive ", "C"], model=rec.model)
     assert out == {"bee-hive": " Bee   Hive "}
     assert "Bee Hive" in rec.requests[0].constraint.options
+
+
+def test_last_errors_reset_each_run(recorder):
+    ing = LLMJoin()
+    ing.run(["Atlantys"], RIGHT, model=recorder(lambda r: "Atlantis").model)
+    assert len(ing.last_errors) == 1
+    ing.run(["France"], RIGHT, model=recorder(lambda r: "none").model)  # exact: no model call
+    assert ing.last_errors == []
