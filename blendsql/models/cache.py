@@ -45,8 +45,11 @@ def default_cache_dir() -> Path:
     env = os.environ.get(ENV_CACHE_DIR)
     if env:
         return Path(env)
-    import platformdirs
-
+    try:
+        import platformdirs
+    except ImportError:  # a core dependency, but don't make caching fail without it
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "blendsql"
     return Path(platformdirs.user_cache_dir("blendsql"))
 
 
