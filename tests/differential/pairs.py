@@ -1321,4 +1321,57 @@ PAIRS: list[Pair] = [
         "SELECT Name FROM singer WHERE Song_release_year = "
         "(SELECT MAX(Song_release_year) FROM singer)",
     ),
+    # ------------- predicates in non-monotone places (relaxing to TRUE is unsound)
+    Pair(
+        "predicate_compared_with_plain_predicate", CS,
+        "SELECT Name FROM singer WHERE ({{StartsWith('J', singer.Name)}} = TRUE) = (Age > 40)",
+        "SELECT Name FROM singer WHERE (substr(Name, 1, 1) = 'J') = (Age > 40)",
+        exact={"StartsWith": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "two_predicates_compared_equal", CS,
+        "SELECT Name FROM singer WHERE ({{StartsWith('J', singer.Name)}} = TRUE) "
+        "= ({{Length(singer.Name)}} > 10)",
+        "SELECT Name FROM singer WHERE (substr(Name, 1, 1) = 'J') = (length(Name) > 10)",
+        exact={"StartsWith": ALL_SINGER_NAMES, "Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "two_predicates_compared_not_equal", CS,
+        "SELECT Name FROM singer WHERE ({{StartsWith('J', singer.Name)}} = TRUE) "
+        "<> ({{Length(singer.Name)}} > 10)",
+        "SELECT Name FROM singer WHERE (substr(Name, 1, 1) = 'J') <> (length(Name) > 10)",
+        exact={"StartsWith": ALL_SINGER_NAMES, "Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "and_of_predicates_compared_with_zero", CS,
+        "SELECT Name FROM singer WHERE "
+        "({{StartsWith('J', singer.Name)}} AND {{Length(singer.Name)}} > 10) = 0",
+        "SELECT Name FROM singer WHERE (substr(Name, 1, 1) = 'J' AND length(Name) > 10) = 0",
+        within={"StartsWith": ALL_SINGER_NAMES, "Length": ALL_SINGER_NAMES},
+        needs={"StartsWith": "SELECT Name FROM singer WHERE length(Name) > 10",
+               "Length": "SELECT Name FROM singer WHERE substr(Name, 1, 1) = 'J'"},
+    ),
+    Pair(
+        "and_of_predicates_is_false", CS,
+        "SELECT Name FROM singer WHERE "
+        "({{StartsWith('J', singer.Name)}} AND {{Length(singer.Name)}} > 10) IS FALSE",
+        "SELECT Name FROM singer WHERE "
+        "(substr(Name, 1, 1) = 'J' AND length(Name) > 10) IS FALSE",
+        within={"StartsWith": ALL_SINGER_NAMES, "Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "case_inverts_and_of_predicates", CS,
+        "SELECT Name FROM singer WHERE CASE WHEN {{StartsWith('J', singer.Name)}} "
+        "AND {{Length(singer.Name)}} > 10 THEN 0 ELSE 1 END = 1",
+        "SELECT Name FROM singer WHERE CASE WHEN substr(Name, 1, 1) = 'J' "
+        "AND length(Name) > 10 THEN 0 ELSE 1 END = 1",
+        within={"StartsWith": ALL_SINGER_NAMES, "Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "arithmetic_inverts_and_of_predicates", CS,
+        "SELECT Name FROM singer WHERE "
+        "1 - ({{StartsWith('J', singer.Name)}} AND {{Length(singer.Name)}} > 10)",
+        "SELECT Name FROM singer WHERE 1 - (substr(Name, 1, 1) = 'J' AND length(Name) > 10)",
+        within={"StartsWith": ALL_SINGER_NAMES, "Length": ALL_SINGER_NAMES},
+    ),
 ]
