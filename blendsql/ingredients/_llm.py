@@ -259,6 +259,24 @@ def max_tokens_for(constraint: Constraint, model: Model, text_tokens: int) -> in
     return text_tokens
 
 
+def list_options(options: Sequence[str], max_chars: int = 1500) -> str:
+    """Options joined with '; ', cut to a budget with a count of the rest.
+
+    The constraint enforces every option; the prompt only needs enough of
+    them to show the model what kind of answer is wanted, so a column of
+    thousands of values cannot overflow the context window.
+    """
+    shown: list[str] = []
+    used = 0
+    for o in options:
+        if shown and used + len(o) + 2 > max_chars:
+            break
+        shown.append(o)
+        used += len(o) + 2
+    rest = len(options) - len(shown)
+    return "; ".join(shown) + (f"; ... ({rest} more)" if rest else "")
+
+
 def format_hint(constraint: Constraint, text_hint: str | None = None) -> str:
     """The prompt line announcing the expected answer format."""
     if isinstance(constraint, Text) and text_hint is not None:
@@ -268,7 +286,7 @@ def format_hint(constraint: Constraint, text_hint: str | None = None) -> str:
         if tpl is None:
             continue
         if isinstance(constraint, Choice):
-            return tpl.format(options="; ".join(constraint.options))
+            return tpl.format(options=list_options(constraint.options))
         if isinstance(constraint, Regex):
             return tpl.format(pattern=constraint.pattern)
         if isinstance(constraint, JsonSchema):

@@ -158,3 +158,13 @@ def test_fit_prompt_leaves_models_without_window_alone():
 
     assert len(_llm.fit_prompt(build, model, 16)) == 100_000
     assert calls == [1.0]
+
+
+def test_many_options_listed_within_budget_but_all_enforced():
+    options = tuple(f"city number {i}" for i in range(2000))
+    hint = _llm.format_hint(Choice(options))
+    assert len(hint) < 1700
+    assert "city number 0" in hint and "more)" in hint
+    shown = hint.split(": ", 1)[1].split("; ... (")[0].split("; ")
+    assert hint.rstrip().endswith(f"({2000 - len(shown)} more)")
+    assert _llm.list_options(["a", "b"]) == "a; b"
