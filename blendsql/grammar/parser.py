@@ -516,6 +516,16 @@ def _normalise_arg(ctx: _Ctx, b: Block, arg: Arg, value: exp.Expression) -> exp.
         col = _quoted_column(value.this)
         if col is not None:
             return col
+    if (
+        arg.keyword is None
+        and isinstance(value, exp.EQ)
+        and isinstance(value.this, exp.Column)
+        and not value.this.table
+        and not value.this.this.quoted
+    ):
+        # `a == 1` as a positional argument: keep it parenthesised so that its
+        # rendering `(a = 1)` is not read back as the keyword argument a=1
+        return exp.Paren(this=value)
     if isinstance(value, exp.Paren) and isinstance(value.this, _LITERALISH):
         # Decision: ('a') / ('a',) at the top of an argument is a one-element tuple,
         # so options=('a') stays a list of options.

@@ -152,3 +152,5 @@ SELECT {{LLMMap('q', (SELECT a FROM t WHERE b = 'x' UNION SELECT c FROM u))}} FR
 SELECT {{LLMQA('table arg', w)}} FROM w
 ;;
 SELECT {{LLMMap()}} FROM w
+;;
+SELECT {{LLMMap('q', options=='x', (a = 1), "k"=1, t.k = 2)}} FROM t
