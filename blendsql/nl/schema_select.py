@@ -69,14 +69,27 @@ _LINE_PREFIX = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 _TABLE_FORM = re.compile(r"^\s*([^()]+?)\s*\((.*)\)\s*$")
 
 
+INSTRUCTION = ("Write the minimal database schema needed to answer the question: "
+               "one table.column per line, nothing else.")
+
+
 def build_prompt(question: str, examples: Sequence[tuple[str, Sequence[str]]] = FEW_SHOT) -> str:
-    """Few-shot prompt asking for a minimal schema, one ``table.column`` a line."""
-    parts = ["Write the minimal database schema needed to answer each question, "
-             "one table.column per line.\n"]
+    """Few-shot prompt as one text (for completion-style backends and traces)."""
+    parts = [INSTRUCTION + "\n"]
     for q, elems in examples:
         parts.append(f"Question: {q}\nSchema:\n" + "\n".join(elems) + "\n")
     parts.append(f"Question: {question}\nSchema:\n")
     return "\n".join(parts)
+
+
+def build_messages(question: str, examples: Sequence[tuple[str, Sequence[str]]] = FEW_SHOT
+                   ) -> tuple[tuple[str, str], ...]:
+    """The same few shots as chat turns, which instruction-tuned models follow best."""
+    turns: list[tuple[str, str]] = [("system", INSTRUCTION)]
+    for q, elems in examples:
+        turns += [("user", f"Question: {q}"), ("assistant", "\n".join(elems))]
+    turns.append(("user", f"Question: {question}"))
+    return tuple(turns)
 
 
 def parse_hallucination(text: str, limit: int = 12) -> list[str]:
@@ -113,7 +126,8 @@ def parse_hallucination(text: str, limit: int = 12) -> list[str]:
 def hallucinate(question: str, model: Model, max_tokens: int = 80,
                 examples: Sequence[tuple[str, Sequence[str]]] = FEW_SHOT) -> list[str]:
     """Step 1: the model's imagined minimal schema for ``question`` (may be empty)."""
-    req = Request(prompt=build_prompt(question, examples), max_tokens=max_tokens,
+    req = Request(prompt=build_prompt(question, examples),
+                  messages=build_messages(question, examples), max_tokens=max_tokens,
                   temperature=0.0, stop=("\n\n", "Question:"))
     try:
         resp = model.generate([req])[0]
@@ -317,7 +331,10 @@ class SchemaSelector:
     def select_with_probes(self, question: str, hallucinated: Sequence[str],
                            budget: int) -> list[str]:
         """Steps 2-4 for given hallucinated elements (empty: the question alone)."""
-        sims = self.similarities(question, hallucinated)
+        return self.select_from_similarities(self.similarities(question, hallucinated), budget)
+
+    def select_from_similarities(self, sims: np.ndarray, budget: int) -> list[str]:
+        """Steps 3-4 on precomputed probe similarities (lets callers reuse one embedding)."""
         weights = entropy_weights(sims, self.temperature)
         picked = greedy_select(sims, weights, self.graph, budget,
                                self.candidates(sims, budget), self.lam, self.mu)

@@ -218,8 +218,10 @@ def default_cache_dir() -> Path:
     env = os.environ.get("BLENDSQL_CACHE_DIR")
     if env:
         return Path(env) / "embeddings"
-    from platformdirs import user_cache_dir
-
+    try:
+        from platformdirs import user_cache_dir
+    except ImportError:  # a declared dependency, but keep working without it
+        return Path.home() / ".cache" / "blendsql" / "embeddings"
     return Path(user_cache_dir("blendsql")) / "embeddings"
 
 
