@@ -4,7 +4,8 @@ The prompt holds the schema, the question, the previous query, its
 step-by-step explanation (``explain``: what the user actually read) and the
 feedback; the model writes the corrected query under the same grammar
 constraint as the Parser, so it parses. The query is validated like a parsed
-one and regenerated once with the error on failure.
+one and regenerated once with the error on failure. The one worked example in
+the prompt is from SPLASH's dev split (never from test, which is reported).
 """
 
 from __future__ import annotations
@@ -28,13 +29,15 @@ to the user step by step. The user says what is wrong with it. Write the correct
 change what the feedback asks for and keep the rest. Answer with one query only.
 
 Example
-Question: How many dogs went through any treatments?
-Query: SELECT COUNT(*) FROM Breeds
+Question: Show the average room count of the apartments that have booking status code "Provisional".
+Query: SELECT AVG(Apartments.bathroom_count) FROM Apartments JOIN Apartment_Bookings ON Apartments.apt_id = Apartment_Bookings.apt_id WHERE Apartment_Bookings.booking_status_code = 'Provisional'
 Explanation:
-1. Start from the table Breeds.
-2. Return the number of rows.
-Feedback: use the treatments table, not breeds, and count each dog once
-Corrected query: SELECT COUNT(DISTINCT Treatments.dog_id) FROM Treatments
+1. Start from the table Apartments.
+2. Join with the table Apartment_Bookings, matching rows where Apartments.apt_id is Apartment_Bookings.apt_id.
+3. Keep only the rows where Apartment_Bookings.booking_status_code is 'Provisional'.
+4. Return the average Apartments.bathroom_count.
+Feedback: you should use room count instead of bathroom count.
+Corrected query: SELECT AVG(Apartments.room_count) FROM Apartments JOIN Apartment_Bookings ON Apartments.apt_id = Apartment_Bookings.apt_id WHERE Apartment_Bookings.booking_status_code = 'Provisional'
 """
 
 _TOKEN = re.compile(r"'[^']*'|\"[^\"]*\"|\w+|[^\w\s]")
