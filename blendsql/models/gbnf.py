@@ -486,9 +486,8 @@ def _expr(c: Constraint, json_mode: bool) -> str:
         if not c.options:
             raise ModelError("a choice constraint needs at least one option",
                              hint="pass options=... with one or more values")
-        lits = sorted({_literal(o, False) if not json_mode else gbnf_literal(json.dumps(o, ensure_ascii=False))
-                       for o in c.options})
-        return "(" + " | ".join(lits) + ")"
+        texts = [json.dumps(o, ensure_ascii=False) if json_mode else o for o in c.options]
+        return choice_expr(texts)
     if isinstance(c, Bool):
         return BOOL_EXPR
     if isinstance(c, Int):
@@ -509,6 +508,37 @@ def _expr(c: Constraint, json_mode: bool) -> str:
         return f'("\\"" {JSON_CHAR}{reps} "\\"")'
     raise ModelError(f"no grammar for constraint {type(c).__name__}",
                      hint="use one of Text, Choice, Bool, Int, Float, Date, Regex, JsonSchema, ListOf")
+
+
+def choice_expr(options: list[str]) -> str:
+    """Alternation of literals, factored into a prefix tree.
+
+    Why: llama.cpp keeps one parse stack per live alternative and checks every
+    candidate token against each, so 500 flat options cost 500x per token;
+    sharing prefixes leaves one stack per distinct next character.
+    """
+    trie: dict[str, Any] = {}
+    for text in sorted(set(options)):
+        node = trie
+        for ch in text:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # end-of-option marker
+    return _trie_expr(trie)
+
+
+def _trie_expr(node: dict[str, Any]) -> str:
+    alts = []
+    for ch in sorted(node):
+        if ch == "":
+            alts.append('""')
+            continue
+        run, child = ch, node[ch]
+        while len(child) == 1 and "" not in child:  # path compression: a chain of single children
+            (nxt, child), = child.items()
+            run += nxt
+        rest = "" if list(child) == [""] else " " + _trie_expr(child)
+        alts.append(gbnf_literal(run) + rest)
+    return alts[0] if len(alts) == 1 else "(" + " | ".join(alts) + ")"
 
 
 def _list_expr(c: ListOf) -> str:
