@@ -131,9 +131,25 @@ def _parse(text: str, registry: IngredientRegistry) -> exp.Expression:
     splice = _Splice(text)
     _splice_top(ctx, splice, tokens)
     tree = _sqlglot_parse(ctx, splice)
+    _remap_positions(ctx, splice, tree)
     _restore_params(ctx, tree)
     _restore_calls(ctx, splice, tree)
     return tree
+
+
+def _remap_positions(ctx: _Ctx, sp: _Splice, tree: exp.Expression) -> None:
+    """sqlglot records token positions (meta line/col/start/end) in the spliced
+    text; move them to the original text so later stages can point at it."""
+    from blendsql.errors import line_col
+
+    for node in tree.walk():
+        meta = node._meta
+        if not meta or "start" not in meta:
+            continue
+        start = sp.to_original(int(meta["start"]))
+        end = sp.to_original(int(meta.get("end", meta["start"])))
+        meta["start"], meta["end"] = start, max(start, end)
+        meta["line"], meta["col"] = line_col(ctx.text, meta["end"])
 
 
 # --------------------------------------------------------------------- scanning

@@ -174,3 +174,13 @@ def test_call_meta_and_accessors(registry):
     assert calls[0].brace == "<<" and calls[0].name == "llmqa" and calls[0].key_name == "llmqa"
     assert isinstance(calls[1].call_kwargs["options"], exp.Column)
     assert calls[1].meta["position"] == len("SELECT <<llmqa('q')>>, ")
+
+
+def test_node_positions_point_into_the_original_text(registry):
+    q = "SELECT {{LLMMap('q', t.c)}} AS x,\n  ? AS y, zed FROM t"
+    tree = parse(q, registry)
+    zed = next(i for i in tree.find_all(exp.Identifier) if i.name == "zed")
+    assert q[zed.meta["start"]:zed.meta["end"] + 1] == "zed"
+    assert (zed.meta["line"], zed.meta["col"]) == (2, q.splitlines()[1].index("zed") + 3)
+    c = next(i for i in tree.find_all(exp.Identifier) if i.name == "c")
+    assert q[c.meta["start"]] == "c"
