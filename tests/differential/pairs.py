@@ -1374,4 +1374,33 @@ PAIRS: list[Pair] = [
         "SELECT Name FROM singer WHERE 1 - (substr(Name, 1, 1) = 'J' AND length(Name) > 10)",
         within={"StartsWith": ALL_SINGER_NAMES, "Length": ALL_SINGER_NAMES},
     ),
+    Pair(
+        "predicate_is_not_predicate", CS,
+        "SELECT Name FROM singer WHERE {{Length(singer.Name)}} > 10 "
+        "IS NOT ({{StartsWith('J', singer.Name)}} = TRUE)",
+        "SELECT Name FROM singer WHERE length(Name) > 10 IS NOT (substr(Name, 1, 1) = 'J')",
+        exact={"StartsWith": ALL_SINGER_NAMES, "Length": ALL_SINGER_NAMES},
+    ),
+    Pair(
+        "left_anti_join_with_join_ingredient", WORLD,
+        "SELECT co.Name FROM country co LEFT JOIN city ci "
+        "ON {{LowerJoin(co.Capital, ci.ID)}} WHERE ci.ID IS NULL",
+        "SELECT co.Name FROM country co LEFT JOIN city ci "
+        "ON lower(trim(co.Capital)) = lower(trim(ci.ID)) WHERE ci.ID IS NULL",
+        within={"LowerJoin": "SELECT Capital FROM country",
+                "LowerJoin.right": "SELECT ID FROM city"},
+        needs={"LowerJoin": "SELECT Capital FROM country",
+               "LowerJoin.right": "SELECT ci.ID FROM country co JOIN city ci "
+                                  "ON co.Capital = ci.ID"},
+    ),
+    Pair(
+        "left_anti_join_with_map_in_on", CS,
+        "SELECT st.Name FROM stadium st LEFT JOIN concert c ON c.Stadium_ID = st.Stadium_ID "
+        "AND {{StartsWith('Week', c.concert_Name)}} WHERE c.concert_ID IS NULL",
+        "SELECT st.Name FROM stadium st LEFT JOIN concert c ON c.Stadium_ID = st.Stadium_ID "
+        "AND substr(c.concert_Name, 1, 4) = 'Week' WHERE c.concert_ID IS NULL",
+        within={"StartsWith": "SELECT concert_Name FROM concert"},
+        needs={"StartsWith": "SELECT c.concert_Name FROM concert c "
+                             "JOIN stadium st ON c.Stadium_ID = st.Stadium_ID"},
+    ),
 ]
