@@ -178,9 +178,9 @@ class FirstOption(Recorder, QAIngredient):
 class LowerJoin(Recorder, JoinIngredient):
     """Maps each left value to the right value with the same ``lower(trim(.))`` key.
 
-    A join ingredient maps a left value to at most one right value, so the twin
-    ``lower(trim(a)) = lower(trim(b))`` is only equivalent where the right keys
-    are unique after normalisation; the pairs are chosen that way. Ties (which
+    A join ingredient maps a left value to at most one right *value*, so the
+    twin ``lower(trim(a)) = lower(trim(b))`` is only equivalent where distinct
+    right values stay distinct after normalisation; the pairs are chosen so. Ties (which
     the pairs avoid) go to the smallest right value, to stay deterministic.
     """
 

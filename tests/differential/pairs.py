@@ -1403,4 +1403,17 @@ PAIRS: list[Pair] = [
         needs={"StartsWith": "SELECT c.concert_Name FROM concert c "
                              "JOIN stadium st ON c.Stadium_ID = st.Stadium_ID"},
     ),
+    Pair(
+        "left_join_ingredient_one_to_many_rows", WORLD,
+        "SELECT co.Name, COUNT(ci.ID) FROM country co LEFT JOIN city ci "
+        "ON {{LowerJoin(co.Code, ci.CountryCode)}} WHERE co.Region = 'Polynesia' "
+        "GROUP BY co.Name",
+        "SELECT co.Name, COUNT(ci.ID) FROM country co LEFT JOIN city ci "
+        "ON lower(trim(co.Code)) = lower(trim(ci.CountryCode)) WHERE co.Region = 'Polynesia' "
+        "GROUP BY co.Name",
+        within={"LowerJoin": "SELECT Code FROM country",
+                "LowerJoin.right": "SELECT CountryCode FROM city"},
+        needs={"LowerJoin": "SELECT Code FROM country WHERE Region = 'Polynesia' "
+                            "AND Code IN (SELECT CountryCode FROM city)"},
+    ),
 ]
