@@ -90,7 +90,7 @@ def query(draw: st.DrawFn) -> Gen:
     return text, select[1] + where[1] + n_order
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(query())
 def test_generated_queries_round_trip(generated: Gen) -> None:
     text, n_calls = generated
