@@ -170,11 +170,12 @@ def load_interactions(data: Path, dataset: str, split: str, limit: int) -> list[
     return picked[:limit]
 
 
-def run_interaction(idx: int, it: dict[str, Any], data: Path, model: Model, acts: bool) -> dict[str, Any]:
+def run_interaction(idx: int, it: dict[str, Any], data: Path, model: Model, acts: bool,
+                    retries: int = 1) -> dict[str, Any]:
     path = db_path(data, it["database_id"])
     bsql = BlendSQL(str(path), model=model, cache=False)
     with_deadline(bsql.db.conn, QUERY_SECONDS)
-    parser = Parser(model, examples=SPIDER_EXAMPLES, n_examples=3, max_retries=1, n_rows=2)
+    parser = Parser(model, examples=SPIDER_EXAMPLES, n_examples=3, max_retries=retries, n_rows=2)
     conv = Conversation(bsql, parser, classify_acts=acts)
     turns = []
     for t in it["interaction"]:
@@ -220,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", choices=["report", "dev"], default="report")
     ap.add_argument("--acts", action="store_true", help="also run the model's dialogue-act choice")
     add_model_args(ap)
+    ap.add_argument("--retries", type=int, default=1, help="parser / correction retries on an invalid query")
     ap.add_argument("--out", type=Path, help="JSONL (default results/<dataset>[_dev].jsonl)")
     args = ap.parse_args(argv)
     stem = args.dataset + ("_dev" if args.split == "dev" else "") + ("_acts" if args.acts else "")
@@ -229,30 +231,37 @@ def main(argv: list[str] | None = None) -> int:
     done = read_done(out, "id")
     items = load_interactions(args.data, args.dataset, args.split, args.limit)
     started = time.perf_counter()
+    command = "python benchmarks/conversation.py " + " ".join(argv if argv is not None else sys.argv[1:])
+
+    def write_summary() -> dict[str, Any]:
+        """Rewritten after every interaction, so a stopped run still leaves a true summary."""
+        rows = [done[i] for i, _ in items if i in done]
+        summary = {
+            "benchmark": f"{args.dataset} dev ({'dev_ids only' if args.split == 'dev' else 'excluding dev_ids'})",
+            "split": args.split, "model": model_name, "acts": args.acts, "retries": args.retries,
+            "requested_limit": args.limit, "command": command, "machine": machine(),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "run_seconds_this_session": round(time.perf_counter() - started, 1),
+            "metric_notes": "execution match: result multisets equal (numbers rounded to 4 places, "
+                            "column order kept); gold operators '> =' etc. joined; history = predicted programs",
+            "source": "SParC / CoSQL (Yu et al. 2019, CC BY-SA 4.0) on Spider SQLite files",
+            **summarize(rows),
+        }
+        out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
+
     with out.open("a") as fh:
         for idx, it in items:
             if idx in done:
                 continue
-            row = run_interaction(idx, it, args.data, model, args.acts)
+            row = run_interaction(idx, it, args.data, model, args.acts, args.retries)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             done[idx] = row
+            write_summary()
             ok = sum(t["match"] for t in row["turns"])
             print(f"[{len(done)}/{len(items)}] {idx} {row['db']}: {ok}/{len(row['turns'])} turns", file=sys.stderr)
-    rows = [done[i] for i, _ in items if i in done]
-    summary = {
-        "benchmark": f"{args.dataset} dev ({'dev_ids only' if args.split == 'dev' else 'excluding dev_ids'})",
-        "split": args.split, "model": model_name, "acts": args.acts,
-        "command": "python benchmarks/conversation.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "run_seconds": round(time.perf_counter() - started, 1),
-        "metric_notes": "execution match: result multisets equal (numbers rounded to 4 places, "
-                        "column order kept); gold operators '> =' etc. joined; history = predicted programs",
-        "source": "SParC / CoSQL (Yu et al. 2019, CC BY-SA 4.0) on Spider SQLite files",
-        **summarize(rows),
-    }
-    out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(write_summary(), indent=2))
     return 0
 
 

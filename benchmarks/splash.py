@@ -68,14 +68,15 @@ def seed_turn(bsql: BlendSQL, question: str, program: str) -> Turn:
     return turn
 
 
-def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool) -> dict[str, Any]:
+def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
+             retries: int = 1) -> dict[str, Any]:
     path = db_path(data, item["db_id"])
     gold = fix_gold(item["gold_parse"])
     wrong = fix_gold(item["predicted_parse_with_values"])
     g_rows, g_err = gold_rows(path, gold)
     w_rows, _ = gold_rows(path, wrong)
     bsql = BlendSQL(str(path), model=model, cache=False)
-    parser = Parser(model, examples=SPIDER_EXAMPLES, n_examples=3, max_retries=1, n_rows=2)
+    parser = Parser(model, examples=SPIDER_EXAMPLES, n_examples=3, max_retries=retries, n_rows=2)
     conv = Conversation(bsql, parser, classify_acts=False)
     conv.history.append(seed_turn(bsql, item["question"], wrong))
     row: dict[str, Any] = {"i": i, "db": item["db_id"], "question": item["question"], "feedback": item["feedback"],
@@ -84,7 +85,7 @@ def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool) 
     t0 = time.perf_counter()
     with_deadline(bsql.db.conn, QUERY_SECONDS)
     try:
-        turn = conv.correct(item["feedback"])
+        turn = conv.correct(item["feedback"], retries=retries)
         corrected, err, df, diff = turn.program, turn.error, turn.result, turn.diff
     except Exception as e:  # noqa: BLE001 - a crash is a failed correction, recorded
         corrected, err, df, diff = None, f"{type(e).__name__}: {e}", None, None
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", choices=["test", "dev"], default="test")
     ap.add_argument("--no-e2e", action="store_true", help="skip the parse-from-scratch comparison")
     add_model_args(ap)
+    ap.add_argument("--retries", type=int, default=1, help="parser / correction retries on an invalid query")
     ap.add_argument("--out", type=Path, help="JSONL (default results/splash[_dev].jsonl)")
     args = ap.parse_args(argv)
     out = args.out or RESULTS / ("splash.jsonl" if args.split == "test" else "splash_dev.jsonl")
@@ -146,30 +148,37 @@ def main(argv: list[str] | None = None) -> int:
     items = json.loads((args.data / "splash" / f"{args.split}.json").read_text())[: args.limit]
     done = read_done(out, "i")
     started = time.perf_counter()
+    command = "python benchmarks/splash.py " + " ".join(argv if argv is not None else sys.argv[1:])
+
+    def write_summary() -> dict[str, Any]:
+        """Rewritten after every item, so a stopped run still leaves a true summary."""
+        rows = [done[i] for i in range(len(items)) if i in done]
+        summary = {
+            "benchmark": f"SPLASH {args.split} (items in file order)", "split": args.split,
+            "model": model_name, "retries": args.retries, "requested_limit": args.limit,
+            "command": command, "machine": machine(),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "run_seconds_this_session": round(time.perf_counter() - started, 1),
+            "metric_notes": "execution match of result multisets on the Spider SQLite file; the correction "
+                            "prompt uses blendsql.nl.explain, not the release's explanation",
+            "source": "SPLASH (Elgohary et al. 2020, CC BY-SA 4.0), via parkervg/DestT5",
+            **summarize(rows),
+        }
+        out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
+
     with out.open("a") as fh:
         for i, item in enumerate(items):
             if i in done:
                 continue
-            row = run_item(i, item, args.data, model, not args.no_e2e)
+            row = run_item(i, item, args.data, model, not args.no_e2e, args.retries)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             done[i] = row
+            write_summary()
             print(f"[{len(done)}/{len(items)}] {i} {row['db']}: correction={row['correction_match']} "
                   f"e2e={row.get('e2e_match')}", file=sys.stderr)
-    rows = [done[i] for i in range(len(items)) if i in done]
-    summary = {
-        "benchmark": f"SPLASH {args.split} (first {len(items)} items)", "split": args.split,
-        "model": model_name,
-        "command": "python benchmarks/splash.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "run_seconds": round(time.perf_counter() - started, 1),
-        "metric_notes": "execution match of result multisets on the Spider SQLite file; the correction "
-                        "prompt uses blendsql.nl.explain, not the release's explanation",
-        "source": "SPLASH (Elgohary et al. 2020, CC BY-SA 4.0), via parkervg/DestT5",
-        **summarize(rows),
-    }
-    out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(write_summary(), indent=2))
     return 0
 
 

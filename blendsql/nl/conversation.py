@@ -124,15 +124,19 @@ class Conversation:
         self.history.append(turn)
         return turn
 
-    def correct(self, feedback: str) -> Turn:
-        """Rewrite the last query from ``feedback``, re-run it and say what changed."""
+    def correct(self, feedback: str, *, retries: int = 1) -> Turn:
+        """Rewrite the last query from ``feedback``, re-run it and say what changed.
+
+        An invalid corrected query is regenerated ``retries`` times with its error.
+        """
         prev = self.last_query_turn()
         if prev is None or prev.program is None:
             turn = Turn(feedback, "correct", "There is no earlier query to correct yet. Ask a question first.")
             self.history.append(turn)
             return turn
         question = prev.question or prev.utterance
-        fixed = correct_query(self.parser, self.conn, self.bsql.registry, question, prev.program, feedback)
+        fixed = correct_query(self.parser, self.conn, self.bsql.registry, question, prev.program, feedback,
+                              retries=retries)
         turn = Turn(feedback, "correct", "", question=question, previous_program=prev.program)
         if fixed.program is None:
             turn.error = fixed.attempts[-1][1] if fixed.attempts else "no query"
