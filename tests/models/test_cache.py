@@ -259,7 +259,11 @@ def test_file_sha256_is_memoised_by_path_size_and_mtime(tmp_path):
 
 
 def test_hit_seconds_are_lookup_time_not_original_time(tmp_path):
-    slow = FunctionModel(lambda r: (time.sleep(0.05), "v")[1])
+    def slow_fn(req: Request) -> str:
+        time.sleep(0.05)
+        return "v"
+
+    slow = FunctionModel(slow_fn)
     m = CachedModel(slow, tmp_path / "c.sqlite")
     assert m.generate([Request("a")])[0].seconds >= 0.05
     assert m.generate([Request("a")])[0].seconds < 0.05
