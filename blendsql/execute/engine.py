@@ -90,6 +90,14 @@ class Run:
         self.temp_tables: list[str] = []
         self.run_id = next(_RUN_IDS)
         self._n = itertools.count()
+        self._texts: dict[int, str] = {}
+
+    def call_text(self, call: IngredientCall) -> str:
+        """BlendSQL text of a call, rendered once per call (for traces and hints)."""
+        text = self._texts.get(call.call_id)
+        if text is None:
+            text = self._texts[call.call_id] = to_blendsql(call)
+        return text
 
     # -- SQL ----------------------------------------------------------------------
 
@@ -177,8 +185,8 @@ class Run:
                     f"cannot tell which table column {col.name!r} in {call.name} belongs to",
                     hint="qualify it as 'table::column' or table.column")
             src = exp.to_table(table)
-        q = exp.select(exp.column(col.name)).distinct().from_(src)
-        q = q.where(exp.column(col.name).is_(exp.null()).not_())
+        q = exp.select(exp.column(col.name)).distinct(copy=False).from_(src, copy=False)
+        q = q.where(exp.column(col.name).is_(exp.null()).not_(), copy=False)
         if scope is not None:
             q = _attach_ctes(q, scope)
         _, rows = self.sql(q, f"values of {to_blendsql(col)} for {call.name}")
@@ -253,7 +261,7 @@ class Run:
             raise IngredientError(
                 f"ingredient {call.name} failed: {type(e).__name__}: {e}",
                 hint=f"the error came from {type(ing).__name__}.run while evaluating "
-                f"{to_blendsql(call)}",
+                f"{self.call_text(call)}",
             ) from e
         seconds = time.perf_counter() - t0
         used: Counters = self.model.snapshot().minus(before)
@@ -273,7 +281,7 @@ class Run:
             prompts=self.model.prompt_log[nprompts:] or None,
             prompt_tokens=used.prompt_tokens, completion_tokens=used.completion_tokens,
             cached_tokens=used.cached_tokens, model_calls=used.model_calls,
-            cache_hits=used.cache_hits, details={"call": to_blendsql(call)},
+            cache_hits=used.cache_hits, details={"call": self.call_text(call)},
         ))
         return out
 
@@ -295,8 +303,8 @@ class Run:
                 cands = [join_side_candidate(call, left), join_side_candidate(call, right)]
                 return next((c for c in cands if c.find(IngredientCall) is not None), cands[0])
         except (BlendSQLError, IndexError, TypeError, KeyError):
-            return exp.select("1")
-        return exp.select("1")
+            return exp.select(exp.Literal.number(1))
+        return exp.select(exp.Literal.number(1))
 
     def compute(self, tree: exp.Expression, call: IngredientCall) -> exp.Expression:
         """Compute one ready call; return ``tree`` with it replaced by a lookup."""
@@ -473,7 +481,7 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
     calls = find_calls(tree)
     run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
                                seconds=time.perf_counter() - t0,
-                               details={"query": to_blendsql(tree)}))
+                               details={"calls": [run.call_text(c) for c in calls]}))
     while calls:
         call = next_call(tree, run.registry, run.readiness_candidate)
         if call is None:

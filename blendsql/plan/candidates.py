@@ -108,7 +108,7 @@ def map_candidate(call: IngredientCall, value: exp.Expression) -> exp.Select:
     """
     scope = effective_scope(call, value)
     if scope is None:
-        return exp.select(value.copy()).distinct()
+        return exp.select(value.copy()).distinct(copy=False)
     relaxed, outer_join_relaxed = relax_scope(scope, outer_tables(scope) or None)
     cand = exp.Select()
     for key in ("from_", "joins"):
@@ -127,8 +127,9 @@ def map_candidate(call: IngredientCall, value: exp.Expression) -> exp.Select:
         for key in ("order", "limit", "offset"):
             if scope.args.get(key) is not None:
                 inner.set(key, scope.args[key].copy())
-        outer = exp.select(exp.column(VALUE_ALIAS)).distinct().from_(
-            exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("__bsql_c")))
+        outer = exp.select(exp.column(VALUE_ALIAS)).distinct(copy=False).from_(
+            exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("__bsql_c"))),
+            copy=False,
         )
         return _with_ctes(outer, scope)
     cand.set("expressions", [value.copy()])
@@ -165,6 +166,20 @@ def _only_tables(e: exp.Expression, tables: set[str]) -> bool:
     return all(c.table and c.table.lower() in tables for c in cols)
 
 
+def _nullable_side(join: exp.Join | None, table: str) -> bool:
+    """True when ``table`` is the NULL-extended side of the outer join holding the call.
+
+    Why: ``LEFT JOIN ci ON J(..) WHERE ci.ID IS NULL`` keeps the rows that
+    did *not* match; which right values match decides that, so WHERE
+    conjuncts on the NULL-extended side must not filter that side's values.
+    """
+    if join is None:
+        return False
+    side = (join.side or "").upper()
+    joined = join.this.alias_or_name.lower() == table
+    return (side in ("LEFT", "FULL") and joined) or (side in ("RIGHT", "FULL") and not joined)
+
+
 def join_side_candidate(call: IngredientCall, side: exp.Expression) -> exp.Select:
     """Distinct values of one side of a join call, after that side's own filters.
 
@@ -178,13 +193,15 @@ def join_side_candidate(call: IngredientCall, side: exp.Expression) -> exp.Selec
     sources = source_names(scope) if scope is not None else {}
     if scope is None or len(tables) != 1 or next(iter(tables)) not in sources:
         return map_candidate(call, side)
-    src = sources[next(iter(tables))]
-    preds = conjuncts(scope.args["where"].this if scope.args.get("where") else None)
+    table = next(iter(tables))
+    src = sources[table]
     on_join = call.find_ancestor(exp.Join)
+    preds = [] if _nullable_side(on_join, table) else conjuncts(
+        scope.args["where"].this if scope.args.get("where") else None)
     if on_join is not None and on_join.args.get("on") is not None:
         preds += conjuncts(on_join.args["on"])
     keep = [p.copy() for p in preds if _only_tables(p, tables)]
-    cand = exp.select(side.copy()).distinct().from_(src.copy())
+    cand = exp.select(side.copy()).distinct(copy=False).from_(src.copy(), copy=False)
     if keep:
-        cand = cand.where(exp.and_(*keep))
+        cand = cand.where(exp.and_(*keep), copy=False)
     return _with_ctes(cand, scope)

@@ -8,6 +8,8 @@ never as SQL text.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
@@ -24,8 +26,8 @@ def map_lookup(table: str, value: exp.Expression) -> exp.Expression:
     A scalar subquery on the table's primary key: an index probe per row
     inside SQLite, no per-row Python. A missing or NULL value gives NULL.
     """
-    sub = (exp.select("v").from_(temp_table(table))
-           .where(exp.EQ(this=exp.column("k"), expression=value.copy())))
+    sub = (exp.select(exp.column("v")).from_(temp_table(table), copy=False)
+           .where(exp.EQ(this=exp.column("k"), expression=value.copy()), copy=False))
     return exp.Subquery(this=sub)
 
 
@@ -41,7 +43,7 @@ def qa_param(name: str) -> exp.Expression:
 
 def qa_list(table: str) -> exp.Expression:
     """``(SELECT v FROM temp.<table>)``: a list-valued answer, for ``x IN <<QA()>>``."""
-    return exp.Subquery(this=exp.select("v").from_(temp_table(table)))
+    return exp.Subquery(this=exp.select(exp.column("v")).from_(temp_table(table), copy=False))
 
 
 def replace_call(tree: exp.Expression, call_id: int, replacement: exp.Expression,
@@ -81,7 +83,7 @@ def filter_atom(call: IngredientCall) -> exp.Expression | None:
     JOIN ON filter in positive polarity (even number of NOTs), and only
     when the predicate depends on nothing but the call's output.
     """
-    atom: exp.Expression = call
+    atom: Any = call
     while atom.parent is not None and not isinstance(
         atom.parent, (exp.And, exp.Or, exp.Not, exp.Paren, *_FILTER_CLAUSES)
     ) and not (isinstance(atom.parent, exp.Join) and atom.arg_key == "on"):
@@ -89,7 +91,7 @@ def filter_atom(call: IngredientCall) -> exp.Expression | None:
             return None
         atom = atom.parent
     negations = 0
-    p = atom.parent
+    p: Any = atom.parent
     while p is not None and not isinstance(p, _FILTER_CLAUSES) and not (
         isinstance(p, exp.Join)
     ):
@@ -109,7 +111,7 @@ def filter_atom(call: IngredientCall) -> exp.Expression | None:
     return atom
 
 
-def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
+def _inside(node: Any, ancestor: Any) -> bool:
     p = node.parent
     while p is not None:
         if p is ancestor:
@@ -133,8 +135,8 @@ def filter_lookup(atom: exp.Expression, call: IngredientCall, table: str,
             else:
                 c.replace(exp.column("v"))
             break
-    sub = exp.select("k").from_(temp_table(table)).where(cond)
-    test: exp.Expression = exp.In(this=value.copy(), query=exp.Subquery(this=sub))
+    sub = exp.select(exp.column("k")).from_(temp_table(table), copy=False).where(cond, copy=False)
+    test: Any = exp.In(this=value.copy(), query=exp.Subquery(this=sub))
     if null_passes:
         test = exp.or_(test, exp.Is(this=value.copy(), expression=exp.null()))
     return exp.Paren(this=test)
@@ -179,7 +181,7 @@ def replace_node(tree: exp.Expression, target: exp.Expression,
     in the copy by its path of argument keys from the root.
     """
     path: list[tuple[str, int | None]] = []
-    n = target
+    n: Any = target
     while n.parent is not None:
         parent = n.parent
         value = parent.args.get(n.arg_key)

@@ -20,17 +20,23 @@ _CONNECTIVES = (exp.And, exp.Or, exp.Not, exp.Paren)
 
 
 def predicate_atom(node: exp.Expression, root: exp.Expression) -> exp.Expression:
-    """The largest non-connective expression around ``node`` below ``root``.
+    """The outermost non-connective expression on the path from ``root`` to ``node``.
 
     Why: an ingredient inside ``M(x) = TRUE`` or ``a + M(x) > 3`` decides the
-    truth of that whole comparison; the comparison is what gets relaxed.
+    truth of that whole comparison, and one inside ``(M(x) AND p) = q`` or
+    ``CASE WHEN M(x) AND p THEN 0 ELSE 1 END = 1`` decides the outer
+    comparison, whose truth is not monotone in the inner AND; only a path of
+    AND / OR / NOT / parentheses from the clause keeps polarity meaningful.
     """
-    atom: Any = node
-    while atom.parent is not None and atom.parent is not root and not isinstance(
-        atom.parent, _CONNECTIVES
-    ):
-        atom = atom.parent
-    return atom
+    chain: list[exp.Expression] = []
+    n: Any = node
+    while n is not None and n is not root:
+        chain.append(n)
+        n = n.parent
+    for candidate in reversed(chain):
+        if not isinstance(candidate, _CONNECTIVES):
+            return candidate
+    return node
 
 
 def polarity(node: exp.Expression, root: exp.Expression) -> bool:
@@ -97,12 +103,17 @@ def relax_scope(select: exp.Select, outer_refs: frozenset[str] | None = None,
                 ) -> tuple[exp.Select, bool]:
     """Relax uncomputed calls in a SELECT's WHERE, HAVING and JOIN ... ON.
 
-    Returns the relaxed copy and whether an outer join's ON was relaxed.
+    Returns a SELECT holding relaxed copies of FROM / JOIN / WHERE / GROUP BY /
+    HAVING only (the projection is the caller's to set) and whether an outer join's ON was relaxed.
     Why the flag: relaxing a LEFT JOIN's ON to TRUE removes NULL-extended
     rows, which a later ``WHERE t2.x IS NULL`` could have kept, so the
     caller must then also drop WHERE to stay a superset.
     """
-    out = select.copy()
+    out = exp.Select()
+    for key in ("from_", "joins", "where", "group", "having"):
+        part = select.args.get(key)
+        if part is not None:
+            out.set(key, [j.copy() for j in part] if isinstance(part, list) else part.copy())
     outer_relaxed = False
     for key in ("where", "having"):
         clause = out.args.get(key)
