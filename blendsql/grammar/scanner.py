@@ -186,13 +186,7 @@ def _build(names: frozenset[str]) -> Scanner:
     """Build the PEG grammar; ``names`` are the registered names (any case)."""
     lowered = sorted({n.lower() for n in names}, key=len, reverse=True)
     alternation = "|".join(re.escape(n) for n in lowered)
-    shift_open: pp.ParserElement
-    if alternation:
-        shift_open = pp.Regex(rf"<<(?=\s*(?:{alternation})\s*\()", flags=re.IGNORECASE)
-    else:
-        shift_open = pp.NoMatch()
     block = pp.Forward()
-    ws = pp.Regex(r"\s+")
 
     # --- inside a block's argument list -------------------------------------
     # '}' never appears in SQL outside strings, so an argument stops there and
@@ -208,20 +202,22 @@ def _build(names: frozenset[str]) -> Scanner:
         + pp.ZeroOrMore(arg_token | pp.Literal(","))
         + pp.Opt(_mark("rparen", pp.Literal(")")))
     ).set_parse_action(_check_group)
-    keyword = pp.Regex(rf"({_NAME_RE})\s*=(?!=)")
-    keyword.set_parse_action(lambda s, loc, t: _Mark("kw", loc, str(t[0])))
-    arg = pp.Located(pp.Opt(ws) + pp.Opt(keyword) + pp.ZeroOrMore(arg_token))
+    # leading blanks and an optional `name=` in one element
+    lead = pp.Regex(rf"\s*{_NAME_RE}\s*=(?!=)|\s+").set_parse_action(_lead)
+    arg = pp.Located(pp.Opt(lead) + pp.ZeroOrMore(arg_token))
     arg.set_parse_action(_make_arg)
     arglist = arg + pp.ZeroOrMore(pp.Suppress(",") + arg)
 
     # --- the block itself (lenient; _make_block reports what is missing) ----
-    opener = _mark("open", pp.Literal("{{") | shift_open)
-    name = _mark("name", pp.Regex(_NAME_RE))
-    closer = _mark("close", pp.Regex(r"\}\}|>>"))
+    opener = rf"(?P<open>\{{\{{|<<(?=\s*(?i:{alternation})\s*\())" if alternation else r"(?P<open>\{\{)"
+    head_call = pp.Regex(rf"{opener}\s*(?P<name>{_NAME_RE})\s*(?P<lparen>\()")
+    head_bad = pp.Regex(rf"{opener}\s*(?P<name>{_NAME_RE})?")
+    tail = pp.Regex(r"(?P<rparen>\))\s*(?P<close>\}\}|>>)?")
+    close_only = pp.Regex(r"\s*(?P<close>\}\}|>>)")  # ')' forgotten
+    for element in (head_call, head_bad, tail, close_only):
+        element.set_parse_action(_group_marks(element.re))
     block <<= pp.Located(
-        opener + pp.Opt(ws) + pp.Opt(name) + pp.Opt(ws)
-        + pp.Opt(_mark("lparen", pp.Literal("(")) + arglist + pp.Opt(_mark("rparen", pp.Literal(")"))))
-        + pp.Opt(ws) + pp.Opt(closer)
+        (head_call + arglist + pp.Opt(tail | close_only)) | head_bad
     ).set_parse_action(_make_block_factory(names))
 
     # --- top level ----------------------------------------------------------
@@ -233,6 +229,28 @@ def _build(names: frozenset[str]) -> Scanner:
     top = pp.ZeroOrMore(token) + pp.StringEnd()
     top.streamline()
     return Scanner(names, top)
+
+
+def _lead(s: str, loc: int, toks: pp.ParseResults) -> list[Any]:
+    """Blanks before an argument, with its ``name=`` keyword when there is one."""
+    text = str(toks[0])
+    if "=" not in text:
+        return []
+    name_pos = loc + len(text) - len(text.lstrip())
+    return [_Mark("kw", name_pos, text.strip())]
+
+
+def _group_marks(compiled: re.Pattern[str]) -> Any:
+    """Parse action: one mark per named group that matched (open, name, '(', ')', close)."""
+    tags = [t for t in ("open", "name", "lparen", "rparen", "close") if t in compiled.groupindex]
+
+    def action(s: str, loc: int, toks: pp.ParseResults) -> list[_Mark]:
+        m = compiled.match(s, loc)
+        if m is None:  # pragma: no cover - the element just matched here
+            return []
+        return [_Mark(t, m.start(t), m.group(t)) for t in tags if m.group(t) is not None]
+
+    return action
 
 
 def _check_group(s: str, loc: int, toks: pp.ParseResults) -> list[Any]:
