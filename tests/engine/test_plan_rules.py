@@ -229,3 +229,52 @@ def test_expand_alias_and_string_ingredients() -> None:
         "Population > 5" in sql(out.args["where"])
     assert "{{Len(city.Name)}} > 10" in out.sql(dialect=__import__(
         "blendsql.grammar.nodes", fromlist=["BlendSQLDialect"]).BlendSQLDialect)
+
+
+# -- atoms under comparisons, filter lookups, outer joins ------------------------------
+
+
+def test_relax_and_inside_a_comparison_relaxes_the_whole_comparison() -> None:
+    where = p("SELECT * FROM t WHERE ({{StartsWith('J', t.a)}} = TRUE) = (b > 40) AND c = 1")
+    assert sql(relax_predicate(where.args["where"].this)) == "TRUE AND c = 1"
+    where = p("SELECT * FROM t WHERE CASE WHEN {{StartsWith('J', t.a)}} AND {{Len(t.a)}} > 3 "
+              "THEN 0 ELSE 1 END = 1")
+    assert sql(relax_predicate(where.args["where"].this)) == "TRUE"
+
+
+def test_filter_atom_only_in_positive_filter_position() -> None:
+    from blendsql.plan.lookup import filter_atom, null_passes_statically
+
+    c = calls("SELECT * FROM t WHERE a = 1 AND {{StartsWith('x', t.b)}} = TRUE")[0]
+    atom = filter_atom(c)
+    assert atom is not None and sql(atom).endswith("= TRUE")
+    assert null_passes_statically(atom, c) is False
+    assert filter_atom(calls("SELECT * FROM t WHERE NOT {{StartsWith('x', t.b)}}")[0]) is None
+    assert filter_atom(calls("SELECT {{StartsWith('x', t.b)}} FROM t")[0]) is None
+    assert filter_atom(calls("SELECT * FROM t WHERE {{Len(t.b)}} > t.c")[0]) is None
+    assert filter_atom(calls("SELECT * FROM t WHERE ({{Len(t.b)}} > 1) = (c > 2)")[0]) is None
+    c2 = calls("SELECT * FROM t WHERE {{Len(t.b)}} IS NULL")[0]
+    a2 = filter_atom(c2)
+    assert a2 is not None and null_passes_statically(a2, c2) is None
+
+
+def test_filter_lookup_sql_shape() -> None:
+    from blendsql.plan.lookup import filter_atom, filter_lookup, replace_node
+
+    tree = p("SELECT * FROM t WHERE a = 1 AND NOT NOT {{Len(t.b)}} > 3")
+    c = find_calls(tree)[0]
+    atom = filter_atom(c)
+    assert atom is not None
+    out = replace_node(tree, atom, filter_lookup(atom, c, "m0", value_of(c), True))
+    assert sql(out) == ('SELECT * FROM t WHERE a = 1 AND NOT NOT (t.b IN (SELECT k FROM '
+                        'temp."m0" WHERE v > 3) OR t.b IS NULL)')
+    assert find_calls(tree), "the input tree is left unchanged"
+
+
+def test_join_side_of_left_join_ignores_where_on_null_extended_side() -> None:
+    c = calls("SELECT co.Name FROM country co LEFT JOIN city ci ON "
+              "{{LowerJoin(co.Capital, ci.ID)}} WHERE ci.ID IS NULL AND co.Code > 'B'")[0]
+    left, right = c.call_args
+    assert sql(join_side_candidate(c, right)) == "SELECT DISTINCT ci.ID FROM city AS ci"
+    assert sql(join_side_candidate(c, left)) == (
+        "SELECT DISTINCT co.Capital FROM country AS co WHERE co.Code > 'B'")
