@@ -29,7 +29,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import SqlglotError, TokenError
 
-from blendsql.errors import BlendSQLError, ParseError
+from blendsql.errors import BlendSQLError, ParseError, line_col
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.grammar.scanner import Arg, Block, Param, Semi, Text, nearest_name, scanner_for
 from blendsql.ingredients.base import IngredientRegistry
@@ -122,7 +122,10 @@ def parse(text: str, registry: IngredientRegistry) -> exp.Expression:
 
 def _parse(text: str, registry: IngredientRegistry) -> exp.Expression:
     if not isinstance(text, str):
-        raise ParseError(f"a query must be a string, not {type(text).__name__}")
+        raise ParseError(
+            f"a query must be a string, not {type(text).__name__}",
+            hint="pass the BlendSQL query text as str",
+        )
     tokens = scanner_for(registry.names()).scan(text)
     _check_single_statement(text, tokens)
     _check_adjacent_strings(text, tokens)
@@ -140,8 +143,6 @@ def _parse(text: str, registry: IngredientRegistry) -> exp.Expression:
 def _remap_positions(ctx: _Ctx, sp: _Splice, tree: exp.Expression) -> None:
     """sqlglot records token positions (meta line/col/start/end) in the spliced
     text; move them to the original text so later stages can point at it."""
-    from blendsql.errors import line_col
-
     for node in tree.walk():
         meta = node._meta
         if not meta or "start" not in meta:
@@ -655,7 +656,10 @@ def parse_expression(text: str, registry: IngredientRegistry) -> exp.Expression:
     Errors point into ``text`` itself, not into the statement wrapped around it.
     """
     if not isinstance(text, str):
-        raise ParseError(f"an expression must be a string, not {type(text).__name__}")
+        raise ParseError(
+            f"an expression must be a string, not {type(text).__name__}",
+            hint="pass the BlendSQL expression text as str",
+        )
     try:
         tree = parse(_EXPR_PREFIX + text, registry)
     except ParseError as err:
