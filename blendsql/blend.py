@@ -58,18 +58,18 @@ class BlendSQL:
     dict of DataFrames. ``model``: a :class:`blendsql.models.Model`, a GGUF
     path, or ``None`` for the embedded default (loaded lazily).
     ``ingredients``: classes or instances added to (or overriding) the
-    built-ins. ``cache``: wrap the model in the persistent cache when
-    available. Other keyword options are kept in ``self.options``.
+    built-ins. ``cache``: wrap the model in the persistent cache
+    (``blendsql.models.cache``; True = default file, a path = that file). Other keyword options are kept in ``self.options``.
     """
 
     def __init__(self, db: Any, model: Model | str | None = None,
                  ingredients: Iterable[type[Ingredient] | Ingredient] = (), *,
-                 allow_writes: bool = False, cache: bool = True, **options: Any) -> None:
+                 allow_writes: bool = False, cache: bool | str = True, **options: Any) -> None:
         self.db = db if isinstance(db, Database) else Database(db, allow_writes=allow_writes)
         self.registry = IngredientRegistry(builtin_ingredients())
         for item in ingredients:
             self.registry.add(item)
-        self.cache = cache
+        self.cache: bool | str = cache
         self.options = options
         self._model_arg = model
         self._model: Model | None = model if isinstance(model, Model) and not cache else None
@@ -109,6 +109,8 @@ class BlendSQL:
             mod = importlib.import_module("blendsql.models.cache")
         except ImportError:
             return model
+        if hasattr(mod, "with_cache"):
+            return mod.with_cache(model, self.cache)  # type: ignore[no-any-return]
         for name in ("CachedModel", "Cached", "ModelCache"):
             cls = getattr(mod, name, None)
             if cls is not None:

@@ -232,3 +232,15 @@ def test_filter_lookup_keeps_null_semantics(world: Path, plain: Any) -> None:
     assert got == ["cd"]
     got = b.execute("SELECT a FROM t WHERE {{StartsWith('a', t.a)}} = TRUE OR a IS NULL")
     assert [None if x is None or x != x else x for x in got.df["a"]] == ["ab", None, "ae"]
+
+
+def test_cache_hits_are_metered(world: Path, tmp_path: Path) -> None:
+    model = CountingModel()
+    b = BlendSQL(world, model=model, ingredients=[AskModel], cache=str(tmp_path / "c.sqlite"))
+    q = ("SELECT Name FROM city WHERE CountryCode = 'BEL' AND "
+         "{{AskModel('Is it big?', city.Name)}} = TRUE")
+    first, second = b.execute(q), b.execute(q)
+    n = len(first.df)
+    assert n > 0 and (first.meta.model_calls, first.meta.cache_hits) == (n, 0)
+    assert (second.meta.model_calls, second.meta.cache_hits) == (0, n)
+    assert len(model.requests) == n and second.df.equals(first.df)
