@@ -14,7 +14,7 @@ Arguments:
 
 A paper-style column reference ``'t::c'`` is parsed into ``exp.Column(table=t,
 this=c)`` with ``meta["quoted_form"] = True`` so it renders back as written.
-Node meta: ``brace`` (``"{{"`` or ``"<<"``), ``call_id`` (unique per parse,
+Node meta: ``brace`` (``"{{"``, ``"<<"``, or ``""`` for a bare ``ANSWER(..)``), ``call_id`` (unique per parse,
 in text order), ``join_form`` (True for ``JOIN {{LLMJoin(left_on=.., right_on=..)}}``),
 ``join_keys`` (join form only: how the two sides were written, e.g.
 ``["left_on", "right_on"]`` or ``[None, None]`` for positional), ``position``
@@ -80,7 +80,7 @@ def _ingredient_sql(gen: Any, e: IngredientCall) -> str:
         named = [i < len(keys) and bool(keys[i]) for i in range(len(parts))]
         parts = [p for p, n in zip(parts, named, strict=True) if not n] + [p for p, n in zip(parts, named, strict=True) if n]
     parts += [f"{k}={_arg_sql(gen, v)}" for k, v in e.call_kwargs.items()]
-    open_, close = ("<<", ">>") if e.brace == "<<" else ("{{", "}}")
+    open_, close = {"<<": ("<<", ">>"), "": ("", "")}.get(e.brace, ("{{", "}}"))
     return f"{open_}{e.name}({', '.join(parts)}){close}"
 
 

@@ -126,7 +126,8 @@ def _parse(text: str, registry: IngredientRegistry) -> exp.Expression:
             f"a query must be a string, not {type(text).__name__}",
             hint="pass the BlendSQL query text as str",
         )
-    tokens = scanner_for(registry.names()).scan(text)
+    bare = [i.name for i in registry if getattr(i, "bare_call", False)]
+    tokens = scanner_for(registry.names(), bare).scan(text)
     _check_single_statement(text, tokens)
     _check_adjacent_strings(text, tokens)
     ctx = _Ctx(text, registry)

@@ -182,11 +182,32 @@ def _lexer(other: str, extra: list[tuple[str, str]]) -> pp.ParserElement:
     return pp.Regex(plain).set_parse_action(action)
 
 
-def _build(names: frozenset[str]) -> Scanner:
-    """Build the PEG grammar; ``names`` are the registered names (any case)."""
+def _bare_word(bare: frozenset[str]) -> tuple[str, str]:
+    """(word lexeme, bare head regex) when bare calls are allowed, else ("", "").
+
+    Why: with bare calls (SUQL's ``ANSWER(reviews, 'q')``) the scanner must see
+    each identifier on its own, so a run of SQL text stops right before a bare
+    name followed by ``(``. A name after ``.`` (``t.answer(``) or inside another
+    identifier is never a bare call.
+    """
+    if not bare:
+        return "", ""
+    alt = "|".join(re.escape(n) for n in sorted({b.lower() for b in bare}, key=len, reverse=True))
+    head = rf"(?<![\w.$])(?i:{alt})(?![\w$])(?=\s*\()"
+    word = rf"(?:(?!{head})[A-Za-z0-9_$])+"
+    return word, head
+
+
+def _build(names: frozenset[str], bare: frozenset[str] = frozenset()) -> Scanner:
+    """Build the PEG grammar; ``names`` are the registered names (any case).
+
+    ``bare``: names also recognised without braces (``bare_call = True``).
+    """
     lowered = sorted({n.lower() for n in names}, key=len, reverse=True)
     alternation = "|".join(re.escape(n) for n in lowered)
     block = pp.Forward()
+    word, bare_head = _bare_word(bare)
+    ident = r"A-Za-z0-9_$" if bare else ""
 
     # --- inside a block's argument list -------------------------------------
     # '}' never appears in SQL outside strings, so an argument stops there and
@@ -195,7 +216,8 @@ def _build(names: frozenset[str]) -> Scanner:
     # a lone '<' is an operator unless it opens a registered <<Name( call
     lone_lt = rf"<(?!<\s*(?i:{alternation})\s*\()" if alternation else "<"
     singles = rf"-(?!-)|/(?!\*)|\{{(?!\{{)|{lone_lt}"
-    arg_lex = _lexer(r"[^'\"`\[\-/{}<?(),]+", [("other1", singles)])
+    arg_other = rf"[^'\"`\[\-/{{}}<?(),{ident}]+" + (f"|{word}" if word else "")
+    arg_lex = _lexer(arg_other, [("other1", singles)])
     arg_token = arg_lex | paren_group | block
     paren_group <<= (
         _mark("lparen", pp.Literal("("))
@@ -216,16 +238,21 @@ def _build(names: frozenset[str]) -> Scanner:
     close_only = pp.Regex(r"\s*(?P<close>\}\}|>>)")  # ')' forgotten
     for element in (head_call, head_bad, tail, close_only):
         element.set_parse_action(_group_marks(element.re))
-    block <<= pp.Located(
-        (head_call + arglist + pp.Opt(tail | close_only)) | head_bad
-    ).set_parse_action(_make_block_factory(names))
+    braced = (head_call + arglist + pp.Opt(tail | close_only)) | head_bad
+    if bare_head:
+        bare_call = pp.Regex(rf"(?P<name>{bare_head})\s*(?P<lparen>\()")
+        bare_tail = pp.Regex(r"(?P<rparen>\))")
+        for element in (bare_call, bare_tail):
+            element.set_parse_action(_group_marks(element.re))
+        braced = (bare_call + arglist + pp.Opt(bare_tail)) | braced
+    block <<= pp.Located(braced).set_parse_action(_make_block_factory(names))
 
     # --- top level ----------------------------------------------------------
     top_lex = _lexer(
-        r"[^'\"`\[\-/{}<?;]+",
+        rf"[^'\"`\[\-/{{}}<?;{ident}]+" + (f"|{word}" if word else ""),
         [("semi", ";"), ("stray", r"\}\}"), ("other1", singles + r"|\}")],
     )
-    token = top_lex | block
+    token = (block | top_lex) if bare else (top_lex | block)
     top = pp.ZeroOrMore(token) + pp.StringEnd()
     top.streamline()
     return Scanner(names, top)
@@ -335,7 +362,9 @@ def _make_block_factory(names: frozenset[str]) -> Any:
     def action(s: str, loc: int, toks: pp.ParseResults) -> Block:
         start, inner, end = _located(toks)
         marks = {t.tag: t for t in inner if isinstance(t, _Mark)}
-        opener = marks["open"]
+        opener = marks.get("open")
+        if opener is None:  # a bare call NAME(...) (only for bare_call names)
+            return _bare_block(s, start, end, inner, marks)
         brace = "<<" if opener.text.startswith("<") else "{{"
         close = "}}" if brace == "{{" else ">>"
         name = marks.get("name")
@@ -391,17 +420,58 @@ def _make_block_factory(names: frozenset[str]) -> Any:
     return action
 
 
+def _bare_block(s: str, start: int, end: int, inner: list[Any],
+                marks: dict[str, _Mark]) -> Block:
+    """A bare ``NAME(args)`` block (brace ``""``); only ``)`` can be missing."""
+    name = marks["name"]
+    if "rparen" not in marks:
+        raise ParseError(
+            f"missing ')' to close the arguments of {name.text}", text=s,
+            position=len(s[:end].rstrip()),
+            hint="end the call with ')'; check for an unclosed '(' or quote",
+        )
+    args = [t for t in inner if isinstance(t, Arg)]
+    if len(args) == 1 and not s[args[0].start:args[0].end].strip():
+        args = []
+    return Block(start, end, "", name.text, name.pos, args)
+
+
 @lru_cache(maxsize=64)
-def _cached(names: frozenset[str]) -> Scanner:
+def _cached(names: frozenset[str], bare: frozenset[str] = frozenset()) -> Scanner:
     with _BUILD_LOCK:
         old = pp.ParserElement.DEFAULT_WHITE_CHARS
         pp.ParserElement.set_default_whitespace_chars("")
         try:
-            return _build(names)
+            return _build(names, bare)
         finally:
             pp.ParserElement.set_default_whitespace_chars(old)
 
 
-def scanner_for(names: list[str] | frozenset[str]) -> Scanner:
-    """The compiled scanner for a registry's names (cached per name set)."""
-    return _cached(frozenset(names))
+@lru_cache(maxsize=1)
+def sqlite_functions() -> frozenset[str]:
+    """Names of SQLite's built-in functions (lower case), from ``PRAGMA function_list``.
+
+    Why: a bare ingredient call must never shadow a SQL function.
+    """
+    import sqlite3
+
+    con = sqlite3.connect(":memory:")
+    try:
+        rows = con.execute("PRAGMA function_list").fetchall()
+    except sqlite3.DatabaseError:  # very old SQLite: fall back to the core names
+        rows = [(n,) for n in ("abs", "coalesce", "count", "length", "lower", "max", "min",
+                                "replace", "round", "substr", "sum", "trim", "upper")]
+    finally:
+        con.close()
+    return frozenset(str(r[0]).lower() for r in rows)
+
+
+def scanner_for(names: list[str] | frozenset[str],
+                bare: list[str] | frozenset[str] = ()) -> Scanner:  # type: ignore[assignment]
+    """The compiled scanner for a registry's names (cached per name set).
+
+    ``bare``: names that may also be written without braces; SQLite
+    built-in function names are dropped from it.
+    """
+    allowed = frozenset(b for b in bare if b.lower() not in sqlite_functions())
+    return _cached(frozenset(names), allowed)

@@ -26,6 +26,7 @@ class _TextMap(_llm.LLMIngredientMixin, MapIngredient):
     """Shared per-text loop: render each distinct text, ask once, fan answers back."""
 
     needs_model = True
+    bare_call: ClassVar[bool] = True  # SUQL writes ANSWER(...) / SUMMARY(...) without braces
     text_chars: ClassVar[int] = 4000
     text_max_tokens: ClassVar[int] = 128
 
