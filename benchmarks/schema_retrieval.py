@@ -216,6 +216,11 @@ def time_ndap(data: Path, questions: list[dict[str, Any]], embedder: Embedder,
     }
 
 
+def write(path: Path, result: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--limit", type=int, default=100, help="questions per set (seeded sample)")
@@ -262,6 +267,7 @@ def main() -> None:
         res["split"] = (f"spider dev, {args.split} split ({len(all_qs)} usable, {dropped} "
                         f"dropped), seeded sample of {len(spider_qs)}")
         result["sets"]["spider_UNION"] = res
+        write(args.out, result)  # partial results survive an interrupted run
     if "bird" in sets:
         bird_all, bdropped = bird_questions(args.data)
         bird_qs = rng.sample(bird_all, min(args.limit, len(bird_all)))
@@ -270,11 +276,11 @@ def main() -> None:
         res["split"] = (f"bird_dev.json ({len(bird_all)} usable, {bdropped} dropped), seeded "
                         f"sample of {len(bird_qs)}; not used for tuning")
         result["sets"]["bird_UNION"] = res
+        write(args.out, result)
     if "ndap" in sets:
         result["sets"]["ndap_super_timing"] = time_ndap(
             args.data, spider_qs, embedder, model, args.cache_dir, args.ndap_questions)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write(args.out, result)
     print(json.dumps({k: v.get("recall", v) for k, v in result["sets"].items()}, indent=1))
 
 
