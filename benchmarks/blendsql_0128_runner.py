@@ -5,7 +5,8 @@ cannot share an interpreter with this repository. benchmarks/call_economy.py
 starts this file with the other venv's python and talks JSON over
 stdin/stdout:
 
-    stdin:  {"queries": [{"id": str, "db": path, "sql": str}, ...]}
+    stdin:  {"queries": [{"id": str, "db": path, "sql": str}, ...],
+             "model": {"name": str, "base_url": str} (optional)}
     stdout: {"version": str, "results": [{"id", "rows", "columns", "map_values",
              "map_calls", "qa_calls", "meta", "seconds", "error"}, ...]}
 
@@ -83,8 +84,26 @@ def _cell(value: Any) -> Any:
     return str(value)
 
 
-def run_one(item: dict[str, Any], ingredients: list[type]) -> dict[str, Any]:
-    """Execute one query; never raise (errors are data for the comparison)."""
+def make_model(spec: dict[str, Any] | None) -> Any:
+    """0.1.28's OpenAI client pointed at a local OpenAI-compatible server, or None.
+
+    Why: 0.1.28 has no llama.cpp backend; a local ``llama_cpp.server`` lets it
+    run the same GGUF as our embedded model, offline.
+    """
+    if not spec:
+        return None
+    import importlib
+
+    openai_cls: Any = importlib.import_module("blendsql.models").OpenAI
+    return openai_cls(spec["name"], api_key="local", base_url=spec["base_url"])
+
+
+def run_one(item: dict[str, Any], ingredients: list[type],
+            model_spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Execute one query; never raise (errors are data for the comparison).
+
+    A fresh model client per query, because 0.1.28's model counters accumulate.
+    """
     import importlib
 
     BlendSQL: Any = importlib.import_module("blendsql").BlendSQL
@@ -93,7 +112,7 @@ def run_one(item: dict[str, Any], ingredients: list[type]) -> dict[str, Any]:
     out: dict[str, Any] = {"id": item["id"]}
     t0 = time.perf_counter()
     try:
-        bsql = BlendSQL(item["db"], ingredients=set(ingredients))
+        bsql = BlendSQL(item["db"], ingredients=set(ingredients), model=make_model(model_spec))
         smoothie: Any = bsql.execute(item["sql"])
         df = smoothie.df()
         out["columns"] = [str(c) for c in df.columns]
@@ -101,7 +120,8 @@ def run_one(item: dict[str, Any], ingredients: list[type]) -> dict[str, Any]:
         m: Any = smoothie.meta
         out["meta"] = {"num_values_passed": m.num_values_passed,
                        "num_generation_calls": m.num_generation_calls,
-                       "prompt_tokens": m.prompt_tokens}
+                       "prompt_tokens": m.prompt_tokens,
+                       "completion_tokens": m.completion_tokens}
         out["error"] = None
     except Exception as e:  # noqa: BLE001 - any failure is a result to report
         out["rows"] = None
@@ -119,7 +139,7 @@ def main() -> None:
     logging.disable(logging.CRITICAL)
     request = json.load(sys.stdin)
     ingredients = build_ingredients()
-    results = [run_one(item, ingredients) for item in request["queries"]]
+    results = [run_one(item, ingredients, request.get("model")) for item in request["queries"]]
     json.dump({"version": version("blendsql"), "results": results}, sys.stdout)
 
 

@@ -470,13 +470,16 @@ def ensure_venv_0128(which: str) -> Path | None:
     return py
 
 
-def run_0128(cases: list[Case], paths: dict[str, Path],
-             which: str = "pinned") -> tuple[str | None, dict[str, Any]]:
+def run_0128(cases: list[Case], paths: dict[str, Path], which: str = "pinned",
+             model: dict[str, str] | None = None) -> tuple[str | None, dict[str, Any]]:
     """All cases through blendsql 0.1.28 in one subprocess."""
     py = ensure_venv_0128(which)
     if py is None:
         return None, {}
-    request = {"queries": [{"id": c.id, "db": str(paths[c.id]), "sql": c.sql} for c in cases]}
+    request: dict[str, Any] = {
+        "queries": [{"id": c.id, "db": str(paths[c.id]), "sql": c.sql} for c in cases]}
+    if model is not None:
+        request["model"] = model
     proc = subprocess.run([str(py), str(RUNNER)], input=json.dumps(request), text=True,
                           capture_output=True, timeout=1800, cwd=tempfile.gettempdir())
     if proc.returncode != 0:
@@ -513,6 +516,62 @@ def run_model_subset(hqa: dict[str, Path]) -> tuple[str, list[dict[str, Any]]]:
         row["naive_values"] = naive_rows
         out.append(row)
     return name, out
+
+
+def _free_port() -> int:
+    """An unused local TCP port for the llama.cpp server."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for(url: str, proc: subprocess.Popen[bytes], timeout: float = 180.0) -> bool:
+    """Poll ``url`` until it answers (False if the server died or timed out)."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return True
+        except OSError:
+            time.sleep(1)
+    return False
+
+
+def run_model_subset_0128(gguf: str, hqa: dict[str, Path]) -> dict[str, Any]:
+    """0.1.28 on the same GGUF, through its OpenAI client and a local ``llama_cpp.server``.
+
+    Why a server: 0.1.28 has no llama.cpp backend; ``llama_cpp.server`` (from
+    llama-cpp-python, installed in this venv) serves the same file offline.
+    Seconds include HTTP; calls and tokens are what its meta reports.
+    """
+    cases = [c for c in MODEL_CASES if db_file(c[1], hqa) is not None]
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", gguf,
+                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+                             "--n_threads", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}/v1"
+        if not _wait_for(base + "/models", proc):
+            return {"error": "llama_cpp.server did not start"}
+        fake = [Case(cid, db, sql, "", [[]], []) for cid, db, sql in cases]
+        paths = {cid: db_file(db, hqa) for cid, db, _ in cases}
+        version, res = run_0128(fake, paths, model={"name": Path(gguf).name,  # type: ignore[arg-type]
+                                                    "base_url": base})
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    rows = []
+    for cid, db, _sql in cases:
+        r = res.get(cid, {})
+        rows.append({"id": cid, "db": db, "error": r.get("error"),
+                     "rows": None if r.get("rows") is None else len(r["rows"]),
+                     **(r.get("meta") or {}), "seconds": round(r.get("seconds") or 0, 3)})
+    return {"version": version, "server": "llama_cpp.server (llama-cpp-python 0.3.36)", "rows": rows}
 
 
 def _naive_llm_rows(conn: sqlite3.Connection, sql: str) -> int:
@@ -613,7 +672,30 @@ def totals(records: list[dict[str, Any]]) -> dict[str, Any]:
 def machine() -> dict[str, Any]:
     """Where the numbers were measured."""
     return {"platform": platform.platform(), "python": platform.python_version(),
-            "cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()}
+            "cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
+            "load_average_1_5_15": list(os.getloadavg()),
+            "note": "shared 2-core box: seconds are noisy; counts are exact"}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The README table: values passed per query for the three evaluators."""
+    lines = ["| query | features | naive | 0.1.28 | ours | minimal | ours: targets |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    for r in result["queries"]:
+        old = r.get("blendsql_0128") or {}
+        old_v = "err" if old.get("error") else old.get("values_passed", "-")
+        if old and not old.get("error") and not old.get("rows_match_twin"):
+            old_v = f"{old_v} (rows differ)"
+        bad = [k for k, v in r["checks"].items() if v is False and k != "values_minimal_for_some_order"]
+        lim = " (LIMIT: full candidate set)" if r["limit"] else ""
+        lines.append(f"| {r['id']} | {', '.join(r['features'])} | {r['naive'].get('values_passed', 'n/a')} "
+                     f"| {old_v} | {r['ours'].get('values_passed', 'err')} | {r['minimal_values']}{lim} "
+                     f"| {'ok' if not bad else 'MISSES ' + ', '.join(bad)} |")
+    t = result["totals"]
+    lines.append(f"| **total** | | **{t['naive_values_passed']}** | "
+                 f"**{t.get('blendsql_0128_values_passed', '-')}** | **{t['ours_values_passed']}** | "
+                 f"**{t['minimal_values']}** | ours/naive = {t['ours_over_naive']} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -622,7 +704,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-0128", action="store_true", help="skip blendsql==0.1.28")
     ap.add_argument("--no-model", action="store_true", help="skip the embedded-model subset")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--markdown", action="store_true",
+                    help="print the README table from an existing --out JSON and exit")
     args = ap.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(args.out.read_text())))
+        return
     with tempfile.TemporaryDirectory() as tmpdir:
         hqa = build_hybridqa(Path(tmpdir))
         cases = [c for c in CASES if db_file(c.db, hqa) is not None]
@@ -642,6 +729,8 @@ def main(argv: list[str] | None = None) -> None:
                   f"{rec['naive'].get('values_passed')} min={rec['minimal_values']} 0128="
                   f"{rec.get('blendsql_0128', {}).get('values_passed')} {rec['checks']}")
         model_name, model_rows = (None, []) if args.no_model else run_model_subset(hqa)
+        old_model = ({} if args.no_model or args.no_0128 or model_name is None
+                     else run_model_subset_0128(model_name, hqa))
     result = {
         "benchmark": "call_economy",
         "command": "python " + " ".join([str(Path(sys.argv[0]).as_posix())] + sys.argv[1:]),
@@ -659,9 +748,8 @@ def main(argv: list[str] | None = None) -> None:
                               r["id"] for r in records
                               if r.get("blendsql_0128_latest_deps_rows_match_twin") is False],
                           "latest_deps": "pandas 3.1.1, polars 2.1.0, duckdb 2.0.0 (pip, Nov 2026)"},
-        "model_subset": {"model": model_name, "engine": "this engine only", "rows": model_rows,
-                         "blendsql_0128": "not run: 0.1.28 ships no llama.cpp / local GGUF "
-                         "backend (models: OpenAI, Anthropic, Gemini, Ollama, VLLM)"},
+        "model_subset": {"model": model_name, "ours": "BlendSQL(db, model=LlamaCpp(), cache=False)",
+                         "rows": model_rows, "blendsql_0128": old_model},
         "queries": records,
         "totals": totals(records),
     }
