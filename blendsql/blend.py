@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlglot import exp
@@ -59,17 +59,22 @@ class BlendSQL:
     path, or ``None`` for the embedded default (loaded lazily).
     ``ingredients``: classes or instances added to (or overriding) the
     built-ins. ``cache``: wrap the model in the persistent cache
-    (``blendsql.models.cache``; True = default file, a path = that file). Other keyword options are kept in ``self.options``.
+    (``blendsql.models.cache``; True = default file, a path = that file).
+    ``progress``: called as ``progress(ingredient, done, total)`` while model
+    requests finish. Other keyword options are kept in ``self.options``.
     """
 
     def __init__(self, db: Any, model: Model | str | None = None,
                  ingredients: Iterable[type[Ingredient] | Ingredient] = (), *,
-                 allow_writes: bool = False, cache: bool | str = True, **options: Any) -> None:
+                 allow_writes: bool = False, cache: bool | str = True,
+                 progress: Callable[[str, int, int], None] | None = None,
+                 **options: Any) -> None:
         self.db = db if isinstance(db, Database) else Database(db, allow_writes=allow_writes)
         self.registry = IngredientRegistry(builtin_ingredients())
         for item in ingredients:
             self.registry.add(item)
         self.cache: bool | str = cache
+        self.progress = progress  # progress(ingredient, done, total), e.g. the CLI's bar
         self.options = options
         self._model_arg = model
         self._model: Model | None = model if isinstance(model, Model) and not cache else None
@@ -141,7 +146,7 @@ class BlendSQL:
                 params: Sequence[Any] | Mapping[str, Any] | None = None) -> Smoothie:
         """Run one BlendSQL query; return its Smoothie (rows, meta, trace)."""
         started = time.perf_counter()
-        run = Run(self.db, self.registry, MeteredModel(lambda: self.model),
+        run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
                   bind_params(params), self.options)
         text = query if isinstance(query, str) else query.sql(dialect="sqlite")
         try:
@@ -201,6 +206,18 @@ class BlendSQL:
                                  hint="an alias or string ingredient must return one "
                                  "SQL expression")
         return tree.expressions[0]
+
+    def ask(self, question: str, **kwargs: Any) -> Any:
+        """Answer a plain-language question: write a BlendSQL program, run it, and
+        fall back to end-to-end QA when it fails or finds nothing.
+
+        Returns a :class:`blendsql.nl.ask.Answer` (``answer``, ``program``,
+        ``smoothie``, ``fallback_used``, ``prompt_tokens``). Keyword arguments go
+        to :func:`blendsql.nl.ask.ask` (``parser=``, ``fallback=``, ``history=``).
+        """
+        from blendsql.nl.ask import ask
+
+        return ask(self, question, **kwargs)
 
     def close(self) -> None:
         """Close the database connection if this session opened it."""

@@ -328,16 +328,6 @@ def test_run_parse_error_is_clean() -> None:
     assert "Traceback" not in res.stderr
 
 
-def _fts_guard_bug() -> Any:
-    from blendsql.errors import UnsafeQueryError
-
-    return pytest.mark.xfail(
-        raises=UnsafeQueryError, strict=False,
-        reason="Database guard denies FTS5's internal UPDATE-on-sqlite_master authorizer check",
-    )
-
-
-@_fts_guard_bug()
 def test_example_db_qa_over_documents_through_the_engine() -> None:
     """The DESIGN's LLMQA-over-documents demo runs on the bundled database."""
     _engine()

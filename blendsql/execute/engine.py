@@ -247,14 +247,20 @@ class Run:
     # -- ingredient invocation ----------------------------------------------------------
 
     def invoke(self, ing: Ingredient, call: IngredientCall, inputs: list[Any],
-               fn: Callable[[Any], Any], n_values: int) -> Any:
-        """Call ``fn(model)`` for one ingredient: meter, time, trace, wrap errors."""
+               fn: Callable[[Any, list[str]], Any], n_values: int) -> Any:
+        """Call ``fn(model, warnings)`` for one ingredient: meter, time, trace, wrap errors.
+
+        ``warnings`` is a list the ingredient may append to (e.g. an answer that
+        could not be parsed and became NULL); each entry becomes a trace step.
+        """
+        warnings: list[str] = []
+        self.model.label = call.name
         model = self.model if ing.needs_model else None
         before = self.model.snapshot()
         nprompts = len(self.model.prompt_log)
         t0 = time.perf_counter()
         try:
-            out = fn(model)
+            out = fn(model, warnings)
         except BlendSQLError:
             raise
         except Exception as e:  # noqa: BLE001 - user code: report, never leak
@@ -283,6 +289,8 @@ class Run:
             cached_tokens=used.cached_tokens, model_calls=used.model_calls,
             cache_hits=used.cache_hits, details={"call": self.call_text(call)},
         ))
+        for w in warnings:
+            self.trace.append(TraceStep("warning", f"{call.name}: {w}", ingredient=call.name))
         return out
 
     # -- per-kind computation ------------------------------------------------------------
@@ -344,8 +352,9 @@ class Run:
         values = first_column(rows)
         outputs: list[Any] = []
         if values:
-            out = self.invoke(ing, call, values, lambda model: ing.run(
-                question, list(values), model=model, db=self.db, constraint=constraint, **kw),
+            out = self.invoke(ing, call, values, lambda model, warns: ing.run(
+                question, list(values), model=model, db=self.db, constraint=constraint,
+                warnings=warns, **kw),
                 len(values))
             if not isinstance(out, (list, tuple)) or len(out) != len(values):
                 raise IngredientError(
@@ -383,9 +392,9 @@ class Run:
         if options is None and isinstance(constraint, Choice):
             options = list(constraint.options)
         extra = {k: v for k, v in kw.items()}
-        answer = self.invoke(ing, call, [question], lambda model: ing.run(
+        answer = self.invoke(ing, call, [question], lambda model, warns: ing.run(
             question, context, options, model=model, db=self.db, constraint=constraint,
-            **extra), 1)
+            warnings=warns, **extra), 1)
         if isinstance(answer, pd.DataFrame):
             answer = answer.iloc[:, 0].tolist() if hint.kind == "list" else (
                 answer.iloc[0, 0] if answer.size else None)
@@ -411,9 +420,9 @@ class Run:
         lv, rv = first_column(lrows), first_column(rrows)
         mapping: dict[Any, Any] = {}
         if lv and rv:
-            out = self.invoke(ing, call, [lv, rv], lambda model: ing.run(
+            out = self.invoke(ing, call, [lv, rv], lambda model, warns: ing.run(
                 list(lv), list(rv), question=question, model=model, db=self.db,
-                constraint=None, **kw), len(lv) + len(rv))
+                constraint=None, warnings=warns, **kw), len(lv) + len(rv))
             if not isinstance(out, Mapping):
                 raise IngredientError(f"{call.name} returned {_describe(out)}",
                                       hint="a join ingredient's run() returns a dict "

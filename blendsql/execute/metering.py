@@ -36,11 +36,16 @@ class MeteredModel(Model):
     need no model never loads one.
     """
 
-    def __init__(self, factory: Callable[[], Model]) -> None:
+    def __init__(self, factory: Callable[[], Model],
+                 progress: Callable[[str, int, int], None] | None = None,
+                 chunk: int = 8) -> None:
         self._factory = factory
         self._inner: Model | None = None
         self.counters = Counters()
         self.prompt_log: list[str] = []
+        self.progress = progress
+        self.chunk = chunk
+        self.label = ""  # the ingredient currently running (set by the engine)
 
     @property
     def inner(self) -> Model:
@@ -59,7 +64,7 @@ class MeteredModel(Model):
         return self.inner.count_tokens(text)
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
-        responses = self.inner.generate(requests)
+        responses = self._generate(requests)
         c = self.counters
         for req, resp in zip(requests, responses, strict=False):
             c.prompts += 1
@@ -72,6 +77,23 @@ class MeteredModel(Model):
             c.completion_tokens += resp.usage.completion_tokens
             c.cached_tokens += resp.usage.cached_tokens
         return responses
+
+    def _generate(self, requests: Sequence[Request]) -> list[Response]:
+        """One batch; in chunks reporting ``progress(label, done, total)`` when asked to.
+
+        Chunking only happens with a progress callback, so batching backends
+        keep their whole batch otherwise.
+        """
+        if self.progress is None or len(requests) <= self.chunk:
+            responses = self.inner.generate(requests)
+            if self.progress is not None:
+                self.progress(self.label, len(responses), len(requests))
+            return responses
+        out: list[Response] = []
+        for i in range(0, len(requests), self.chunk):
+            out += self.inner.generate(requests[i : i + self.chunk])
+            self.progress(self.label, len(out), len(requests))
+        return out
 
     def snapshot(self) -> Counters:
         return Counters(**{f: getattr(self.counters, f) for f in Counters.__dataclass_fields__})

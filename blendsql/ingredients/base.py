@@ -11,7 +11,10 @@ plus these keyword arguments supplied by the engine, never by globals:
 - ``constraint``: a :class:`blendsql.models.constraints.Constraint` inferred
   from where the call stands in the query (``= TRUE`` -> Bool, ...), or
   ``None``; explicit ``options=`` / ``return_type=`` / ``example_outputs=``
-  arrive as keyword arguments too and win over the inferred constraint.
+  arrive as keyword arguments too and win over the inferred constraint;
+- ``warnings``: a list to append human-readable warnings to (e.g. "answer
+  'maybe' could not be parsed as a boolean; NULL used"); each becomes a
+  ``warning`` step in the Smoothie's trace.
 
 Subclasses ignore what they do not use through ``**kwargs``.
 """

@@ -66,6 +66,9 @@ class Model(ABC):
     """A language model backend."""
 
     name: str = "model"
+    # False: the default persistent cache skips this model (its outputs may change
+    # between sessions without its identity changing, e.g. a Python function).
+    cacheable: bool = True
 
     @abstractmethod
     def generate(self, requests: Sequence[Request]) -> list[Response]:
@@ -92,12 +95,16 @@ class FunctionModel(Model):
     """A Python callable as a model, for tests and rules.
 
     ``fn(request)`` returns either text (parsed with the request's constraint)
-    or an already-typed value.
+    or an already-typed value. Not persistently cached by default (a function's
+    code can change while its name stays); pass ``cacheable=True`` with a
+    distinctive ``name`` to opt in.
     """
 
-    def __init__(self, fn: Callable[[Request], Any], name: str = "function") -> None:
+    def __init__(self, fn: Callable[[Request], Any], name: str = "function",
+                 cacheable: bool = False) -> None:
         self.fn = fn
         self.name = name
+        self.cacheable = cacheable
 
     def identity(self) -> str:
         return f"function:{self.name}:{getattr(self.fn, '__qualname__', repr(self.fn))}"

@@ -12,6 +12,7 @@ failure is retried next time instead of being remembered.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -97,20 +98,27 @@ class CachedModel(Model):
         for k in keys:
             row = found.get(k)
             out.append(None if row is None else _response_from_row(row))
-        missing = [i for i, r in enumerate(out) if r is None]
+        first_of: dict[str, int] = {}  # a request repeated within the batch is asked once
+        for i, r in enumerate(out):
+            if r is None:
+                first_of.setdefault(keys[i], i)
+        missing = list(first_of.values())
         lookup_seconds = (time.perf_counter() - t0) / max(1, len(requests))
         for r in out:
             if r is not None:
                 r.seconds = lookup_seconds
-        self.hits += len(requests) - len(missing)
+        self.hits += sum(r is not None for r in out)
         self.misses += len(missing)
         if missing:
             fresh = self.inner.generate([requests[i] for i in missing])
             if len(fresh) != len(missing):
                 raise ModelError(f"{self.inner.name} returned {len(fresh)} responses for "
                                  f"{len(missing)} requests", hint="a Model must answer every request")
-            for i, resp in zip(missing, fresh, strict=True):
-                out[i] = resp
+            by_key = {keys[i]: resp for i, resp in zip(missing, fresh, strict=True)}
+            for i, r in enumerate(out):
+                if r is None:
+                    resp = by_key[keys[i]]
+                    out[i] = resp if i == first_of[keys[i]] else dataclasses.replace(resp)
             self._store(ident, [(keys[i], resp) for i, resp in zip(missing, fresh, strict=True)])
         return [r for r in out if r is not None]
 
@@ -213,8 +221,11 @@ def _retry_locked(fn: Any, attempts: int = 50) -> Any:
 
 def with_cache(model: Model, cache: bool | str | Path = True) -> Model:
     """``model`` wrapped in the persistent cache (True: default path; a path: that file),
-    or ``model`` itself when ``cache`` is False. Never wraps twice."""
-    if cache is False:
+    or ``model`` itself when ``cache`` is False. Never wraps twice.
+
+    With the default (``True``), models that declare ``cacheable = False``
+    (e.g. a ``FunctionModel``) are not wrapped; an explicit path always wraps."""
+    if cache is False or (cache is True and not getattr(model, "cacheable", True)):
         return model
     path = None if cache is True else Path(cache)
     if isinstance(model, CachedModel):

@@ -137,7 +137,8 @@ def test_with_cache(tmp_path):
     assert with_cache(wrapped, str(tmp_path / "x.sqlite")) is wrapped
     moved = with_cache(wrapped, tmp_path / "y.sqlite")
     assert isinstance(moved, CachedModel) and moved.inner is inner
-    default = with_cache(inner, True)
+    assert with_cache(inner, True) is inner  # functions are not cached by default
+    default = with_cache(FunctionModel(answer, name="answer-v1", cacheable=True), True)
     assert isinstance(default, CachedModel)
     assert default.path == Path(os.environ["BLENDSQL_CACHE_DIR"]) / "cache.sqlite"
     default.generate([Request("z")])
@@ -278,3 +279,12 @@ def test_usage_of_a_hit_is_the_original_usage(tmp_path):
     m.generate([Request("a")])
     hit = m.generate([Request("a")])[0]
     assert (hit.usage.prompt_tokens, hit.usage.completion_tokens, hit.usage.cached_tokens) == (11, 3, 11)
+
+
+def test_a_request_repeated_in_one_batch_is_asked_once(tmp_path):
+    inner = Counting(answer)
+    m = CachedModel(inner, tmp_path / "c.sqlite")
+    out = m.generate([Request("a"), Request("b"), Request("a"), Request("a")])
+    assert [r.value for r in out] == ["A", "B", "A", "A"]
+    assert [r.prompt for r in inner.seen] == ["a", "b"]
+    assert out[0] is not out[2]  # separate objects: callers may annotate them

@@ -139,3 +139,10 @@ def test_answer_value_shapes(conn):
     assert answer_value(bsql.execute("SELECT player FROM w WHERE pick > 100")) is None
     assert answer_value(bsql.execute("SELECT count(*) FROM w")) == 3
     assert answer_value(bsql.execute("SELECT player FROM w WHERE position = 'Pitcher' ORDER BY pick")) == ["Joe Smith", "Al Jones"]
+
+
+def test_blendsql_ask_method_delegates(conn):
+    script = Script(["SELECT w.player FROM w WHERE w.pick = 30"])
+    bsql = BlendSQL(conn, model=FunctionModel(script), cache=False)
+    answer = bsql.ask("Who was picked 30th?", parser=Parser(bsql.model, examples=EXAMPLES))
+    assert answer.answer == "Al Jones" and answer.program.endswith("w.pick = 30")
