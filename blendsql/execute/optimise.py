@@ -1,0 +1,149 @@
+"""Engine-side helpers of the call-saving rules: cost estimates and ENUM matching.
+
+Why here: the rules in ``blendsql.plan.order`` / ``blendsql.plan.enum_match``
+are pure; this module feeds them what only a running query knows (candidate
+counts from SQLite, a column's vocabulary, the session model) and traces
+what they decided.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from blendsql.errors import BlendSQLError
+from blendsql.grammar.nodes import IngredientCall
+from blendsql.ingredients.base import JoinIngredient, MapIngredient
+from blendsql.models.base import Request
+from blendsql.models.constraints import Choice
+from blendsql.plan.enum_match import (
+    DEFAULT_THRESHOLD,
+    MAX_VALUES,
+    Classifier,
+    embedding_classifier,
+    match_enums,
+)
+from blendsql.plan.infer import literal_value
+from blendsql.plan.order import CostEstimate, estimate
+from blendsql.smoothie import TraceStep
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from blendsql.execute.engine import Run
+
+NONE_OPTION = "(none of these)"
+
+
+# ------------------------------------------------------------------ cost ordering
+
+
+def call_cost(run: Run, call: IngredientCall) -> float:
+    """Estimated cost of computing ``call`` now (see :mod:`blendsql.plan.order`).
+
+    Memoised per (call, candidate SQL): the candidate changes only when
+    another call was computed, which is exactly when the estimate must be
+    redone. Any failure counts as cost 0 (the call's own errors are reported
+    when it is computed).
+    """
+    est = cost_estimate(run, call)
+    return est.cost if est is not None else 0.0
+
+
+def cost_estimate(run: Run, call: IngredientCall) -> CostEstimate | None:
+    """Distinct candidate values and their average length, measured with SQLite."""
+    ing = run.registry.get(call.key_name)
+    if not isinstance(ing, (MapIngredient, JoinIngredient)):
+        return None
+    cand = run.readiness_candidate(call)
+    if cand is None or cand.find(IngredientCall) is not None:
+        return None
+    from blendsql.execute.engine import render
+
+    sql = render(cand)
+    memo: dict[tuple[int, str], CostEstimate] = run.__dict__.setdefault("_cost_memo", {})
+    key = (call.call_id, sql)
+    if key in memo:
+        return memo[key]
+    count_sql = (f"WITH __bsql_cost(__v) AS ({sql}) "
+                 "SELECT COUNT(*), AVG(LENGTH(CAST(__v AS TEXT))) FROM __bsql_cost")
+    try:
+        _, rows = run.db.execute(count_sql, run._bindings(sql))
+    except BlendSQLError:
+        return None
+    n, avg = (rows[0][0] or 0, float(rows[0][1] or 0.0)) if rows else (0, 0.0)
+    question = next((literal_value(a) for a in call.call_args
+                     if isinstance(a, exp.Literal) and a.is_string), "")
+    est = estimate(int(n), len(str(question or "")), avg, bool(ing.needs_model))
+    memo[key] = est
+    return est
+
+
+# ------------------------------------------------------------------ ENUM matching
+
+
+def vocabulary_of(run: Run, table: str, column: str) -> list[Any] | None:
+    """Distinct non-NULL values of ``table.column`` when there are at most MAX_VALUES."""
+    ident = '"' + column.replace('"', '""') + '"'
+    tab = '"' + table.replace('"', '""') + '"'
+    try:
+        _, rows = run.db.execute(
+            f"SELECT DISTINCT {ident} FROM {tab} WHERE {ident} IS NOT NULL LIMIT {MAX_VALUES + 1}")
+    except BlendSQLError:
+        return None
+    return [r[0] for r in rows] if len(rows) <= MAX_VALUES else None
+
+
+def model_classifier(run: Run) -> Classifier:
+    """The session model picks a value (or none) under a Choice constraint; metered."""
+
+    def classify(text: str, values: list[str]) -> tuple[str | None, float, str]:
+        options = tuple(values) + (NONE_OPTION,)
+        listing = "\n".join(f"- {v}" for v in options)
+        prompt = (f"A database column only holds these values:\n{listing}\n"
+                  f"Which value means the same as {text!r}? Answer with one value "
+                  f"exactly as written, or {NONE_OPTION!r}.\nAnswer: ")
+        before = run.model.snapshot()
+        resp = run.model.generate([Request(prompt=prompt, constraint=Choice(options),
+                                           max_tokens=32)])[0]
+        used = run.model.snapshot().minus(before)
+        m = run.meta
+        m.model_calls += used.model_calls
+        m.cache_hits += used.cache_hits
+        m.prompt_tokens += used.prompt_tokens
+        m.completion_tokens += used.completion_tokens
+        m.cached_tokens += used.cached_tokens
+        value = resp.value if resp.value is not None else resp.text.strip()
+        choice = str(value) if str(value) in values else None
+        return choice, 1.0 if choice else 0.0, "model"
+
+    return classify
+
+
+def apply_enum_match(run: Run, tree: exp.Expression) -> exp.Expression:
+    """Rewrite out-of-vocabulary literals when ``enum_match`` is on; trace each rewrite.
+
+    ``enum_match=True`` / ``"embedding"``: nearest value by embedding
+    (threshold ``enum_threshold``, default 0.5); ``"model"``: the model chooses.
+    """
+    setting = run.options.get("enum_match")
+    if not setting:
+        return tree
+    t0 = time.perf_counter()
+    if str(setting).lower() == "model":
+        classify = model_classifier(run)
+    else:
+        from blendsql.retrieval.prefilter import session_embedder
+
+        kind = "hashing" if str(setting).lower() == "hashing" else "default"
+        classify = embedding_classifier(
+            session_embedder(kind), float(run.options.get("enum_threshold", DEFAULT_THRESHOLD)))
+    out, rewrites = match_enums(tree, lambda t, c: vocabulary_of(run, t, c), classify)
+    for r in rewrites:
+        run.trace.append(TraceStep(
+            "plan", f"enum match: {r.table}.{r.column} = {r.literal!r} -> {r.replacement!r} "
+            f"({r.how}, score {r.score:.2f})", seconds=time.perf_counter() - t0,
+            details={"enum_match": True, "table": r.table, "column": r.column,
+                     "literal": r.literal, "replacement": r.replacement, "score": r.score,
+                     "how": r.how}))
+    return out

@@ -1,0 +1,183 @@
+"""Lazy evaluation under LIMIT: which rows, in which order, and how many must qualify.
+
+Why: ``SELECT * FROM t WHERE {{M('q', t.x)}} = TRUE LIMIT 5`` only needs the
+first five rows (in the order SQLite produces them) for which the predicate
+holds. Computing the map for every distinct ``x`` wastes model calls; instead
+the engine walks the candidate rows in their order, computes outputs for the
+next batch of new values, and stops once ``LIMIT + OFFSET`` rows qualify.
+
+The final SQL still runs in full over a lookup of the computed outputs. A
+value that was never computed is simply absent from the lookup, so it fails
+the (positive, set-membership) filter; every such value's rows come *after*
+the first ``LIMIT + OFFSET`` qualifying rows in the scan order, so the final
+rows equal the unoptimised plan's rows for the same scan order.
+
+This module is pure: it only decides whether a call qualifies and builds
+the ordered row query. :mod:`blendsql.execute.lazy` runs the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from blendsql.grammar.nodes import IngredientCall
+from blendsql.plan.calls import (
+    effective_scope,
+    find_calls,
+    has_aggregate,
+    scope_of,
+    visible_ctes,
+)
+from blendsql.plan.candidates import VALUE_ALIAS, _order_depends_on_calls, outer_tables
+from blendsql.plan.relax import relax_scope
+
+
+@dataclass(frozen=True)
+class LazyPlan:
+    """How to evaluate one filter call lazily.
+
+    ``rows``: the call's scope with every other uncomputed predicate relaxed,
+    projecting the call's value as the *last* column, one row per source row
+    in the scope's order (ORDER BY kept; no DISTINCT, no LIMIT).
+    ``needed``: ``LIMIT + OFFSET``, the number of qualifying rows that fix the
+    answer.
+    """
+
+    rows: exp.Select
+    needed: int
+    limit: int
+    offset: int
+
+
+def _int_literal(node: Any) -> int | None:
+    """The value of a non-negative integer literal (LIMIT / OFFSET), else None."""
+    if node is None:
+        return None
+    expr = node.args.get("expression") if isinstance(node, (exp.Limit, exp.Offset)) else node
+    if isinstance(expr, exp.Literal) and not expr.is_string:
+        try:
+            value = int(str(expr.this))
+        except ValueError:
+            return None
+        return value if value >= 0 else None
+    return None
+
+
+def limit_of(scope: exp.Select) -> tuple[int, int] | None:
+    """``(limit, offset)`` of a scope when both are plain non-negative integers."""
+    limit = _int_literal(scope.args.get("limit"))
+    if limit is None:
+        return None
+    offset_node = scope.args.get("offset")
+    offset = 0 if offset_node is None else _int_literal(offset_node)
+    if offset is None:
+        return None
+    return limit, offset
+
+
+def is_top_conjunct(atom: exp.Expression, scope: exp.Select) -> bool:
+    """True when ``atom`` is one of the AND-connected parts of the scope's WHERE.
+
+    Why: then a row qualifies exactly when the plain part of WHERE holds and
+    the atom holds for the row's value, so qualification can be counted per
+    value. Under OR a row might qualify without the atom; the walk would
+    still be sound but could not stop as early, so it is not attempted.
+    """
+    p: Any = atom.parent
+    while isinstance(p, (exp.And, exp.Paren)):
+        p = p.parent
+    return isinstance(p, exp.Where) and p.parent is scope
+
+
+def order_free_of_calls(scope: exp.Select) -> bool:
+    """The scope's row order (ORDER BY) does not depend on any uncomputed call."""
+    return not _order_depends_on_calls(scope)
+
+
+def lazy_plan(call: IngredientCall, value: exp.Expression,
+              atom: exp.Expression | None) -> LazyPlan | None:
+    """A :class:`LazyPlan` when ``call`` is the only undecided filter of a LIMIT scope.
+
+    Requirements (each keeps the answer identical to the full plan):
+    the call is a positive WHERE filter in set-membership form (``atom``)
+    and a top-level conjunct; the scope has an integer LIMIT (and OFFSET);
+    no DISTINCT / GROUP BY / HAVING / aggregate / window (LIMIT would count
+    groups, not rows); no other uncomputed call in WHERE, JOIN ON or ORDER
+    BY; the value is not correlated with an outer query.
+    """
+    scope = scope_of(call)
+    if atom is None or scope is None or effective_scope(call, value) is not scope:
+        return None
+    lo = limit_of(scope)
+    if lo is None or not is_top_conjunct(atom, scope) or outer_tables(scope):
+        return None
+    if scope.args.get("distinct") or scope.args.get("group") or scope.args.get("having"):
+        return None
+    if any(has_aggregate(p) or p.find(exp.Window) for p in scope.expressions):
+        return None
+    where = scope.args.get("where")
+    if where is None or [c.call_id for c in find_calls(where)] != [call.call_id]:
+        return None
+    if any(find_calls(j) for j in scope.args.get("joins") or []):
+        return None
+    if not order_free_of_calls(scope):
+        return None
+    rows = ordered_rows(scope, value)
+    if rows is None:
+        return None
+    return LazyPlan(rows=rows, needed=lo[0] + lo[1], limit=lo[0], offset=lo[1])
+
+
+def ordered_rows(scope: exp.Select, value: exp.Expression) -> exp.Select | None:
+    """``SELECT [projections,] <value> FROM ... WHERE <relaxed> [ORDER BY ...]``.
+
+    The projections are kept (uncomputed calls as NULL) only when ORDER BY
+    exists, since it may name their aliases. Returns None when relaxation
+    had to drop WHERE (outer-join sides) or a call is left.
+    """
+    relaxed, outer_join_relaxed = relax_scope(scope, None)
+    if outer_join_relaxed:
+        return None
+    q = exp.Select()
+    for key in ("from_", "joins", "where"):
+        if relaxed.args.get(key) is not None:
+            q.set(key, relaxed.args[key])
+    order = scope.args.get("order")
+    projections: list[exp.Expression] = []
+    if order is not None:
+        projections = [_calls_as_null(p) for p in scope.expressions]
+        q.set("order", order.copy())
+    q.set("expressions", projections + [exp.alias_(value.copy(), VALUE_ALIAS)])
+    ctes = [c.copy() for c in visible_ctes(scope)]
+    if ctes:
+        recursive = any(bool(c.parent and c.parent.args.get("recursive"))
+                        for c in visible_ctes(scope))
+        q.set("with_", exp.With(expressions=ctes, recursive=recursive))
+    if q.find(IngredientCall) is not None:
+        return None
+    return q
+
+
+def _calls_as_null(projection: exp.Expression) -> exp.Expression:
+    """A projection copy with uncomputed calls as NULL (kept for ORDER BY aliases)."""
+    out = projection.copy()
+    for c in find_calls(out):
+        if c is out:
+            return exp.null()
+        c.replace(exp.null())
+    return out
+
+
+def atom_condition(atom: exp.Expression, call: IngredientCall) -> exp.Expression:
+    """The atom with the call replaced by column ``v``: evaluated over ``(k, v)`` rows."""
+    cond = atom.copy()
+    for c in cond.find_all(IngredientCall):
+        if c.call_id == call.call_id:
+            if c is cond:
+                return exp.column("v")
+            c.replace(exp.column("v"))
+            break
+    return cond

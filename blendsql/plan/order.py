@@ -1,0 +1,45 @@
+"""Ordering ingredient predicates by estimated cost.
+
+Why: under AND, the engine already forms a cascade -- each ingredient
+predicate's candidate query sees only rows that passed the predicates
+computed before it (ARCHITECTURE.md §3), and plain predicates always run
+inside every candidate query, so they come first. What is left to choose is
+which ingredient runs first: the cheaper one, so the expensive one sees the
+fewest rows. Cost = distinct values to pass x estimated prompt tokens per
+value (BlendSQL §2.3; SUQL §3). Ingredients without a model cost ~nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CHARS_PER_TOKEN = 4.0
+PROMPT_OVERHEAD_TOKENS = 40.0  # instructions and formatting around each value
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """What one map / join call would cost if computed now."""
+
+    distinct_values: int
+    tokens_per_value: float
+    needs_model: bool = True
+
+    @property
+    def cost(self) -> float:
+        """Distinct values x prompt tokens per value (0 for model-free ingredients)."""
+        if not self.needs_model:
+            return 0.0
+        return self.distinct_values * self.tokens_per_value
+
+
+def tokens_per_value(question_chars: int, avg_value_chars: float) -> float:
+    """Rough prompt tokens for one value: overhead + question + value text."""
+    return PROMPT_OVERHEAD_TOKENS + (question_chars + max(avg_value_chars, 0.0)) / CHARS_PER_TOKEN
+
+
+def estimate(distinct_values: int, question_chars: int, avg_value_chars: float,
+             needs_model: bool = True) -> CostEstimate:
+    """A :class:`CostEstimate` from counts measured on the candidate query."""
+    return CostEstimate(distinct_values, tokens_per_value(question_chars, avg_value_chars),
+                        needs_model)
