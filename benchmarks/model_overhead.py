@@ -53,7 +53,8 @@ def messages_for(value: str) -> tuple[tuple[str, str], ...]:
     return (("system", INSTRUCTIONS), ("user", f"Value: {value}\nAnswer:"))
 
 
-Runner = Callable[[str], str]
+# fn(value) -> (text, seconds spent inside llama-cpp-python or None if not separable)
+Runner = Callable[[str], tuple[str, float | None]]
 
 
 def make_runners(path: Path | None, threads: int, constraint: Constraint) -> dict[str, Runner]:
@@ -62,10 +63,24 @@ def make_runners(path: Path | None, threads: int, constraint: Constraint) -> dic
 
     ours = LlamaCpp(path, n_threads=threads)
     ours.generate([Request("warm up")])  # load outside the timed region
+    inner_call = ours.llm.create_chat_completion
+    inner_seconds: list[float] = []
 
-    def run_ours(value: str) -> str:
+    def timed_inner(*a: Any, **kw: Any) -> Any:
+        """Time the llama-cpp-python call inside our generate (to split out our own work)."""
+        t0 = time.perf_counter()
+        try:
+            return inner_call(*a, **kw)
+        finally:
+            inner_seconds.append(time.perf_counter() - t0)
+
+    ours.llm.create_chat_completion = timed_inner
+
+    def run_ours(value: str) -> tuple[str, float | None]:
         req = Request(messages=messages_for(value), constraint=constraint)
-        return ours.generate([req])[0].text
+        inner_seconds.clear()
+        text = ours.generate([req])[0].text
+        return text, sum(inner_seconds)
 
     direct: Any = Llama(model_path=str(ours.path), n_ctx=ours.n_ctx, n_threads=threads, seed=0,
                    verbose=False)
@@ -73,31 +88,37 @@ def make_runners(path: Path | None, threads: int, constraint: Constraint) -> dic
     grammar = LlamaGrammar.from_string(gbnf) if gbnf else None
     max_tokens = _token_budget(Request(constraint=constraint))
 
-    def run_direct(value: str) -> str:
+    def run_direct(value: str) -> tuple[str, float | None]:
         msgs = [{"role": r, "content": c} for r, c in messages_for(value)]
         out = direct.create_chat_completion(messages=msgs, grammar=grammar, temperature=0.0,
                                             max_tokens=max_tokens)
-        return out["choices"][0]["message"]["content"] or ""
+        return out["choices"][0]["message"]["content"] or "", None
 
     return {"blendsql_llamacpp": run_ours, "llama_cpp_direct": run_direct}
 
 
-def measure(runners: dict[str, Runner], values: list[str],
-            warmup: int) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
-    """Interleave the runners per value (rotating who goes first); return times and texts."""
+def measure(runners: dict[str, Runner], values: list[str], warmup: int
+            ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[str]]]:
+    """Interleave the runners per value (rotating who goes first).
+
+    Returns wall times, our own (outside llama-cpp-python) times where separable, texts.
+    """
     names = list(runners)
     times: dict[str, list[float]] = {n: [] for n in names}
+    own: dict[str, list[float]] = {n: [] for n in names}
     texts: dict[str, list[str]] = {n: [] for n in names}
     for i, value in enumerate(values[:warmup] + values):
         order = names[i % len(names):] + names[: i % len(names)]
         for name in order:
             t0 = time.perf_counter()
-            text = runners[name](value)
+            text, inner = runners[name](value)
             dt = time.perf_counter() - t0
             if i >= warmup:
                 times[name].append(dt)
                 texts[name].append(text)
-    return times, texts
+                if inner is not None:
+                    own[name].append(dt - inner)
+    return times, own, texts
 
 
 def cpu_name() -> str:
@@ -123,7 +144,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     load_before = os.getloadavg()
     runners = make_runners(args.path, args.threads, constraint)
     values = VALUES[: args.n]
-    times, texts = measure(runners, values, args.warmup)
+    times, own, texts = measure(runners, values, args.warmup)
     load_after = os.getloadavg()
 
     base = "llama_cpp_direct"
@@ -134,6 +155,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "overhead_pct_vs_direct": round(100 * (med[n] - med[base]) / med[base], 2)}
         for n, t in times.items()
     }
+    for n, t in own.items():
+        if t:  # the wrapper's own work per value, independent of model speed and machine load
+            summary[n]["own_work_median_s"] = round(statistics.median(t), 6)
+            summary[n]["own_work_pct_of_direct_median"] = round(
+                100 * statistics.median(t) / med[base], 3)
     paired = [a - b for a, b in zip(times["blendsql_llamacpp"], times[base],
                                     strict=True)]
     model_path = LlamaCpp(args.path).path
