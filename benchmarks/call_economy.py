@@ -434,6 +434,7 @@ def run_engine(case: Case, path: Path) -> dict[str, Any]:
             "prompt_tokens": sm.meta.prompt_tokens, "ingredient_calls": sm.meta.ingredient_calls,
             "recorded_values": sum(i.values for i in ings),
             "recorded_invocations": sum(i.invocations for i in ings),
+            "recorded_per_ingredient": {i.name: i.values for i in ings if i.invocations},
             "seconds": time.perf_counter() - t0}
 
 
@@ -642,6 +643,12 @@ def totals(records: list[dict[str, Any]]) -> dict[str, Any]:
                            "ours_values_passed": ours, "naive_values_passed": naive,
                            "minimal_values": sum(r["minimal_values"] for r in ok),
                            "ours_over_naive": round(ours / naive, 4) if naive else None}
+    nolim = [r for r in ok if not r["limit"]]
+    ours_nl = sum(r["ours"]["values_passed"] for r in nolim)
+    naive_nl = sum(r["naive"]["values_passed"] for r in nolim)
+    out["without_limit_queries"] = {"queries": len(nolim), "ours_values_passed": ours_nl,
+                                    "naive_values_passed": naive_nl,
+                                    "ours_over_naive": round(ours_nl / naive_nl, 4) if naive_nl else None}
     both = [r for r in ok if r.get("blendsql_0128") and not r["blendsql_0128"]["error"]]
     if both:
         out["queries_with_0128"] = len(both)
