@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -120,6 +121,8 @@ def main() -> None:
     ap.add_argument("--server", action="store_true", help="also time the OpenAI backend")
     args = ap.parse_args()
     path = args.path or default_model_path()
+    # a `timeout` SIGTERM must still stop the server subprocess (the finally below)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     proc, url = start_server(path, args.threads) if args.server else (None, None)
     try:
         result = run(make_models(path, args.threads, url), requests(args.n))
