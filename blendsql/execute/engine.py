@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from blendsql.db.database import Database
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError
+from blendsql.execute.collect import Collector, collectable
 from blendsql.execute.metering import Counters, MeteredModel
 from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
@@ -56,6 +57,8 @@ from blendsql.plan.lookup import (
     replace_call,
     replace_node,
 )
+from blendsql.plan.lookup import temp_table as lookup_table
+from blendsql.plan.static_filter import member_lookup, passing_values
 from blendsql.smoothie import Meta, Smoothie, TraceStep
 
 Parser = Callable[[str, IngredientRegistry], exp.Expression]
@@ -109,6 +112,18 @@ class Run:
         self.trace.append(TraceStep("sql", summary, sql=text, rows_out=len(rows),
                                     seconds=time.perf_counter() - t0))
         return cols, rows
+
+    def candidate_values(self, cand: exp.Expression, summary: str) -> list[Any]:
+        """Distinct non-NULL values of a candidate query (see ``execute.collect``)."""
+        conn = getattr(self.db, "conn", None)
+        if conn is None or not collectable(cand):
+            return first_column(self.sql(cand, summary)[1])
+        assert isinstance(cand, exp.Select)
+        with Collector(conn) as col:
+            self.sql(col.rewrite(cand), summary)
+            values = col.values()
+        self.trace[-1].rows_out = len(values)
+        return values
 
     def _bindings(self, text: str) -> dict[str, Any]:
         """Only the named parameters the statement uses (sqlite rejects none extra, but
@@ -348,8 +363,8 @@ class Run:
         question = self.evaluate(args[qi], call) if qi is not None and qi < len(args) else None
         kw = self.kwargs_of(call)
         constraint = self.constraint_for(call, kw)
-        _, rows = self.sql(map_candidate(call, value_node), f"candidate values for {call.name}")
-        values = first_column(rows)
+        values = self.candidate_values(map_candidate(call, value_node),
+                                       f"candidate values for {call.name}")
         outputs: list[Any] = []
         if values:
             out = self.invoke(ing, call, values, lambda model, warns: ing.run(
@@ -361,8 +376,14 @@ class Run:
                     f"{call.name} returned {_describe(out)} for {len(values)} values",
                     hint="a map ingredient's run() returns a list as long as `values`")
             outputs = list(out)
-        pairs = list(zip(values, outputs_to_sqlite(outputs), strict=True))
+        stored = outputs_to_sqlite(outputs)
         atom = filter_atom(call)
+        if atom is not None and null_passes_statically(atom, call) is False:
+            passing = passing_values(atom, call, values, stored)
+            if passing is not None:  # decided in Python: store only the passing values
+                table = self.temp_table("m", [(None, v) for v in passing], key=False)
+                return replace_node(tree, atom, member_lookup(lookup_table(table), value_node))
+        pairs = list(zip(values, stored, strict=True))
         if atom is not None:
             table = self.temp_table("m", pairs, index=False)
             null_passes = null_passes_statically(atom, call)

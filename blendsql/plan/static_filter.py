@@ -1,0 +1,89 @@
+"""Deciding a map call's filter atom in Python, for the common atoms.
+
+Why: a positive filter ``WHERE {{M(x)}} = TRUE`` becomes a set-membership
+test ``x IN (SELECT ... FROM temp.m ...)``. Storing every (value, output)
+pair and letting SQLite evaluate the atom costs one temp-table row per
+distinct value (100k values: a few hundred ms of inserts). When the atom is
+the bare call or a comparison of the call with a literal, and the outputs
+are of a kind whose SQLite comparison Python reproduces exactly (numbers
+and booleans against a number / TRUE / FALSE, text against text), the
+engine can decide it here and store only the values that pass.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from sqlglot import exp
+
+from blendsql.grammar.nodes import IngredientCall
+from blendsql.plan.infer import literal_value
+
+_OPS: dict[type[exp.Expression], Callable[[Any, Any], bool]] = {
+    exp.EQ: operator.eq, exp.NEQ: operator.ne, exp.GT: operator.gt,
+    exp.GTE: operator.ge, exp.LT: operator.lt, exp.LTE: operator.le,
+}
+# The same comparison with its operands swapped (``5 < M(x)`` is ``M(x) > 5``).
+_FLIP: dict[type[exp.Expression], Callable[[Any, Any], bool]] = {
+    exp.EQ: operator.eq, exp.NEQ: operator.ne, exp.GT: operator.lt,
+    exp.GTE: operator.le, exp.LT: operator.gt, exp.LTE: operator.ge,
+}
+_NUMERIC = (int, float)  # bool is an int subclass; SQLite stores it as 0 / 1
+
+
+def _strip(e: exp.Expression) -> exp.Expression:
+    while isinstance(e, exp.Paren):
+        e = e.this
+    return e
+
+
+def _test(atom: exp.Expression, call: IngredientCall) -> tuple[Callable[[Any], bool], type] | None:
+    """(predicate on one non-NULL output, the output class it is exact for), or None."""
+    core = _strip(atom)
+    if core is call:
+        return (lambda v: v != 0), float  # SQLite truth of a number: non-zero
+    op_map = None
+    other: exp.Expression | None = None
+    if type(core) in _OPS:
+        if _strip(core.this) is call:
+            op_map, other = _OPS, core.expression
+        elif _strip(core.expression) is call:
+            op_map, other = _FLIP, core.this
+    if op_map is None or other is None:
+        return None
+    lit = literal_value(_strip(other))
+    if lit is None:
+        return None
+    fn = op_map[type(core)]
+    if isinstance(lit, str):
+        return (lambda v: fn(v, lit)), str
+    return (lambda v: fn(v, int(lit) if isinstance(lit, bool) else lit)), float
+
+
+def passing_values(atom: exp.Expression, call: IngredientCall, values: list[Any],
+                   outputs: list[Any]) -> list[Any] | None:
+    """The values whose output makes ``atom`` TRUE, or None when SQLite must decide.
+
+    ``outputs`` are already SQLite-storable (see ``outputs_to_sqlite``). A
+    NULL output never passes these atoms (``null_passes_statically`` is
+    False for them). Mixed kinds (text output against a number, say) follow
+    SQLite's cross-class ordering, which is not Python's: those go to SQL.
+    """
+    test = _test(atom, call)
+    if test is None:
+        return None
+    pred, kind = test
+    if kind is str:
+        if not all(o is None or type(o) is str for o in outputs):
+            return None
+    elif not all(o is None or type(o) in (int, float, bool) for o in outputs):
+        return None
+    return [v for v, o in zip(values, outputs, strict=True) if o is not None and pred(o)]
+
+
+def member_lookup(table: exp.Table, value: exp.Expression) -> exp.Expression:
+    """``(<value> IN (SELECT v FROM <table>))``: the row's value is one that passed."""
+    sub = exp.select(exp.column("v")).from_(table, copy=False)
+    return exp.Paren(this=exp.In(this=value.copy(), query=exp.Subquery(this=sub)))

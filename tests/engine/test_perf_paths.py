@@ -1,0 +1,83 @@
+"""The engine's fast paths agree with SQLite: Python-decided filter atoms and
+the hash-set collector for candidate values."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import pytest
+from sqlglot import exp
+
+from blendsql.execute.collect import Collector, collectable
+from blendsql.grammar.nodes import IngredientCall
+from blendsql.plan.static_filter import passing_values
+
+OUTPUT_SETS: list[list[Any]] = [
+    [True, False, None, 1, 0, 2, -1, 0.5, 0.0],
+    ["CA", "ca", "", None, "b", "CA "],
+    [1, "1", 1.0, None, "x"],  # mixed kinds: must be left to SQLite
+]
+ATOMS = ["{c}", "{c} = TRUE", "{c} = FALSE", "{c} = 1", "{c} <> 0", "{c} > 0.5",
+         "0 < {c}", "{c} <= -1", "{c} = 'CA'", "{c} < 'b'", "'b' >= {c}", "{c} = -1"]
+
+
+def _atom(template: str) -> tuple[exp.Expression, IngredientCall]:
+    call = IngredientCall(this=exp.to_identifier("M"))
+    if template == "{c}":
+        return call, call
+    left, op, right = template.split(" ")
+    side = {"{c}": call}
+    lhs = side.get(left) or exp.maybe_parse(left, dialect="sqlite")
+    rhs = side.get(right) or exp.maybe_parse(right, dialect="sqlite")
+    ops = {"=": exp.EQ, "<>": exp.NEQ, ">": exp.GT, ">=": exp.GTE, "<": exp.LT, "<=": exp.LTE}
+    return ops[op](this=lhs, expression=rhs), call
+
+
+@pytest.mark.parametrize("outputs", OUTPUT_SETS)
+@pytest.mark.parametrize("template", ATOMS)
+def test_python_decision_matches_sqlite(outputs: list[Any], template: str) -> None:
+    atom, call = _atom(template)
+    values = list(range(len(outputs)))
+    got = passing_values(atom, call, values, outputs)
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE m (k, v)")
+    con.executemany("INSERT INTO m VALUES (?, ?)", list(zip(values, outputs, strict=True)))
+    cond = template.format(c="v")
+    want = [r[0] for r in con.execute(f"SELECT k FROM m WHERE {cond} ORDER BY k")]
+    if got is None:
+        assert any(type(o) is str for o in outputs) or template.count("'")
+    else:
+        assert sorted(got) == want, (template, outputs)
+
+
+def test_mixed_kinds_go_to_sqlite() -> None:
+    atom, call = _atom("{c} = 1")
+    assert passing_values(atom, call, [1, 2], ["1", 1]) is None
+
+
+def test_collector_matches_distinct() -> None:
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE t (a, b)")
+    rows = [(i % 7 if i % 5 else None, f"x{i % 3}") for i in range(100)] + [(1.0, "y")]
+    con.executemany("INSERT INTO t VALUES (?, ?)", rows)
+    cand = exp.maybe_parse("SELECT DISTINCT t.a FROM t WHERE t.b <> 'x1'", dialect="sqlite")
+    assert isinstance(cand, exp.Select) and collectable(cand)
+    want = {r[0] for r in con.execute(cand.sql(dialect="sqlite")) if r[0] is not None}
+    with Collector(con) as col:
+        con.execute(col.rewrite(cand).sql(dialect="sqlite")).fetchall()
+        got = col.values()
+    assert len(got) == len(set(got)) and set(got) == want
+    with pytest.raises(sqlite3.OperationalError):  # the function is gone afterwards
+        con.execute(f"SELECT {col.name}(1)")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT DISTINCT t.a FROM t GROUP BY t.b",
+    "SELECT DISTINCT MAX(t.a) FROM t",
+    "SELECT t.a FROM t",
+    "SELECT DISTINCT t.a FROM t LIMIT 3",
+    "SELECT DISTINCT t.a, t.b FROM t",
+])
+def test_not_collectable(sql: str) -> None:
+    assert not collectable(exp.maybe_parse(sql, dialect="sqlite"))
