@@ -702,6 +702,21 @@ def markdown(result: dict[str, Any]) -> str:
     lines.append(f"| **total** | | **{t['naive_values_passed']}** | "
                  f"**{t.get('blendsql_0128_values_passed', '-')}** | **{t['ours_values_passed']}** | "
                  f"**{t['minimal_values']}** | ours/naive = {t['ours_over_naive']} |")
+    return "\n".join(lines) + "\n\n" + model_markdown(result.get("model_subset") or {})
+
+
+def model_markdown(sub: dict[str, Any]) -> str:
+    """The embedded-model subset: model calls, prompt tokens and seconds per engine."""
+    old = {r["id"]: r for r in (sub.get("blendsql_0128") or {}).get("rows", [])}
+    lines = ["| query | naive values | ours calls | ours prompt tok | ours s | rows "
+             "| 0.1.28 calls | 0.1.28 prompt tok | 0.1.28 s | rows |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in sub.get("rows", []):
+        o = old.get(r["id"], {})
+        lines.append(f"| {r['id']} | {r.get('naive_values')} | {r.get('model_calls')} | "
+                     f"{r.get('prompt_tokens')} | {r.get('seconds')} | {r.get('rows')} | "
+                     f"{o.get('num_generation_calls', '-')} | {o.get('prompt_tokens', '-')} | "
+                     f"{o.get('seconds', '-')} | {o.get('rows', '-')} |")
     return "\n".join(lines)
 
 

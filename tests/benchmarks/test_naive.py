@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ class Asked(QAIngredient):
 
 
 @pytest.fixture()
-def conn() -> sqlite3.Connection:
+def conn() -> Iterator[sqlite3.Connection]:
     c = sqlite3.connect(f"file:{DB}?mode=ro", uri=True)
     yield c
     c.close()
