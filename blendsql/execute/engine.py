@@ -91,6 +91,7 @@ class Run:
         self.meta = Meta()
         self.trace: list[TraceStep] = []
         self.temp_tables: list[str] = []
+        self.functions: list[str] = []  # lookup functions registered on the connection
         self.run_id = next(_RUN_IDS)
         self._n = itertools.count()
         self._texts: dict[int, str] = {}
@@ -148,11 +149,42 @@ class Run:
                                     seconds=seconds))
         return name
 
+    def map_lookup_node(self, pairs: list[tuple[Any, Any]], value: exp.Expression,
+                        ) -> exp.Expression:
+        """A per-row lookup of a map's outputs: ``__bsql_f<k>(<value>)``.
+
+        Why a registered function over a dict rather than ``(SELECT v FROM
+        temp.m WHERE k = <value>)``: no temp table to create and fill, and
+        SQLite evaluates a GROUP BY alias's scalar subquery twice per row
+        (measured on 100k rows: 63 vs 95 ms CPU for GROUP BY, 10 vs 13 ms
+        for a projection). The outputs stay data (returned values), never
+        SQL text. Keys are the candidate's distinct values, so the dict
+        matches SQLite's ``=`` on them (same storage class; 1 == 1.0).
+        """
+        conn = getattr(self.db, "conn", None)
+        if conn is None:
+            return map_lookup(self.temp_table("m", pairs), value)
+        t0 = time.perf_counter()
+        name = f"__bsql_f{self.run_id}_{next(self._n)}"
+        conn.create_function(name, 1, dict(pairs).get, deterministic=True)
+        self.functions.append(name)
+        self.trace.append(TraceStep("temp_table", f"lookup function {name} over "
+                                    f"{len(pairs)} value(s)", rows_out=len(pairs),
+                                    seconds=time.perf_counter() - t0))
+        return exp.Anonymous(this=name, expressions=[value.copy()])
+
     def cleanup(self) -> None:
-        """Drop every temp table of this run (also after errors)."""
+        """Drop every temp table and lookup function of this run (also after errors)."""
         for name in self.temp_tables:
             self.db.drop_temp_table(name)
         self.temp_tables.clear()
+        conn = getattr(self.db, "conn", None)
+        for name in self.functions:
+            try:
+                conn.create_function(name, 1, None)  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - cleanup never raises
+                pass
+        self.functions.clear()
 
     # -- argument evaluation --------------------------------------------------------
 
@@ -392,8 +424,7 @@ class Run:
                 null_passes = bool(r and r[0][0])
             repl = filter_lookup(atom, call, table, value_node, null_passes)
             return replace_node(tree, atom, repl)
-        table = self.temp_table("m", pairs)
-        return replace_call(tree, call.call_id, map_lookup(table, value_node))
+        return replace_call(tree, call.call_id, self.map_lookup_node(pairs, value_node))
 
     def compute_qa(self, ing: QAIngredient, call: IngredientCall) -> exp.Expression:
         """QA: evaluated once; scalar answer -> bound parameter, list -> temp table."""
