@@ -40,6 +40,7 @@ def first_column(rows: list[tuple[Any, ...]]) -> list[Any]:
 
 
 _PLAIN = (str, int, float, type(None))
+_PLAIN_TYPES = frozenset({*_PLAIN, bool})
 
 
 def outputs_to_sqlite(outputs: list[Any]) -> list[Any]:
@@ -48,7 +49,8 @@ def outputs_to_sqlite(outputs: list[Any]) -> list[Any]:
     Why: a zero-cost ingredient over 100k values should not pay 100k Python
     calls just to be stored (bool is an int subclass: stored as 0 / 1).
     """
-    if all(type(o) in _PLAIN or type(o) is bool for o in outputs):
-        if not any(type(o) is float and o != o for o in outputs):
+    kinds = set(map(type, outputs))  # one C-level pass instead of a generator per item
+    if kinds <= _PLAIN_TYPES:
+        if float not in kinds or not any(o != o for o in outputs if type(o) is float):
             return outputs
     return [to_sqlite(o) for o in outputs]
