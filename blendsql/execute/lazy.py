@@ -16,7 +16,7 @@ from sqlglot import exp
 from blendsql.execute.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.lazy import LazyPlan, atom_condition, lazy_plan
-from blendsql.plan.lookup import temp_table
+from blendsql.plan.lookup import null_passes_statically, null_test, temp_table
 from blendsql.smoothie import TraceStep
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -55,8 +55,8 @@ class _Walk:
 
     def add(self, values: list[Any], outputs: list[Any]) -> None:
         """Record a batch; which values pass is decided by SQLite on the atom itself."""
+        self.pairs.extend(zip(values, outputs, strict=True))
         pairs = list(zip(values, outputs_to_sqlite(outputs), strict=True))
-        self.pairs.extend(pairs)
         name = self.run.temp_table("lz", pairs, index=False)
         q = exp.select(exp.column("k")).from_(temp_table(name), copy=False).where(
             self.cond.copy(), copy=False)
@@ -83,13 +83,22 @@ class _Walk:
                    for v in self.row_values)
 
 
-def lazy_pairs(run: Run, call: IngredientCall, value: exp.Expression,
-               atom: exp.Expression | None, null_passes_fn: Callable[[], bool],
-               question: Any, kw: dict[str, Any], compute: Compute,
-               ) -> list[tuple[Any, Any]] | None:
-    """(value, output) pairs computed lazily, or None when lazy evaluation does not apply.
+def null_passes(run: Run, atom: exp.Expression, call: IngredientCall) -> bool:
+    """Whether a NULL output satisfies the atom (statically, else asked of SQLite)."""
+    static = null_passes_statically(atom, call)
+    if static is not None:
+        return static
+    _, r = run.sql(null_test(atom, call), f"does a NULL output pass for {call.name}")
+    return bool(r and r[0][0])
 
-    ``compute(values) -> outputs`` invokes the ingredient (metered, traced).
+
+def lazy_pairs(run: Run, call: IngredientCall, value: exp.Expression,
+               atom: exp.Expression | None, question: Any, kw: dict[str, Any],
+               compute: Compute) -> tuple[list[Any], list[Any]] | None:
+    """(values, raw outputs) computed lazily, or None when lazy evaluation does not apply.
+
+    ``compute(values) -> outputs`` invokes the ingredient (metered, traced);
+    ``kw``: the call's engine-level kwargs (``prefilter=``).
     With ``prefilter`` on (session option or the call's kwarg), values are
     verified best-ranked first instead of in scan order.
     """
@@ -100,18 +109,20 @@ def lazy_pairs(run: Run, call: IngredientCall, value: exp.Expression,
         return None
     t0 = time.perf_counter()
     _, rows = run.sql(plan.rows, f"rows in scan order for lazy {call.name}")
-    walk = _Walk(run, call, atom, [r[-1] for r in rows], null_passes_fn())
+    walk = _Walk(run, call, atom, [r[-1] for r in rows], null_passes(run, atom, call))
     distinct = list(dict.fromkeys(v for v in walk.row_values if v is not None))
     from blendsql.retrieval.prefilter import method_of
 
     method = method_of(enabled(run, PREFILTER_OPTION, None, kw))
     if method is not None and question is not None:
-        return _prefiltered(run, call, plan, walk, distinct, str(question), method, compute, t0)
-    return _in_scan_order(run, call, plan, walk, distinct, compute, t0)
+        _prefiltered(run, call, plan, walk, distinct, str(question), method, compute, t0)
+    else:
+        _in_scan_order(run, call, plan, walk, distinct, compute, t0)
+    return [p[0] for p in walk.pairs], [p[1] for p in walk.pairs]
 
 
 def _in_scan_order(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
-                   distinct: list[Any], compute: Compute, t0: float) -> list[tuple[Any, Any]]:
+                   distinct: list[Any], compute: Compute, t0: float) -> None:
     """Batches of the next new values in scan order; stop when the answer is fixed."""
     size, rounds = max(1, plan.needed), 0
     position = {v: i for i, v in enumerate(distinct)}
@@ -125,17 +136,18 @@ def _in_scan_order(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
         rounds += 1
         size *= 2
     _trace(run, call, plan, walk, len(distinct), rounds, "scan order", t0)
-    return walk.pairs
 
 
 def _prefiltered(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
                  distinct: list[Any], question: str, method: str, compute: Compute,
-                 t0: float) -> list[tuple[Any, Any]]:
+                 t0: float) -> None:
     """Verify values best-ranked first; stop when LIMIT + OFFSET rows qualify."""
-    from blendsql.retrieval.prefilter import memo_for, rank_values
+    from blendsql.retrieval.prefilter import memo_for, rank_values, session_embedder
 
     t_rank = time.perf_counter()
-    order = [distinct[i] for i in rank_values(question, distinct, method, memo=memo_for(run.db))]
+    embedder = session_embedder(str(run.options.get("prefilter_embedder", "default")))
+    ranked = rank_values(question, distinct, method, embedder=embedder, memo=memo_for(run.db))
+    order = [distinct[i] for i in ranked]
     rank_seconds = time.perf_counter() - t_rank
     size, rounds, done = max(1, plan.needed), 0, 0
     while done < len(order) and walk.qualified_anywhere() < plan.needed:
@@ -150,9 +162,9 @@ def _prefiltered(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
         f"to {question!r}; verified the top {done} with the model",
         seconds=rank_seconds, ingredient=call.name, rows_in=len(distinct), rows_out=done,
         details={"method": method, "ranked": len(distinct), "verified": done,
+                 "embedder": embedder.identity() if method != "bm25" else None,
                  "top": [str(v)[:80] for v in order[:5]], "call": run.call_text(call)}))
     _trace(run, call, plan, walk, len(distinct), rounds, f"{method} rank order", t0)
-    return walk.pairs
 
 
 def _trace(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk, total: int,

@@ -27,7 +27,6 @@ from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.calls import (
     effective_scope,
     find_calls,
-    has_aggregate,
     scope_of,
     visible_ctes,
 )
@@ -116,7 +115,7 @@ def lazy_plan(call: IngredientCall, value: exp.Expression,
         return None
     if scope.args.get("distinct") or scope.args.get("group") or scope.args.get("having"):
         return None
-    if any(has_aggregate(p) or p.find(exp.Window) for p in scope.expressions):
+    if any(_aggregates(p, scope) or p.find(exp.Window) for p in scope.expressions):
         return None
     where = scope.args.get("where")
     if where is None or [c.call_id for c in find_calls(where)] != [call.call_id]:
@@ -129,6 +128,11 @@ def lazy_plan(call: IngredientCall, value: exp.Expression,
     if rows is None:
         return None
     return LazyPlan(rows=rows, needed=lo[0] + lo[1], limit=lo[0], offset=lo[1])
+
+
+def _aggregates(projection: exp.Expression, scope: exp.Select) -> bool:
+    """True when the projection aggregates over the scope's rows (itself or inside)."""
+    return any(isinstance(n, exp.AggFunc) and scope_of(n) is scope for n in projection.walk())
 
 
 def ordered_rows(scope: exp.Select, value: exp.Expression) -> exp.Select | None:
