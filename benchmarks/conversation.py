@@ -18,6 +18,10 @@ in ``dev_ids.txt`` are for few-shot selection / tuning only; the default split
 ``report`` is everything else. The few-shot examples below were written from
 dev-id interactions (SParC 8, 21, 43).
 
+The grammar is restricted to plain SQL (no LLM ingredients): these are
+Spider questions, and a spurious ingredient over a big column would cost a
+model call per row.
+
 ``--acts`` also runs the model's dialogue-act choice on each turn (all turns
 of these sets are SQL turns, so a non-SQL act is simply an error); by default
 acts are off and every turn is parsed.
@@ -100,6 +104,14 @@ def add_model_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--n-ctx", type=int, default=8192, help="llama.cpp context (Spider schemas are long)")
 
 
+def plain_sql_only(bsql: BlendSQL) -> None:
+    """Drop the LLM ingredients: Spider questions are answerable in plain SQL, and a
+    spurious LLMMap over a big column would cost one model call per row."""
+    from blendsql.ingredients.base import IngredientRegistry
+
+    bsql.registry = IngredientRegistry()
+
+
 def db_path(data: Path, db_id: str) -> Path:
     return data / "spider" / "database" / db_id / f"{db_id}.sqlite"
 
@@ -174,6 +186,7 @@ def run_interaction(idx: int, it: dict[str, Any], data: Path, model: Model, acts
                     retries: int = 1) -> dict[str, Any]:
     path = db_path(data, it["database_id"])
     bsql = BlendSQL(str(path), model=model, cache=False)
+    plain_sql_only(bsql)
     with_deadline(bsql.db.conn, QUERY_SECONDS)
     parser = Parser(model, examples=SPIDER_EXAMPLES, n_examples=3, max_retries=retries, n_rows=2)
     conv = Conversation(bsql, parser, classify_acts=acts)

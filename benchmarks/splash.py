@@ -47,6 +47,7 @@ from conversation import (  # noqa: E402 - sibling script, imported by path
     gold_rows,
     machine,
     make_model,
+    plain_sql_only,
     read_done,
     with_deadline,
 )
@@ -76,6 +77,7 @@ def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
     g_rows, g_err = gold_rows(path, gold)
     w_rows, _ = gold_rows(path, wrong)
     bsql = BlendSQL(str(path), model=model, cache=False)
+    plain_sql_only(bsql)  # Spider: plain SQL only (see benchmarks/conversation.py)
     parser = Parser(model, examples=SPIDER_EXAMPLES, n_examples=3, max_retries=retries, n_rows=2)
     conv = Conversation(bsql, parser, classify_acts=False)
     conv.history.append(seed_turn(bsql, item["question"], wrong))
