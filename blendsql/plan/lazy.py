@@ -19,7 +19,7 @@ the ordered row query. :mod:`blendsql.execute.lazy` runs the loop.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlglot import exp
 
@@ -132,7 +132,8 @@ def lazy_plan(call: IngredientCall, value: exp.Expression,
 
 def _aggregates(projection: exp.Expression, scope: exp.Select) -> bool:
     """True when the projection aggregates over the scope's rows (itself or inside)."""
-    return any(isinstance(n, exp.AggFunc) and scope_of(n) is scope for n in projection.walk())
+    return any(isinstance(n, exp.AggFunc) and scope_of(cast(Any, n)) is scope
+               for n in projection.walk())
 
 
 def ordered_rows(scope: exp.Select, value: exp.Expression) -> exp.Select | None:
