@@ -100,7 +100,11 @@ class Run:
         """BlendSQL text of a call, rendered once per call (for traces and hints)."""
         text = self._texts.get(call.call_id)
         if text is None:
-            text = self._texts[call.call_id] = to_blendsql(call)
+            # also kept on the node: parse-cached trees (and their copies) reuse it
+            text = call.meta.get("bsql_text")
+            if text is None:
+                text = call.meta["bsql_text"] = to_blendsql(call)
+            self._texts[call.call_id] = text
         return text
 
     # -- SQL ----------------------------------------------------------------------
@@ -118,10 +122,10 @@ class Run:
         """Distinct non-NULL values of a candidate query (see ``execute.collect``)."""
         conn = getattr(self.db, "conn", None)
         if conn is None or not collectable(cand):
-            return first_column(self.sql(cand, summary)[1])
+            return first_column(self.sql(render(cand, copy=False), summary)[1])
         assert isinstance(cand, exp.Select)
         with Collector(conn) as col:
-            self.sql(col.rewrite(cand), summary)
+            self.sql(render(col.rewrite(cand), copy=False), summary)
             values = col.values()
         self.trace[-1].rows_out = len(values)
         return values
@@ -516,9 +520,13 @@ def _attach_ctes(q: exp.Select, scope: exp.Select) -> exp.Select:
     return q
 
 
-def render(tree: exp.Expression) -> str:
-    """Plain SQLite text of an AST without ingredient calls."""
-    return str(tree.sql(dialect="sqlite"))
+def render(tree: exp.Expression, copy: bool = True) -> str:
+    """Plain SQLite text of an AST without ingredient calls.
+
+    ``copy=False`` for trees built for this one statement (candidates, the
+    final query): sqlglot's generator otherwise deep-copies the tree first.
+    """
+    return str(tree.sql(dialect="sqlite", copy=copy))
 
 
 def check_known(tree: exp.Expression, registry: IngredientRegistry) -> None:
@@ -534,10 +542,12 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
                  ) -> pd.DataFrame:
     """Plan and run an AST; the caller owns cleanup of ``run``'s temp tables."""
     t0 = time.perf_counter()
+    given = tree
     check_known(tree, run.registry)
     tree = expand_macros(tree, run.registry, parse_expr,
                          lambda n: run.evaluate(n, IngredientCall(this=exp.to_identifier("arg"))))
-    check_known(tree, run.registry)
+    if tree is not given:
+        check_known(tree, run.registry)
     tree = qualify_by_alias(tree)
     calls = find_calls(tree)
     run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
@@ -551,7 +561,7 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
                                  "rewrite it without the correlation")
         tree = run.compute(tree, call)
         calls = find_calls(tree)
-    cols, rows = run.sql(tree, "final query")
+    cols, rows = run.sql(render(tree, copy=tree is given), "final query")
     return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
         {c: pd.Series([], dtype=object) for c in dict.fromkeys(cols)})
 
