@@ -742,10 +742,13 @@ def main(argv: list[str] | None = None) -> None:
         for c in cases:
             rec = evaluate(c, paths[c.id], old.get(c.id) if old else None)  # type: ignore[arg-type]
             if c.id in latest:
-                with ro(paths[c.id]) as conn:  # type: ignore[arg-type]
+                conn = ro(paths[c.id])  # type: ignore[arg-type]
+                try:
                     lrows = latest[c.id].get("rows")
                     rec["blendsql_0128_latest_deps_rows_match_twin"] = rows_agree(
                         c, None if lrows is None else norm_rows(lrows), conn)
+                finally:
+                    conn.close()
             records.append(rec)
             print(f"{c.id:24s} ours={rec['ours'].get('values_passed')} naive="
                   f"{rec['naive'].get('values_passed')} min={rec['minimal_values']} 0128="
