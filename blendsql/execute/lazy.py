@@ -130,12 +130,27 @@ def _in_scan_order(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
         qualified, first_missing = walk.qualified_prefix()
         if qualified >= plan.needed or first_missing is None:
             break
+        if rounds:
+            size = next_batch_size(size, len(walk.passes), qualified, plan.needed)
         start = position[first_missing]
         batch = [v for v in distinct[start:] if v not in walk.passes][:size]
         walk.add(batch, compute(batch))
         rounds += 1
-        size *= 2
     _trace(run, call, plan, walk, len(distinct), rounds, "scan order", t0)
+
+
+def next_batch_size(previous: int, computed: int, qualified: int, needed: int) -> int:
+    """How many new values to compute next.
+
+    Why adaptive: a fixed doubling overshoots by up to 2x. Once some rows
+    qualified, the observed values-per-qualifying-row rate predicts how many
+    more values the remaining rows need (plus 10 %, at least 1); before any
+    row qualified, the batch doubles so that rare matches need few rounds.
+    """
+    if qualified <= 0:
+        return max(1, previous * 2)
+    per_row = computed / qualified
+    return max(1, int(per_row * (needed - qualified) * 1.1 + 0.999))
 
 
 def _prefiltered(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
