@@ -31,7 +31,8 @@ def _atom(template: str) -> tuple[exp.Expression, IngredientCall]:
     lhs = side.get(left) or exp.maybe_parse(left, dialect="sqlite")
     rhs = side.get(right) or exp.maybe_parse(right, dialect="sqlite")
     ops = {"=": exp.EQ, "<>": exp.NEQ, ">": exp.GT, ">=": exp.GTE, "<": exp.LT, "<=": exp.LTE}
-    return ops[op](this=lhs, expression=rhs), call
+    node: Any = ops[op](this=lhs, expression=rhs)
+    return node, call
 
 
 @pytest.mark.parametrize("outputs", OUTPUT_SETS)
@@ -61,7 +62,8 @@ def test_collector_matches_distinct() -> None:
     con.execute("CREATE TABLE t (a, b)")
     rows = [(i % 7 if i % 5 else None, f"x{i % 3}") for i in range(100)] + [(1.0, "y")]
     con.executemany("INSERT INTO t VALUES (?, ?)", rows)
-    cand = exp.maybe_parse("SELECT DISTINCT t.a FROM t WHERE t.b <> 'x1'", dialect="sqlite")
+    cand: exp.Expression = exp.maybe_parse("SELECT DISTINCT t.a FROM t WHERE t.b <> 'x1'",
+                                           dialect="sqlite")
     assert isinstance(cand, exp.Select) and collectable(cand)
     want = {r[0] for r in con.execute(cand.sql(dialect="sqlite")) if r[0] is not None}
     with Collector(con) as col:
