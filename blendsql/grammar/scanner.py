@@ -182,20 +182,22 @@ def _lexer(other: str, extra: list[tuple[str, str]]) -> pp.ParserElement:
     return pp.Regex(plain).set_parse_action(action)
 
 
-def _bare_word(bare: frozenset[str]) -> tuple[str, str]:
-    """(word lexeme, bare head regex) when bare calls are allowed, else ("", "").
+def _bare_head(bare: frozenset[str]) -> str:
+    """Regex of a bare call's head (``ANSWER`` before ``(``), or "" without bare names.
 
-    Why: with bare calls (SUQL's ``ANSWER(reviews, 'q')``) the scanner must see
-    each identifier on its own, so a run of SQL text stops right before a bare
-    name followed by ``(``. A name after ``.`` (``t.answer(``) or inside another
-    identifier is never a bare call.
+    Why: with bare calls (SUQL's ``ANSWER(reviews, 'q')``) a run of SQL text
+    must stop right before a bare name followed by ``(``. A name after ``.``
+    (``t.answer(``) or inside another identifier is never a bare call.
     """
     if not bare:
-        return "", ""
+        return ""
     alt = "|".join(re.escape(n) for n in sorted({b.lower() for b in bare}, key=len, reverse=True))
-    head = rf"(?<![\w.$])(?i:{alt})(?![\w$])(?=\s*\()"
-    word = rf"(?:(?!{head})[A-Za-z0-9_$])+"
-    return word, head
+    return rf"(?<![\w.$])(?i:{alt})(?![\w$])(?=\s*\()"
+
+
+def _text_run(chars: str, head: str) -> str:
+    """A run of ``chars`` that never starts a bare call (one C-level regex match)."""
+    return rf"(?:(?!{head}){chars})+" if head else rf"{chars}+"
 
 
 def _build(names: frozenset[str], bare: frozenset[str] = frozenset()) -> Scanner:
@@ -206,8 +208,7 @@ def _build(names: frozenset[str], bare: frozenset[str] = frozenset()) -> Scanner
     lowered = sorted({n.lower() for n in names}, key=len, reverse=True)
     alternation = "|".join(re.escape(n) for n in lowered)
     block = pp.Forward()
-    word, bare_head = _bare_word(bare)
-    ident = r"A-Za-z0-9_$" if bare else ""
+    bare_head = _bare_head(bare)
 
     # --- inside a block's argument list -------------------------------------
     # '}' never appears in SQL outside strings, so an argument stops there and
@@ -216,8 +217,7 @@ def _build(names: frozenset[str], bare: frozenset[str] = frozenset()) -> Scanner
     # a lone '<' is an operator unless it opens a registered <<Name( call
     lone_lt = rf"<(?!<\s*(?i:{alternation})\s*\()" if alternation else "<"
     singles = rf"-(?!-)|/(?!\*)|\{{(?!\{{)|{lone_lt}"
-    arg_other = rf"[^'\"`\[\-/{{}}<?(),{ident}]+" + (f"|{word}" if word else "")
-    arg_lex = _lexer(arg_other, [("other1", singles)])
+    arg_lex = _lexer(_text_run(r"[^'\"`\[\-/{}<?(),]", bare_head), [("other1", singles)])
     arg_token = arg_lex | paren_group | block
     paren_group <<= (
         _mark("lparen", pp.Literal("("))
@@ -249,10 +249,10 @@ def _build(names: frozenset[str], bare: frozenset[str] = frozenset()) -> Scanner
 
     # --- top level ----------------------------------------------------------
     top_lex = _lexer(
-        rf"[^'\"`\[\-/{{}}<?;{ident}]+" + (f"|{word}" if word else ""),
+        _text_run(r"[^'\"`\[\-/{}<?;]", bare_head),
         [("semi", ";"), ("stray", r"\}\}"), ("other1", singles + r"|\}")],
     )
-    token = (block | top_lex) if bare else (top_lex | block)
+    token = (block | top_lex) if bare_head else (top_lex | block)
     top = pp.ZeroOrMore(token) + pp.StringEnd()
     top.streamline()
     return Scanner(names, top)
