@@ -160,7 +160,11 @@ class ListOf(Constraint):
             raise ValueError("not a list")
         if len(raw) < self.min_len or (self.max_len is not None and len(raw) > self.max_len):
             raise ValueError(f"list of length {len(raw)} is out of bounds")
-        return [self.item.parse(x if isinstance(x, str) else json.dumps(x)) for x in raw]
+        def text_of(x: Any) -> str:
+            # JSON items are re-encoded whole; scalar items parse from their text
+            return json.dumps(x) if isinstance(self.item, JsonSchema) or not isinstance(x, str) else x
+
+        return [self.item.parse(text_of(x)) for x in raw]
 
     def describe(self) -> str:
         return f"a list of {self.item.describe()}"

@@ -24,7 +24,13 @@ from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Grammar, Text
-from blendsql.nl.serialize import bridge_hints, format_hints, list_tables, serialize_schema
+from blendsql.nl.serialize import (
+    TableInfo,
+    bridge_hints,
+    format_hints,
+    list_tables,
+    serialize_schema,
+)
 from blendsql.nl.sql_grammar import build_grammar
 
 INGREDIENT_GUIDE = """\
@@ -87,6 +93,8 @@ class Parser:
         constrained: bool = True,
         n_rows: int = 3,
         max_tokens: int = 160,
+        schema_budget_chars: int = 6000,
+        schema_elements: int = 30,
     ) -> None:
         self.model = model
         self.examples = list(examples) if examples is not None else load_examples()
@@ -95,6 +103,8 @@ class Parser:
         self.constrained = constrained
         self.n_rows = n_rows
         self.max_tokens = max_tokens
+        self.schema_budget_chars = schema_budget_chars
+        self.schema_elements = schema_elements
 
     def prompt(
         self, question: str, schema: str, hints: str = "", history: Sequence[Turn] = (),
@@ -125,10 +135,11 @@ class Parser:
         history: Sequence[Turn] = (),
     ) -> ParseResult:
         """Generate, validate and (on error) regenerate a program for ``question``."""
-        schema = serialize_schema(conn, n_rows=self.n_rows)
+        tables = self.relevant_tables(question, conn)
+        schema = serialize_schema(conn, n_rows=self.n_rows, tables=[t.name for t in tables])
         hints = format_hints(bridge_hints(conn, question))
         constraint = (
-            Grammar(build_grammar(list_tables(conn), registry.names()), label="blendsql")
+            Grammar(build_grammar(tables, registry.names()), label="blendsql")
             if self.constrained else Text()
         )
         result = ParseResult(None)
@@ -146,6 +157,21 @@ class Parser:
                 return result
             retry = (program, error)
         return result
+
+
+    def relevant_tables(self, question: str, conn: sqlite3.Connection) -> list[TableInfo]:
+        """All tables, or — when the schema would not fit the prompt budget — the
+        tables of the schema elements CRUSH4SQL selects (document tables always stay).
+        """
+        tables = list_tables(conn)
+        if len(serialize_schema(conn, n_rows=self.n_rows)) <= self.schema_budget_chars:
+            return tables
+        from blendsql.nl.schema_select import select_schema
+
+        elements = [f"{t.name}.{c}" for t in tables if not t.is_documents for c in t.columns]
+        chosen = select_schema(question, elements, self.model, budget=self.schema_elements)
+        keep = {e.split(".", 1)[0] for e in chosen}
+        return [t for t in tables if t.is_documents or t.name in keep]
 
 
 def clean_program(text: str) -> str:

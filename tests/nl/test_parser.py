@@ -146,3 +146,30 @@ def test_blendsql_ask_method_delegates(conn):
     bsql = BlendSQL(conn, model=FunctionModel(script), cache=False)
     answer = bsql.ask("Who was picked 30th?", parser=Parser(bsql.model, examples=EXAMPLES))
     assert answer.answer == "Al Jones" and answer.program.endswith("w.pick = 30")
+
+
+def test_large_schema_is_cut_to_the_selected_tables():
+    """Over the prompt budget, CRUSH4SQL picks the tables the prompt and grammar show."""
+    c = sqlite3.connect(":memory:")
+    for i in range(40):
+        c.execute(f"CREATE TABLE filler_{i} (code_{i} TEXT, amount_{i} INTEGER)")
+    c.execute("CREATE TABLE singer (name TEXT, country TEXT, age INTEGER)")
+    c.execute("INSERT INTO singer VALUES ('Joe', 'France', 30)")
+
+    def model_fn(req):
+        if req.prompt.rstrip().endswith("BlendSQL:"):
+            return "SELECT singer.name FROM singer"
+        return "singer.name\nsinger.country"  # the hallucinated minimal schema
+
+    parser = Parser(FunctionModel(model_fn), examples=EXAMPLES, schema_budget_chars=500,
+                    schema_elements=4)
+    names = [t.name for t in parser.relevant_tables("Which singers are from France?", c)]
+    assert "singer" in names and len(names) < 10
+    bsql = BlendSQL(c)
+    result = parser.parse("Which singers are from France?", c, bsql.registry)
+    assert result.ok
+
+
+def test_small_schema_is_shown_whole(conn):
+    parser = Parser(FunctionModel(lambda r: ""), examples=EXAMPLES)
+    assert [t.name for t in parser.relevant_tables("q", conn)] == ["w", "documents"]
