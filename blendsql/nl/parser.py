@@ -75,7 +75,7 @@ class ParseResult:
 
 def load_examples(name: str = "hybridqa") -> list[Example]:
     """The annotated examples shipped in ``blendsql/nl/examples/<name>.json``."""
-    path = resources.files("blendsql.nl").joinpath("examples", f"{name}.json")
+    path = resources.files("blendsql.nl").joinpath("examples").joinpath(f"{name}.json")
     raw = json.loads(path.read_text(encoding="utf-8"))
     return [Example(r["question"], r["program"], r.get("schema", "")) for r in raw]
 
