@@ -143,11 +143,16 @@ class BlendSQL:
         return tree
 
     def execute(self, query: str | exp.Expression,
-                params: Sequence[Any] | Mapping[str, Any] | None = None) -> Smoothie:
-        """Run one BlendSQL query; return its Smoothie (rows, meta, trace)."""
+                params: Sequence[Any] | Mapping[str, Any] | None = None,
+                **options: Any) -> Smoothie:
+        """Run one BlendSQL query; return its Smoothie (rows, meta, trace).
+
+        ``options`` override the session's for this query only (``lazy=False``,
+        ``cost_order=False``, ``prefilter=True``, ``enum_match=True``).
+        """
         started = time.perf_counter()
         run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
-                  bind_params(params), self.options)
+                  bind_params(params), {**self.options, **options})
         text = query if isinstance(query, str) else query.sql(dialect="sqlite")
         try:
             t0 = time.perf_counter()
@@ -160,7 +165,8 @@ class BlendSQL:
                                    started)
             run.trace.append(TraceStep("parse", "parsed query",
                                        seconds=time.perf_counter() - t0))
-            if isinstance(query, str) and tree.find(IngredientCall) is None:
+            if (isinstance(query, str) and tree.find(IngredientCall) is None
+                    and not run.options.get("enum_match")):
                 df = self._plain(run, query, params)
             else:
                 df = execute_tree(run, tree, self._parse_expr)

@@ -21,7 +21,9 @@ from sqlglot import exp
 from blendsql.db.database import Database
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError
 from blendsql.execute.collect import Collector, collectable
+from blendsql.execute.lazy import lazy_pairs, pop_engine_kwargs
 from blendsql.execute.metering import Counters, MeteredModel
+from blendsql.execute.optimise import apply_enum_match, call_cost
 from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import (
@@ -398,20 +400,29 @@ class Run:
                                   hint=f"write {call.name}('question', table.column)") from e
         question = self.evaluate(args[qi], call) if qi is not None and qi < len(args) else None
         kw = self.kwargs_of(call)
+        engine_kw = pop_engine_kwargs(kw)  # prefilter= is for the engine, not run()
         constraint = self.constraint_for(call, kw)
-        values = self.candidate_values(map_candidate(call, value_node),
-                                       f"candidate values for {call.name}")
-        outputs: list[Any] = []
-        if values:
-            out = self.invoke(ing, call, values, lambda model, warns: ing.run(
-                question, list(values), model=model, db=self.db, constraint=constraint,
+
+        def run_values(vals: list[Any]) -> list[Any]:
+            out = self.invoke(ing, call, vals, lambda model, warns: ing.run(
+                question, list(vals), model=model, db=self.db, constraint=constraint,
                 warnings=warns, **kw),
-                len(values))
-            if not isinstance(out, (list, tuple)) or len(out) != len(values):
+                len(vals))
+            if not isinstance(out, (list, tuple)) or len(out) != len(vals):
                 raise IngredientError(
-                    f"{call.name} returned {_describe(out)} for {len(values)} values",
+                    f"{call.name} returned {_describe(out)} for {len(vals)} values",
                     hint="a map ingredient's run() returns a list as long as `values`")
-            outputs = list(out)
+            return list(out)
+
+        # under LIMIT: stop once enough rows qualify (blendsql.plan.lazy); else all at once
+        lazy = lazy_pairs(self, call, value_node, filter_atom(call), question, engine_kw,
+                          run_values)
+        if lazy is not None:
+            values, outputs = lazy
+        else:
+            values = self.candidate_values(map_candidate(call, value_node),
+                                           f"candidate values for {call.name}")
+            outputs = run_values(values) if values else []
         stored = outputs_to_sqlite(outputs)
         atom = filter_atom(call)
         if atom is not None and null_passes_statically(atom, call) is False:
@@ -549,12 +560,15 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
     if tree is not given:
         check_known(tree, run.registry)
     tree = qualify_by_alias(tree)
+    tree = apply_enum_match(run, tree)  # opt-in (enum_match=...); traced
     calls = find_calls(tree)
     run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
                                seconds=time.perf_counter() - t0,
                                details={"calls": [run.call_text(c) for c in calls]}))
     while calls:
-        call = next_call(tree, run.registry, run.readiness_candidate)
+        call = next_call(tree, run.registry, run.readiness_candidate,
+                         cost=(lambda c: call_cost(run, c))
+                         if run.options.get("cost_order", True) else None)
         if call is None:
             raise ExecutionError("could not order the ingredient calls of this query",
                                  hint="an ingredient argument may refer to an outer query; "

@@ -173,6 +173,7 @@ def kind_of(call: IngredientCall, registry: IngredientRegistry) -> str:
 
 def next_call(tree: exp.Expression, registry: IngredientRegistry,
               candidate: Callable[[IngredientCall], exp.Expression | None],
+              cost: Callable[[IngredientCall], float] | None = None,
               ) -> IngredientCall | None:
     """The next call to compute: one that is ready, in a good order.
 
@@ -181,8 +182,9 @@ def next_call(tree: exp.Expression, registry: IngredientRegistry,
     soundly — in derived tables, CTEs — are computed already).
     Order: QA calls first (one value each; once computed they are plain
     predicates that shrink everyone else's rows), then deeper scopes first,
-    then ingredients that need no model, then text order, so that
-    ingredient predicates of one scope form a cascade.
+    then ingredients that need no model, then (with ``cost``) the cheapest
+    estimated call (``blendsql.plan.order``), then text order, so that
+    ingredient predicates of one scope form a cascade, cheap ones first.
     """
     ready: list[tuple[int, int, int, int, IngredientCall]] = []
     all_calls = find_calls(tree)
@@ -202,4 +204,8 @@ def next_call(tree: exp.Expression, registry: IngredientRegistry,
     if not ready:
         return None
     ready.sort(key=lambda t: t[:4])
+    if cost is not None and len(ready) > 1:
+        head = [r for r in ready if r[:3] == ready[0][:3]]
+        if len(head) > 1:
+            return min(head, key=lambda t: (cost(t[4]), t[3]))[4]
     return ready[0][4]

@@ -1417,3 +1417,64 @@ PAIRS: list[Pair] = [
                             "AND Code IN (SELECT CountryCode FROM city)"},
     ),
 ]
+
+# ------------------------------------------- lazy evaluation under LIMIT (scan order)
+# Added with the call-saving optimisations: the map filter is the only undecided
+# predicate of a LIMIT scope, so the engine evaluates it in batches in SQLite's scan
+# order and stops once LIMIT + OFFSET rows qualify. The twins run in the same scan
+# order (no index on the filtered columns), so the rows must match exactly, in order.
+PAIRS += [
+    Pair(
+        "lazy_limit_scan_order", WORLD,
+        "SELECT ID, Name FROM city WHERE {{StartsWith('San', city.Name)}} LIMIT 5",
+        "SELECT ID, Name FROM city WHERE substr(CAST(Name AS TEXT), 1, 3) = 'San' LIMIT 5",
+        order="exact",
+    ),
+    Pair(
+        "lazy_limit_offset_plain_first", WORLD,
+        "SELECT Name FROM city WHERE Population > 100000 "
+        "AND {{StartsWith('B', city.Name)}} = TRUE LIMIT 4 OFFSET 3",
+        "SELECT Name FROM city WHERE Population > 100000 "
+        "AND substr(CAST(Name AS TEXT), 1, 1) = 'B' LIMIT 4 OFFSET 3",
+        order="exact",
+    ),
+    Pair(
+        "lazy_limit_plain_order_by", WORLD,
+        "SELECT Name, Population FROM city WHERE {{StartsWith('S', city.Name)}} "
+        "ORDER BY Population DESC, ID LIMIT 3",
+        "SELECT Name, Population FROM city WHERE substr(CAST(Name AS TEXT), 1, 1) = 'S' "
+        "ORDER BY Population DESC, ID LIMIT 3",
+        order="exact",
+    ),
+    Pair(
+        "lazy_limit_join_scope", WORLD,
+        "SELECT ci.Name, co.Name FROM city ci JOIN country co ON ci.CountryCode = co.Code "
+        "WHERE {{StartsWith('S', ci.Name)}} ORDER BY ci.ID LIMIT 4",
+        "SELECT ci.Name, co.Name FROM city ci JOIN country co ON ci.CountryCode = co.Code "
+        "WHERE substr(CAST(ci.Name AS TEXT), 1, 1) = 'S' ORDER BY ci.ID LIMIT 4",
+        order="exact",
+    ),
+    Pair(
+        "lazy_limit_after_cascade", WORLD,
+        "SELECT ID FROM city WHERE {{StartsWith('S', city.Name)}} "
+        "AND {{Length(city.District)}} > 8 ORDER BY ID LIMIT 3",
+        "SELECT ID FROM city WHERE substr(CAST(Name AS TEXT), 1, 1) = 'S' "
+        "AND length(District) > 8 ORDER BY ID LIMIT 3",
+        order="exact",
+    ),
+    Pair(
+        "lazy_limit_null_output_passes", WORLD,
+        "SELECT Code FROM country WHERE {{Upper(country.IndepYear)}} IS NULL "
+        "ORDER BY Code LIMIT 3",
+        "SELECT Code FROM country WHERE upper(IndepYear) IS NULL ORDER BY Code LIMIT 3",
+        order="exact",
+    ),
+    Pair(
+        "lazy_limit_in_derived_table", CS,
+        "SELECT t.Name FROM (SELECT Name, Singer_ID FROM singer "
+        "WHERE {{StartsWith('J', singer.Name)}} ORDER BY Singer_ID LIMIT 1) t",
+        "SELECT t.Name FROM (SELECT Name, Singer_ID FROM singer "
+        "WHERE substr(Name, 1, 1) = 'J' ORDER BY Singer_ID LIMIT 1) t",
+        order="exact",
+    ),
+]

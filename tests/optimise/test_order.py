@@ -1,0 +1,62 @@
+"""Predicate ordering: plain predicates first, then ingredient predicates by cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from blendsql.plan.order import estimate, tokens_per_value
+
+from .helpers import CheapHas, CostlyHas, plain, rows, session
+
+LONG = "candlelit " + "please read every review very carefully before answering " * 4
+
+
+def test_estimate_is_values_times_tokens() -> None:
+    e = estimate(10, 40, 120.0)
+    assert e.cost == pytest.approx(10 * tokens_per_value(40, 120.0))
+    assert estimate(10, 40, 120.0, needs_model=False).cost == 0.0
+    assert tokens_per_value(400, 0) > tokens_per_value(4, 0)
+
+
+def test_cheaper_predicate_runs_first_and_narrows_the_costly_one(rdb: Path) -> None:
+    """Written costly-first; the cheap one (short names, short question) is computed first
+    and the costly one sees only rows that passed it (a cascade)."""
+    costly, cheap = CostlyHas(), CheapHas()
+    q = (f"SELECT id FROM restaurants WHERE id <= 300 AND {{{{CostlyHas('{LONG}', reviews)}}}} "
+         "AND {{CheapHas('Moon', name)}}")
+    with session(rdb, costly, cheap) as s:
+        out = s.execute(q)
+    order = [t.ingredient for t in out.trace if t.kind == "ingredient"]
+    assert order == ["CheapHas", "CostlyHas"]
+    moon = plain(rdb, "SELECT reviews FROM restaurants WHERE id <= 300 AND "
+                      "instr(lower(name), 'moon') > 0")
+    assert sorted(costly.passed) == sorted({r[0] for r in moon})
+    assert len(cheap.passed) == 300
+    twin = plain(rdb, "SELECT id FROM restaurants WHERE id <= 300 AND "
+                      "instr(lower(reviews), 'candlelit please') > 0 AND "
+                      "instr(lower(name), 'moon') > 0")
+    assert sorted(rows(out.df)) == sorted(twin)
+
+
+def test_cost_ordering_spares_the_costly_ingredient(rdb: Path) -> None:
+    """Text order would pass 300 long reviews to the costly ingredient; cost order far
+    fewer. (The total count of values may grow -- 300 short names go to the cheap one --
+    which is the point: the estimate weighs values by prompt tokens.)"""
+    q = ("SELECT id FROM restaurants WHERE id <= 300 AND {{CostlyHas('candlelit', reviews)}} "
+         "AND {{CheapHas('Moon', name)}}")
+    costly, cheap = CostlyHas(), CheapHas()
+    with session(rdb, costly, cheap) as s:
+        ordered = s.execute(q)
+    costly2, cheap2 = CostlyHas(), CheapHas()
+    with session(rdb, costly2, cheap2, cost_order=False) as s:
+        textual = s.execute(q)
+    assert sorted(rows(ordered.df)) == sorted(rows(textual.df))
+    assert len(costly2.passed) == 300
+    assert len(costly.passed) < len(costly2.passed)
+    def tokens(names: list, reviews: list) -> float:
+        return sum(tokens_per_value(4, len(str(v))) for v in names) + sum(
+            tokens_per_value(9, len(str(v))) for v in reviews)
+
+    assert tokens(cheap.passed, costly.passed) < tokens(cheap2.passed, costly2.passed)
