@@ -82,6 +82,8 @@ def has_aggregate(e: exp.Expression) -> bool:
 
 
 def _same_scope(n: Any, root: Any) -> bool:
+    if n is root:  # the expression itself is the aggregate: SELECT MAX(..) FROM t
+        return True
     p = n.parent
     while p is not None and p is not root:
         if isinstance(p, exp.Select):

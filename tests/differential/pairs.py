@@ -1478,3 +1478,13 @@ PAIRS += [
         order="exact",
     ),
 ]
+PAIRS += [
+    Pair(
+        # LIMIT counts the aggregate's one row, not source rows: every value is needed
+        "aggregate_projection_under_limit", WORLD,
+        "SELECT MAX({{Length(city.Name)}}) FROM city LIMIT 1",
+        "SELECT MAX(length(Name)) FROM city LIMIT 1",
+        order="exact",
+        exact={"Length": "SELECT Name FROM city"},
+    ),
+]
