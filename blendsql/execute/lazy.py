@@ -160,8 +160,11 @@ def _prefiltered(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
     from blendsql.retrieval.prefilter import memo_for, rank_values, session_embedder
 
     t_rank = time.perf_counter()
-    embedder = session_embedder(str(run.options.get("prefilter_embedder", "default")))
-    ranked = rank_values(question, distinct, method, embedder=embedder, memo=memo_for(run.db))
+    kind = str(run.options.get("prefilter_embedder", "default"))
+    embedder = session_embedder(kind)
+    disk = run.options.get("prefilter_cache", kind != "hashing")
+    ranked = rank_values(question, distinct, method, embedder=embedder,
+                         memo=memo_for(run.db, disk))
     order = [distinct[i] for i in ranked]
     rank_seconds = time.perf_counter() - t_rank
     size, rounds, done = max(1, plan.needed), 0, 0

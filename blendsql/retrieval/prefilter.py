@@ -8,38 +8,88 @@ calls. It changes *which* qualifying rows are returned (the best-ranked ones,
 not the first in scan order), so it is opt-in (``prefilter=True``) and only
 used under LIMIT; the trace says what was ranked and how many were verified.
 
-Embeddings are memoised in memory per database session, keyed by the
-embedder's identity and the exact text: a later query over the same column
-(with a different question or filter) embeds nothing again. Measured on this
-machine (see ``tests/optimise/test_prefilter.py::test_memo_reuses_vectors``
-and the report): re-embedding 1000 short texts with ``HashingEmbedder`` takes
-tens of milliseconds, a memo hit is a dict look-up; an on-disk cache keyed by
-the whole value list would miss whenever the candidate set changes, which is
-the common case for filters.
+Embeddings are memoised per text, keyed by the embedder's identity and a
+hash of the exact text: in memory per database session, and (for model
+embedders, by default) in an on-disk SQLite file, so a later query or a new
+session over the same column (with another question or filter) embeds
+nothing again. Measured on this 2-core machine for 1000 JSON review lists:
+MiniLM 35.6 s to embed, 9 ms from the memory memo; HashingEmbedder 0.28 s
+to embed, 13 ms from memory. Keys are per text rather than per value list
+because the candidate set changes with every filter.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import weakref
 from collections.abc import Sequence
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from blendsql.retrieval.embeddings import Embedder, HashingEmbedder, default_embedder
+from blendsql.retrieval.embeddings import (
+    Embedder,
+    HashingEmbedder,
+    default_cache_dir,
+    default_embedder,
+)
 
 METHODS = ("dense", "bm25", "hybrid")
 RRF_K = 60  # reciprocal-rank fusion constant (the usual value)
 
 
-class EmbeddingMemo:
-    """Per-session memo: (embedder identity, text hash) -> unit vector."""
+class DiskStore:
+    """On-disk vectors keyed by (embedder identity, text hash), in one SQLite file.
 
-    def __init__(self, max_items: int = 200_000) -> None:
+    Why: MiniLM needs ~36 s for 1000 review lists on this 2-core machine; a new
+    session over the same column should not pay that again. Keys are per text,
+    so any subset of a column (a different filter) still hits.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(sqlite3.connect(self.path)) as con, con:
+            con.execute("CREATE TABLE IF NOT EXISTS vec (ident TEXT, key TEXT, data BLOB, "
+                        "PRIMARY KEY (ident, key))")
+
+    def get(self, ident: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors for the keys that have one."""
+        out: dict[str, np.ndarray] = {}
+        with closing(sqlite3.connect(self.path)) as con:
+            for i in range(0, len(keys), 500):
+                chunk = list(keys[i:i + 500])
+                marks = ",".join("?" * len(chunk))
+                for key, data in con.execute(
+                        f"SELECT key, data FROM vec WHERE ident = ? AND key IN ({marks})",
+                        [ident, *chunk]):
+                    out[key] = np.frombuffer(data, dtype=np.float32)
+        return out
+
+    def put(self, ident: str, items: dict[str, np.ndarray]) -> None:
+        """Store vectors (float32 bytes); a concurrent writer's row wins silently."""
+        with closing(sqlite3.connect(self.path, timeout=30)) as con, con:
+            con.executemany("INSERT OR IGNORE INTO vec VALUES (?, ?, ?)",
+                            [(ident, k, np.asarray(v, dtype=np.float32).tobytes())
+                             for k, v in items.items()])
+
+
+class EmbeddingMemo:
+    """Per-session memo: (embedder identity, text hash) -> unit vector.
+
+    ``disk``: an optional :class:`DiskStore` consulted for texts not in memory
+    (and filled with newly embedded ones).
+    """
+
+    def __init__(self, max_items: int = 200_000, disk: DiskStore | None = None) -> None:
         self._vectors: dict[tuple[str, str], np.ndarray] = {}
         self.max_items = max_items
+        self.disk = disk
         self.hits = 0
+        self.disk_hits = 0
         self.misses = 0
 
     def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
@@ -48,9 +98,19 @@ class EmbeddingMemo:
         keys = [(ident, hashlib.sha1(t.encode()).hexdigest()) for t in texts]
         missing = [i for i, k in enumerate(keys) if k not in self._vectors]
         self.hits += len(keys) - len(missing)
+        if missing and self.disk is not None:
+            stored = self.disk.get(ident, [keys[i][1] for i in missing])
+            for i in missing:
+                if keys[i][1] in stored:
+                    self._vectors[keys[i]] = stored[keys[i][1]]
+            self.disk_hits += len(stored)
+            missing = [i for i in missing if keys[i] not in self._vectors]
         self.misses += len(missing)
         if missing:
             fresh = embedder.embed([texts[i] for i in missing])
+            if self.disk is not None:
+                self.disk.put(ident, {keys[i][1]: vec for i, vec in zip(missing, fresh,
+                                                                      strict=True)})
             if len(self._vectors) + len(missing) > self.max_items:
                 self._vectors.clear()
             for i, vec in zip(missing, fresh, strict=True):
@@ -64,11 +124,19 @@ _MEMOS: weakref.WeakKeyDictionary[Any, EmbeddingMemo] = weakref.WeakKeyDictionar
 _EMBEDDERS: dict[str, Embedder] = {}
 
 
-def memo_for(owner: Any) -> EmbeddingMemo:
-    """The memo of one session (keyed weakly by its database object)."""
+def memo_for(owner: Any, disk: str | Path | bool | None = None) -> EmbeddingMemo:
+    """The memo of one session (keyed weakly by its database object).
+
+    ``disk``: True = the default file under the blendsql cache directory, a
+    path = that file, False/None = memory only. Fixed at the memo's creation.
+    """
     memo = _MEMOS.get(owner)
     if memo is None:
-        memo = _MEMOS[owner] = EmbeddingMemo()
+        store = None
+        if disk:
+            path = default_cache_dir() / "prefilter.sqlite" if disk is True else Path(disk)
+            store = DiskStore(path)
+        memo = _MEMOS[owner] = EmbeddingMemo(disk=store)
     return memo
 
 

@@ -95,6 +95,7 @@ def answer_model() -> FunctionModel:
 
 def session(db: Path, *ingredients: Any, **options: Any) -> BlendSQL:
     """A BlendSQL session over ``db`` with the answer model and no persistent cache."""
+    options.setdefault("prefilter_cache", False)  # tests never write the user cache
     return BlendSQL(str(db), model=answer_model(), ingredients=ingredients, cache=False,
                     **options)
 

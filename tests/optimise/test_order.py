@@ -60,3 +60,18 @@ def test_cost_ordering_spares_the_costly_ingredient(rdb: Path) -> None:
             tokens_per_value(9, len(str(v))) for v in reviews)
 
     assert tokens(cheap.passed, costly.passed) < tokens(cheap2.passed, costly2.passed)
+
+
+def test_cascade_across_tables(rdb: Path) -> None:
+    """The cheap predicate on owners runs first; the costly one on restaurants then sees
+    only reviews of joined rows whose owner passed."""
+    costly, cheap = CostlyHas(), CheapHas()
+    q = (f"SELECT r.id FROM restaurants r JOIN owners o ON o.rid = r.id "
+         f"WHERE {{{{CostlyHas('{LONG}', r.reviews)}}}} AND {{{{CheapHas('owner3', o.owner)}}}}")
+    with session(rdb, costly, cheap) as s:
+        out = s.execute(q)
+    assert [t.ingredient for t in out.trace if t.kind == "ingredient"] == ["CheapHas", "CostlyHas"]
+    want = plain(rdb, "SELECT r.reviews FROM restaurants r JOIN owners o ON o.rid = r.id "
+                      "WHERE o.owner = 'owner3'")
+    assert sorted(costly.passed) == sorted({w[0] for w in want})
+    assert rows(out.df) == []  # LONG never occurs in a review

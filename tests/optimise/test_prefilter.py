@@ -61,10 +61,11 @@ def test_prefilter_verifies_fewer_and_rows_qualify(rdb: Path) -> None:
 def test_per_call_kwarg_and_dense(rdb: Path) -> None:
     q = ("SELECT id FROM restaurants WHERE "
          "{{ANSWER(reviews, 'is it a romantic dinner?', prefilter=True)}} = 'yes' LIMIT 3")
-    with session(rdb) as s:
+    with session(rdb, prefilter_embedder="hashing") as s:
         out = s.execute(q)
     assert len(out.df) == 3
     assert _retrieval(out) and _retrieval(out)[0].details["method"] == "dense"
+    assert _retrieval(out)[0].details["embedder"].startswith("hashing")
 
 
 def test_off_by_default_and_not_without_limit(rdb: Path) -> None:
@@ -89,3 +90,16 @@ def test_memo_reuses_vectors() -> None:
     assert np.array_equal(a, b)
     assert memo.misses == 1000 and memo.hits == 1000
     assert second < first
+
+
+def test_disk_store_serves_a_new_session(tmp_path: Path) -> None:
+    from blendsql.retrieval.prefilter import DiskStore
+
+    texts = [f"text {i}" for i in range(50)]
+    emb = HashingEmbedder()
+    first = EmbeddingMemo(disk=DiskStore(tmp_path / "v.sqlite"))
+    a = first.embed(emb, texts)
+    second = EmbeddingMemo(disk=DiskStore(tmp_path / "v.sqlite"))
+    b = second.embed(emb, texts[10:20])
+    assert second.disk_hits == 10 and second.misses == 0
+    assert np.allclose(a[10:20], b)
