@@ -162,7 +162,7 @@ def _prefiltered(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
     t_rank = time.perf_counter()
     kind = str(run.options.get("prefilter_embedder", "default"))
     embedder = session_embedder(kind)
-    disk = run.options.get("prefilter_cache", kind != "hashing")
+    disk = run.options.get("prefilter_cache", kind != "hashing" and method != "bm25")
     ranked = rank_values(question, distinct, method, embedder=embedder,
                          memo=memo_for(run.db, disk))
     order = [distinct[i] for i in ranked]
