@@ -98,12 +98,20 @@ def correct_query(parser: Parser, conn: sqlite3.Connection, registry: Ingredient
 
 
 def sql_diff(old: str, new: str) -> str:
-    """A short token-level diff: ``- removed`` / ``+ added`` fragments, or 'no change'."""
+    """A short token-level diff: ``- removed`` / ``+ added`` fragments, or 'no change'.
+
+    Unquoted words compare case-insensitively, so ``Count`` -> ``COUNT`` is no change.
+    """
     a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    key_a, key_b = [_key(t) for t in a], [_key(t) for t in b]
     parts = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=key_a, b=key_b, autojunk=False).get_opcodes():
         if op in ("delete", "replace"):
             parts.append("- " + " ".join(a[i1:i2]))
         if op in ("insert", "replace"):
             parts.append("+ " + " ".join(b[j1:j2]))
     return "; ".join(parts) if parts else "no change"
+
+
+def _key(token: str) -> str:
+    return token if token[:1] in ("'", '"') else token.upper()

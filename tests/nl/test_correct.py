@@ -119,5 +119,7 @@ def test_correct_query_direct_and_prompt_order():
 
 def test_sql_diff():
     assert sql_diff("SELECT a FROM t", "SELECT a FROM t") == "no change"
+    assert sql_diff("SELECT Count ( * ) FROM t", "SELECT COUNT(*) FROM t") == "no change"
+    assert sql_diff("SELECT a FROM t WHERE x = 'A'", "SELECT a FROM t WHERE x = 'a'") == "- 'A'; + 'a'"
     assert sql_diff("SELECT COUNT(*) FROM Breeds", "SELECT COUNT(*) FROM Treatments") == "- Breeds; + Treatments"
     assert sql_diff("SELECT a FROM t", "SELECT a FROM t WHERE x = 'a b'") == "+ WHERE x = 'a b'"
