@@ -188,3 +188,13 @@ def test_next_batch_size() -> None:
     assert next_batch_size(4, 4, 0, 3) == 8  # nothing qualified yet: double
     assert next_batch_size(8, 20, 2, 3) == 11  # 10 values per row, 1 row to go (+10 %)
     assert next_batch_size(8, 5, 5, 6) >= 1
+
+
+def test_answer_over_plain_string_column(rdb: Path) -> None:
+    """A column holding one string (not a JSON array) works the same way."""
+    q = ("SELECT id FROM restaurants WHERE id IN (36, 37, 38) AND "
+         "ANSWER(json_extract(reviews, '$[3]'), 'is it romantic?') = 'yes'")
+    with session(rdb) as s:
+        out = s.execute(q)
+    assert rows(out.df) == [(37,)]
+    assert out.meta.values_passed == 1  # rows 36/38 have no 4th review: NULL, never passed
