@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 CHARS_PER_TOKEN = 4.0
 PROMPT_OVERHEAD_TOKENS = 40.0  # instructions and formatting around each value
+MODEL_FREE_WEIGHT = 1e-6  # a model-free value, relative to one prompt token
 
 
 @dataclass(frozen=True)
@@ -27,9 +28,14 @@ class CostEstimate:
 
     @property
     def cost(self) -> float:
-        """Distinct values x prompt tokens per value (0 for model-free ingredients)."""
+        """Distinct values x prompt tokens per value.
+
+        A model-free ingredient costs its distinct count scaled far below any
+        model call: it never outranks a model call, and among model-free calls
+        the one with fewer values still runs first (fewer values passed).
+        """
         if not self.needs_model:
-            return 0.0
+            return self.distinct_values * MODEL_FREE_WEIGHT
         return self.distinct_values * self.tokens_per_value
 
 

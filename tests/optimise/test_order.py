@@ -16,7 +16,8 @@ LONG = "candlelit " + "please read every review very carefully before answering 
 def test_estimate_is_values_times_tokens() -> None:
     e = estimate(10, 40, 120.0)
     assert e.cost == pytest.approx(10 * tokens_per_value(40, 120.0))
-    assert estimate(10, 40, 120.0, needs_model=False).cost == 0.0
+    free_10, free_5 = estimate(10, 40, 120.0, needs_model=False), estimate(5, 40, 120.0, needs_model=False)
+    assert free_5.cost < free_10.cost < estimate(1, 0, 0.0).cost  # never outranks a model call
     assert tokens_per_value(400, 0) > tokens_per_value(4, 0)
 
 
