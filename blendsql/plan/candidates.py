@@ -121,7 +121,7 @@ def map_candidate(call: IngredientCall, value: exp.Expression) -> exp.Select:
         if not outer_join_relaxed:
             cand.set("having", relaxed.args.get("having"))
     if can_keep_limit(scope):
-        projections = [_null_calls(p) for p in scope.expressions]
+        projections = [null_calls(p) for p in scope.expressions]
         inner = cand
         inner.set("expressions", projections + [exp.alias_(value.copy(), VALUE_ALIAS)])
         for key in ("order", "limit", "offset"):
@@ -137,7 +137,7 @@ def map_candidate(call: IngredientCall, value: exp.Expression) -> exp.Select:
     return _with_ctes(cand, scope)
 
 
-def _null_calls(projection: exp.Expression) -> exp.Expression:
+def null_calls(projection: exp.Expression) -> exp.Expression:
     """Projection copy with uncomputed calls as NULL (kept only for ORDER BY aliases)."""
     out = projection.copy()
     for c in find_calls(out):

@@ -30,7 +30,12 @@ from blendsql.plan.calls import (
     scope_of,
     visible_ctes,
 )
-from blendsql.plan.candidates import VALUE_ALIAS, _order_depends_on_calls, outer_tables
+from blendsql.plan.candidates import (
+    VALUE_ALIAS,
+    _order_depends_on_calls,
+    null_calls,
+    outer_tables,
+)
 from blendsql.plan.relax import relax_scope
 
 
@@ -153,7 +158,7 @@ def ordered_rows(scope: exp.Select, value: exp.Expression) -> exp.Select | None:
     order = scope.args.get("order")
     projections: list[exp.Expression] = []
     if order is not None:
-        projections = [_calls_as_null(p) for p in scope.expressions]
+        projections = [null_calls(p) for p in scope.expressions]
         q.set("order", order.copy())
     q.set("expressions", projections + [exp.alias_(value.copy(), VALUE_ALIAS)])
     ctes = [c.copy() for c in visible_ctes(scope)]
@@ -164,16 +169,6 @@ def ordered_rows(scope: exp.Select, value: exp.Expression) -> exp.Select | None:
     if q.find(IngredientCall) is not None:
         return None
     return q
-
-
-def _calls_as_null(projection: exp.Expression) -> exp.Expression:
-    """A projection copy with uncomputed calls as NULL (kept for ORDER BY aliases)."""
-    out = projection.copy()
-    for c in find_calls(out):
-        if c is out:
-            return exp.null()
-        c.replace(exp.null())
-    return out
 
 
 def atom_condition(atom: exp.Expression, call: IngredientCall) -> exp.Expression:
