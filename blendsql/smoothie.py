@@ -32,7 +32,7 @@ class TraceStep:
     """One thing the engine did, in order.
 
     ``kind`` is one of: ``parse``, ``plan``, ``sql``, ``temp_table``,
-    ``ingredient``, ``model``, ``warning``.
+    ``ingredient``, ``retrieval``, ``warning``.
     """
 
     kind: str
