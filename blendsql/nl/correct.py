@@ -13,13 +13,12 @@ from __future__ import annotations
 import difflib
 import re
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from blendsql.ingredients.base import IngredientRegistry
-from blendsql.models.base import Request
 from blendsql.models.constraints import Grammar, Text
 from blendsql.nl.explain import explain
-from blendsql.nl.parser import Parser, clean_program, validate
+from blendsql.nl.parser import Parser, ParseResult, generate_program
 from blendsql.nl.serialize import list_tables, serialize_schema
 from blendsql.nl.sql_grammar import build_grammar
 
@@ -44,13 +43,8 @@ _TOKEN = re.compile(r"'[^']*'|\"[^\"]*\"|\w+|[^\w\s]")
 
 
 @dataclass
-class Correction:
+class Correction(ParseResult):
     """The outcome of one correction: the program (None if none validated) and attempts."""
-
-    program: str | None
-    attempts: list[tuple[str, str | None]] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
 
 
 def explanation_lines(program: str, registry: IngredientRegistry | None = None) -> list[str]:
@@ -79,22 +73,12 @@ def correct_query(parser: Parser, conn: sqlite3.Connection, registry: Ingredient
     constraint = (Grammar(build_grammar(list_tables(conn), registry.names()), label="blendsql")
                   if parser.constrained else Text())
     explanation = explanation_lines(program, registry)
-    out = Correction(None)
-    retry: tuple[str, str] | None = None
-    for _ in range(retries + 1):
-        text = correction_prompt(schema, question, program, explanation, feedback, retry)
-        resp = parser.model.generate([Request(prompt=text, constraint=constraint,
-                                              max_tokens=parser.max_tokens)])[0]
-        out.prompt_tokens += resp.usage.prompt_tokens
-        out.completion_tokens += resp.usage.completion_tokens
-        candidate = clean_program(resp.text)
-        error = validate(candidate, conn, registry)
-        out.attempts.append((candidate, error))
-        if error is None:
-            out.program = candidate
-            return out
-        retry = (candidate, error)
-    return out
+    return generate_program(
+        parser.model,
+        lambda retry: correction_prompt(schema, question, program, explanation, feedback, retry),
+        constraint, conn, registry, Correction(None),
+        tries=retries + 1, max_tokens=parser.max_tokens,
+    )
 
 
 def sql_diff(old: str, new: str) -> str:

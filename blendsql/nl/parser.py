@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import TypeVar
 
 from sqlglot import exp
 
@@ -23,7 +24,7 @@ from blendsql.errors import BlendSQLError
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
-from blendsql.models.constraints import Grammar, Text
+from blendsql.models.constraints import Constraint, Grammar, Text
 from blendsql.nl.serialize import (
     TableInfo,
     bridge_hints,
@@ -142,21 +143,11 @@ class Parser:
             Grammar(build_grammar(tables, registry.names()), label="blendsql")
             if self.constrained else Text()
         )
-        result = ParseResult(None)
-        retry: tuple[str, str] | None = None
-        for _ in range(self.max_retries + 1):
-            text = self.prompt(question, schema, hints, history, retry)
-            resp = self.model.generate([Request(prompt=text, constraint=constraint, max_tokens=self.max_tokens)])[0]
-            result.prompt_tokens += resp.usage.prompt_tokens
-            result.completion_tokens += resp.usage.completion_tokens
-            program = clean_program(resp.text)
-            error = validate(program, conn, registry)
-            result.attempts.append((program, error))
-            if error is None:
-                result.program = program
-                return result
-            retry = (program, error)
-        return result
+        return generate_program(
+            self.model, lambda retry: self.prompt(question, schema, hints, history, retry),
+            constraint, conn, registry, ParseResult(None),
+            tries=self.max_retries + 1, max_tokens=self.max_tokens,
+        )
 
 
     def relevant_tables(self, question: str, conn: sqlite3.Connection) -> list[TableInfo]:
@@ -172,6 +163,41 @@ class Parser:
         chosen = select_schema(question, elements, self.model, budget=self.schema_elements)
         keep = {e.split(".", 1)[0] for e in chosen}
         return [t for t in tables if t.is_documents or t.name in keep]
+
+
+R = TypeVar("R", bound=ParseResult)
+
+
+def generate_program(
+    model: Model,
+    prompt_for: Callable[[tuple[str, str] | None], str],
+    constraint: Constraint,
+    conn: sqlite3.Connection,
+    registry: IngredientRegistry,
+    result: R,
+    *,
+    tries: int,
+    max_tokens: int,
+) -> R:
+    """Generate, clean and validate a program; regenerate with the error, ``tries`` times.
+
+    ``prompt_for(None)`` is the first prompt, ``prompt_for((program, error))`` a retry.
+    Fills and returns ``result`` (program None when no attempt validated).
+    """
+    retry: tuple[str, str] | None = None
+    for _ in range(tries):
+        req = Request(prompt=prompt_for(retry), constraint=constraint, max_tokens=max_tokens)
+        resp = model.generate([req])[0]
+        result.prompt_tokens += resp.usage.prompt_tokens
+        result.completion_tokens += resp.usage.completion_tokens
+        program = clean_program(resp.text)
+        error = validate(program, conn, registry)
+        result.attempts.append((program, error))
+        if error is None:
+            result.program = program
+            return result
+        retry = (program, error)
+    return result
 
 
 def clean_program(text: str) -> str:
