@@ -60,16 +60,19 @@ def _docs_to_rows(docs: Docs) -> tuple[list[str], list[tuple[Any, ...]]]:
     return columns, rows
 
 
+def is_missing(value: Any) -> bool:
+    """None, NaN, NaT or pandas NA: a cell that should be SQL NULL."""
+    if value is None:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # array-likes have no single truth value
+        return False
+
+
 def _as_text(value: Any) -> str | None:
     """FTS5 indexes text; NULL stays NULL, everything else becomes its string form."""
-    if value is None:
-        return None
-    try:
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return str(value)
+    return None if is_missing(value) else str(value)
 
 
 def build_fts(

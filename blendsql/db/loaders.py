@@ -10,7 +10,6 @@ where each table came from).
 from __future__ import annotations
 
 import json
-import math
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -21,7 +20,7 @@ from urllib.parse import unquote
 
 import pandas as pd
 
-from blendsql.db.documents import Docs, build_fts, quote_ident
+from blendsql.db.documents import Docs, build_fts, is_missing, quote_ident
 from blendsql.errors import ExecutionError
 
 # cells that mean "no value" when a column is otherwise numeric
@@ -251,15 +250,8 @@ def _sql_type(series: pd.Series) -> str:
 
 def _py_value(value: Any, sql_type: str) -> Any:
     """A DataFrame cell as a plain Python value sqlite3 can bind."""
-    if value is None:
+    if is_missing(value):
         return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    try:
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
     if isinstance(value, pd.Timestamp):
         return value.isoformat()
     if hasattr(value, "item"):  # numpy scalar

@@ -76,12 +76,13 @@ def nested_calls(node: exp.Expression, scope: exp.Select) -> list[IngredientCall
 def has_aggregate(e: exp.Expression) -> bool:
     """True when ``e`` contains an aggregate function outside nested SELECTs."""
     for n in e.walk():
-        if isinstance(n, exp.AggFunc) and _same_scope(n, e):
+        if isinstance(n, exp.AggFunc) and same_scope(n, e):
             return True
     return False
 
 
-def _same_scope(n: Any, root: Any) -> bool:
+def same_scope(n: Any, root: Any) -> bool:
+    """True when no SELECT lies between ``n`` and ``root`` (``n`` belongs to root's scope)."""
     if n is root:  # the expression itself is the aggregate: SELECT MAX(..) FROM t
         return True
     p = n.parent

@@ -36,6 +36,7 @@ from blendsql.plan.candidates import (
     null_calls,
     outer_tables,
 )
+from blendsql.plan.lookup import with_call_as
 from blendsql.plan.relax import relax_scope
 
 
@@ -173,11 +174,4 @@ def ordered_rows(scope: exp.Select, value: exp.Expression) -> exp.Select | None:
 
 def atom_condition(atom: exp.Expression, call: IngredientCall) -> exp.Expression:
     """The atom with the call replaced by column ``v``: evaluated over ``(k, v)`` rows."""
-    cond = atom.copy()
-    for c in cond.find_all(IngredientCall):
-        if c.call_id == call.call_id:
-            if c is cond:
-                return exp.column("v")
-            c.replace(exp.column("v"))
-            break
-    return cond
+    return with_call_as(atom, call, exp.column("v"))

@@ -160,16 +160,22 @@ def null_passes_statically(atom: exp.Expression, call: IngredientCall) -> bool |
     return None
 
 
-def null_test(atom: exp.Expression, call: IngredientCall) -> exp.Expression:
-    """``SELECT (<atom with NULL for the call>) IS TRUE``: does a NULL output pass?"""
+def with_call_as(atom: exp.Expression, call: IngredientCall,
+                 replacement: exp.Expression) -> exp.Expression:
+    """A copy of ``atom`` with ``call`` replaced by ``replacement`` (the atom may be the call)."""
     cond = atom.copy()
     for c in cond.find_all(IngredientCall):
         if c.call_id == call.call_id:
             if c is cond:
-                cond = exp.null()
-            else:
-                c.replace(exp.null())
+                return replacement
+            c.replace(replacement)
             break
+    return cond
+
+
+def null_test(atom: exp.Expression, call: IngredientCall) -> exp.Expression:
+    """``SELECT (<atom with NULL for the call>) IS TRUE``: does a NULL output pass?"""
+    cond = with_call_as(atom, call, exp.null())
     return exp.select(exp.Is(this=exp.Paren(this=cond), expression=exp.true()))
 
 

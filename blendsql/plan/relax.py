@@ -15,6 +15,7 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
+from blendsql.plan.calls import same_scope
 
 _CONNECTIVES = (exp.And, exp.Or, exp.Not, exp.Paren)
 
@@ -65,7 +66,7 @@ def relax_predicate(pred: exp.Expression, outer_refs: frozenset[str] | None = No
         if outer_refs:
             todo += [c for c in wrapper.find_all(exp.Column)
                      if c.table and c.table.lower() in outer_refs
-                     and _select_above_is_outside(c, wrapper)]
+                     and same_scope(c, wrapper)]
         if not todo:
             break
         c = todo[0]
@@ -87,16 +88,6 @@ def _scope_level(node: exp.Expression, root: exp.Expression) -> exp.Expression:
             top = p
         p = p.parent
     return top
-
-
-def _select_above_is_outside(c: exp.Expression, root: exp.Expression) -> bool:
-    """True when no SELECT lies between ``c`` and ``root`` (``c`` is in this scope)."""
-    p = c.parent
-    while p is not None and p is not root:
-        if isinstance(p, exp.Select):
-            return False
-        p = p.parent
-    return True
 
 
 def relax_scope(select: exp.Select, outer_refs: frozenset[str] | None = None,
