@@ -24,6 +24,7 @@ from blendsql.execute.collect import Collector, collectable
 from blendsql.execute.lazy import lazy_pairs, pop_engine_kwargs
 from blendsql.execute.metering import Counters, MeteredModel
 from blendsql.execute.optimise import apply_enum_match, call_cost
+from blendsql.execute.project import apply_late_maps, plan_late_maps
 from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import (
@@ -384,12 +385,13 @@ class Run:
                 "ingredients expand before planning")
         return replace_call(tree, call.call_id, repl)
 
-    def compute_map(self, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
-                    ) -> exp.Expression:
-        """Map: the candidate query's distinct values -> one run -> temp table lookup.
+    def map_runner(self, ing: MapIngredient, call: IngredientCall,
+                   ) -> tuple[exp.Expression, Any, dict[str, Any], Callable[[list[Any]], list[Any]]]:
+        """Bind a map call: (value node, question, engine kwargs, ``run_values``).
 
-        In a positive filter (``WHERE {{M(x)}} = TRUE``) the lookup is a set
-        membership test on an unindexed table; elsewhere an indexed probe.
+        Arguments are evaluated here, while the call is still in the tree (its
+        scope resolves column references); ``run_values(values)`` runs the
+        ingredient once on a batch and checks the outputs' length.
         """
         args = call.call_args
         try:
@@ -414,6 +416,16 @@ class Run:
                     hint="a map ingredient's run() returns a list as long as `values`")
             return list(out)
 
+        return value_node, question, engine_kw, run_values
+
+    def compute_map(self, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
+                    ) -> exp.Expression:
+        """Map: the candidate query's distinct values -> one run -> temp table lookup.
+
+        In a positive filter (``WHERE {{M(x)}} = TRUE``) the lookup is a set
+        membership test on an unindexed table; elsewhere an indexed probe.
+        """
+        value_node, question, engine_kw, run_values = self.map_runner(ing, call)
         # under LIMIT: stop once enough rows qualify (blendsql.plan.lazy); else all at once
         lazy = lazy_pairs(self, call, value_node, filter_atom(call), question, engine_kw,
                           run_values)
@@ -561,6 +573,7 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
         check_known(tree, run.registry)
     tree = qualify_by_alias(tree)
     tree = apply_enum_match(run, tree)  # opt-in (enum_match=...); traced
+    tree, late = plan_late_maps(run, tree)
     calls = find_calls(tree)
     run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
                                seconds=time.perf_counter() - t0,
@@ -576,6 +589,7 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
         tree = run.compute(tree, call)
         calls = find_calls(tree)
     cols, rows = run.sql(render(tree, copy=tree is given), "final query")
+    rows = apply_late_maps(late, rows)
     return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
         {c: pd.Series([], dtype=object) for c in dict.fromkeys(cols)})
 

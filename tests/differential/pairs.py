@@ -1488,3 +1488,58 @@ PAIRS += [
         exact={"Length": "SELECT Name FROM city"},
     ),
 ]
+
+# ------------------------------------------- projection-only maps (computed after SQL)
+# Added with blendsql.plan.project: a map call that is a whole output column and is
+# used nowhere else is computed on the final rows, so it sees exactly the result's
+# distinct values (after WHERE, joins, GROUP BY and LIMIT).
+PAIRS += [
+    Pair(
+        "late_map_after_filter_and_limit", WORLD,
+        "SELECT ID, {{Length(city.Name)}} AS n FROM city WHERE CountryCode = 'NLD' "
+        "ORDER BY ID LIMIT 5",
+        "SELECT ID, length(Name) AS n FROM city WHERE CountryCode = 'NLD' ORDER BY ID LIMIT 5",
+        order="exact",
+        exact={"Length": "SELECT Name FROM city WHERE CountryCode = 'NLD' "
+                         "ORDER BY ID LIMIT 5"},
+    ),
+    Pair(
+        "late_map_on_group_key", WORLD,
+        "SELECT {{Upper(city.CountryCode)}}, COUNT(*) FROM city "
+        "WHERE Population > 5000000 GROUP BY city.CountryCode",
+        "SELECT upper(CountryCode), COUNT(*) FROM city "
+        "WHERE Population > 5000000 GROUP BY CountryCode",
+        exact={"Upper": "SELECT CountryCode FROM city WHERE Population > 5000000"},
+    ),
+    Pair(
+        "late_map_over_join_with_null_values", WORLD,
+        "SELECT co.Code, {{Upper(co.IndepYear)}} FROM country co "
+        "JOIN countrylanguage cl ON cl.CountryCode = co.Code "
+        "WHERE cl.Language = 'Dutch' ORDER BY co.Code",
+        "SELECT co.Code, upper(co.IndepYear) FROM country co "
+        "JOIN countrylanguage cl ON cl.CountryCode = co.Code "
+        "WHERE cl.Language = 'Dutch' ORDER BY co.Code",
+        order="exact",
+        exact={"Upper": "SELECT co.IndepYear FROM country co JOIN countrylanguage cl "
+                        "ON cl.CountryCode = co.Code WHERE cl.Language = 'Dutch' "
+                        "AND co.IndepYear IS NOT NULL"},
+    ),
+    Pair(
+        "late_map_next_to_filter_map", CS,
+        "SELECT Name, {{Length(singer.Country)}} FROM singer "
+        "WHERE {{StartsWith('J', singer.Name)}} = TRUE",
+        "SELECT Name, length(Country) FROM singer WHERE substr(Name, 1, 1) = 'J'",
+        exact={"Length": "SELECT Country FROM singer WHERE substr(Name, 1, 1) = 'J'"},
+    ),
+    Pair(
+        "map_alias_used_in_order_by_stays_early", CS,
+        "SELECT Name, {{Length(singer.Name)}} AS n FROM singer ORDER BY n, Name",
+        "SELECT Name, length(Name) AS n FROM singer ORDER BY n, Name",
+        order="exact",
+    ),
+    Pair(
+        "map_projection_with_distinct_stays_early", CS,
+        "SELECT DISTINCT {{Length(singer.Country)}} FROM singer",
+        "SELECT DISTINCT length(Country) FROM singer",
+    ),
+]

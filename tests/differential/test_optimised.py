@@ -63,3 +63,20 @@ def test_lazy_pairs_stop_early() -> None:
             on, _ = _run(pair)
             off, _ = _run(pair, lazy=False)
             assert on.meta.values_passed < off.meta.values_passed, pair.id
+
+
+@pytest.mark.parametrize("pair", ALL_PAIRS)
+def test_late_maps_same_rows_no_more_values(pair: Pair) -> None:
+    """Projection-only maps computed after SQL: same rows, never more values."""
+    on, ing_on = _run(pair, lazy=False)
+    off, ing_off = _run(pair, lazy=False, late_maps=False)
+    if pair.order == "sample":
+        assert len(on.df) == len(off.df)
+    else:
+        assert_same_rows(df_rows(on.df), df_rows(off.df), pair.order == "exact", pair.id)
+    assert list(on.df.columns) == list(off.df.columns), pair.id
+    assert on.meta.values_passed <= off.meta.values_passed, pair.id
+    for name, rec in ing_on.items():
+        got = {repr(v) for v in rec.passed()}
+        full = {repr(v) for v in ing_off[name].passed()}
+        assert got <= full, name

@@ -1,0 +1,106 @@
+"""Computing projection-only map calls on the final rows (see :mod:`blendsql.plan.project`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from blendsql.errors import BlendSQLError
+from blendsql.execute.values import outputs_to_sqlite
+from blendsql.grammar.nodes import IngredientCall, to_blendsql
+from blendsql.ingredients.base import MapIngredient
+from blendsql.plan.project import name_call_columns, project_values, projection_calls
+from blendsql.smoothie import TraceStep
+
+if TYPE_CHECKING:
+    from blendsql.execute.engine import Run
+
+OPTION = "late_maps"  # BlendSQL(..., late_maps=False) turns the rule off
+
+
+@dataclass
+class LateMap:
+    """A map call whose output column is filled in after the final query."""
+
+    index: int
+    call: IngredientCall
+    run_values: Callable[[list[Any]], list[Any]]
+
+
+def plan_late_maps(run: Run, tree: exp.Expression) -> tuple[exp.Expression, list[LateMap]]:
+    """Name call columns; take the projection-only maps out of ``tree``.
+
+    Their arguments are evaluated now, while the calls are in the tree.
+    """
+    tree = name_call_columns(tree, _text)
+    if not run.options.get(OPTION, True):
+        return tree, []
+
+    def map_of(call: IngredientCall) -> MapIngredient | None:
+        ing = run.registry.get(call.key_name)
+        return ing if isinstance(ing, MapIngredient) else None
+
+    def is_map(call: IngredientCall) -> bool:
+        return map_of(call) is not None
+
+    def value_of(call: IngredientCall) -> exp.Expression | None:
+        ing = map_of(call)
+        if ing is None:
+            return None
+        try:
+            return call.call_args[ing.bind(call.call_args, call.call_kwargs)[1]]
+        except (BlendSQLError, IndexError, TypeError, KeyError):
+            return None  # compute_map reports the bad call
+
+    deferred = projection_calls(tree, is_map, value_of)
+    late = []
+    for index, call in deferred:
+        ing = map_of(call)
+        assert ing is not None
+        _, _, _, run_values = run.map_runner(ing, call)
+        late.append(LateMap(index, call, run_values))
+    if not late:
+        return tree, []
+    assert isinstance(tree, exp.Select)
+    run.trace.append(TraceStep(
+        "plan", f"{len(late)} projection-only map call(s) computed on the final rows",
+        details={"calls": [run.call_text(m.call) for m in late]}))
+    return project_values(tree, deferred, value_of), late  # type: ignore[arg-type]
+
+
+def apply_late_maps(late: list[LateMap], rows: list[tuple[Any, ...]],
+                    ) -> list[tuple[Any, ...]]:
+    """Replace each late column's values by the map's outputs (one batch per call).
+
+    The ingredient sees the column's distinct non-NULL values in row order;
+    a NULL value maps to NULL, as the per-row lookup would give. Outputs
+    are stored as SQLite would return them (booleans as 0 / 1).
+    """
+    if not late or not rows:
+        return rows
+    columns = list(zip(*rows, strict=True))
+    for m in late:
+        col = columns[m.index]
+        values = [v for v in dict.fromkeys(col) if v is not None]
+        outputs = _as_returned(outputs_to_sqlite(m.run_values(values))) if values else []
+        table = dict(zip(values, outputs, strict=True))
+        columns[m.index] = tuple(map(table.get, col))
+    return list(zip(*columns, strict=True))
+
+
+def _as_returned(outputs: list[Any]) -> list[Any]:
+    """Outputs as SQLite hands them back: a stored bool reads as 0 / 1."""
+    if bool in set(map(type, outputs)):
+        return [int(o) if type(o) is bool else o for o in outputs]
+    return outputs
+
+
+def _text(e: exp.Expression) -> str:
+    """A result column's name: its BlendSQL text (kept on the node once rendered)."""
+    text = e.meta.get("bsql_text")
+    if text is None:
+        text = e.meta["bsql_text"] = to_blendsql(e)
+    return str(text)
