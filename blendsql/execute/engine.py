@@ -20,7 +20,13 @@ from sqlglot import exp
 
 from blendsql.db.database import Database
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError
-from blendsql.execute.collect import Collector, collectable
+from blendsql.execute.collect import (
+    Collector,
+    collectable,
+    json_candidate,
+    json_ready,
+    json_values,
+)
 from blendsql.execute.lazy import lazy_pairs, pop_engine_kwargs
 from blendsql.execute.metering import Counters, MeteredModel
 from blendsql.execute.optimise import apply_enum_match, call_cost
@@ -127,6 +133,16 @@ class Run:
         if conn is None or not collectable(cand):
             return first_column(self.sql(render(cand, copy=False), summary)[1])
         assert isinstance(cand, exp.Select)
+        as_json = json_candidate(cand)
+        if as_json is not None and json_ready(lambda q: self.db.execute(q)[1], cand):
+            try:
+                _, rows = self.sql(render(as_json, copy=False), summary)
+            except ExecutionError:
+                pass  # a BLOB in the column: collect row by row below
+            else:
+                values = json_values(rows[0][0])
+                self.trace[-1].rows_out = len(values)
+                return values
         with Collector(conn) as col:
             self.sql(render(col.rewrite(cand), copy=False), summary)
             values = col.values()
@@ -243,8 +259,7 @@ class Run:
         q = q.where(exp.column(col.name).is_(exp.null()).not_(), copy=False)
         if scope is not None:
             q = _attach_ctes(q, scope)
-        _, rows = self.sql(q, f"values of {to_blendsql(col)} for {call.name}")
-        return first_column(rows)
+        return self.candidate_values(q, f"values of {to_blendsql(col)} for {call.name}")
 
     def subquery_df(self, select: exp.Expression, call: IngredientCall) -> pd.DataFrame:
         """A subquery argument (a QA context) as a DataFrame."""

@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from blendsql.execute.collect import Collector, collectable
 from blendsql.grammar.nodes import IngredientCall
+from blendsql.ingredients.base import MapIngredient
 from blendsql.plan.static_filter import passing_values
 
 OUTPUT_SETS: list[list[Any]] = [
@@ -83,3 +84,42 @@ def test_collector_matches_distinct() -> None:
 ])
 def test_not_collectable(sql: str) -> None:
     assert not collectable(exp.maybe_parse(sql, dialect="sqlite"))
+
+
+def _typed_db() -> sqlite3.Connection:
+    """Columns of every affinity, holding every storage class SQLite lets them keep."""
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE t (s TEXT, v VARCHAR(10), n INTEGER, r REAL, u, b TEXT)")
+    rows = [("a\"b", "x", 1, 0.1 + 0.2, 1.5, "p"), ("é😀", "y", 2, 1.0, "1", b"\x00\x01"),
+            (None, None, None, None, None, None), ("a\"b", 3, 1, 0.3, 1, "p"),
+            ("\x00z", 0.1 + 0.2, 9223372036854775807, -0.0, "z", "q")]
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", rows)
+    con.execute("CREATE VIEW w AS SELECT s FROM t")
+    return con
+
+
+@pytest.mark.parametrize(("col", "table", "json_path"), [
+    ("s", "t", True), ("v", "t", True), ("b", "t", True),  # b: a BLOB -> falls back
+    ("n", "t", False), ("r", "t", False), ("u", "t", False), ("s", "w", False),
+])
+def test_json_collection_matches_distinct(col: str, table: str, json_path: bool) -> None:
+    from blendsql import BlendSQL
+    from blendsql.execute.collect import json_candidate, json_ready
+
+    con = _typed_db()
+    sql = f"SELECT DISTINCT {table}.{col} FROM {table} WHERE {table}.{col} IS NOT NULL"
+    cand = exp.maybe_parse(sql, dialect="sqlite")
+    assert isinstance(cand, exp.Select) and json_candidate(cand) is not None
+    assert json_ready(lambda q: con.execute(q).fetchall(), cand) is json_path
+    want = [r[0] for r in con.execute(sql)]
+    seen: list[list[Any]] = []
+
+    class Echo(MapIngredient):
+        def run(self, question: Any, values: list, **kwargs: Any) -> list:
+            seen.append(list(values))
+            return list(values)
+
+    with BlendSQL(con, ingredients=[Echo], cache=False, late_maps=False) as b:
+        s = b.execute(f"SELECT {{{{Echo({table}.{col})}}}} FROM {table}")
+    assert list(map(repr, seen[0])) == list(map(repr, want)), "same values, classes, order"
+    assert len(s.df) == 5
