@@ -588,7 +588,7 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
         check_known(tree, run.registry)
     tree = qualify_by_alias(tree)
     tree = apply_enum_match(run, tree)  # opt-in (enum_match=...); traced
-    tree, late = plan_late_maps(run, tree)
+    tree, late, late_plan = plan_late_maps(run, tree)
     calls = find_calls(tree)
     run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
                                seconds=time.perf_counter() - t0,
@@ -603,7 +603,11 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
                                  "rewrite it without the correlation")
         tree = run.compute(tree, call)
         calls = find_calls(tree)
-    cols, rows = run.sql(render(tree, copy=tree is given), "final query")
+    if late_plan is not None and tree is late_plan.projected:  # nothing else was computed
+        late_plan.sql = late_plan.sql or render(tree)
+        cols, rows = run.sql(late_plan.sql, "final query")
+    else:
+        cols, rows = run.sql(render(tree, copy=tree is given), "final query")
     rows = apply_late_maps(late, rows)
     return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
         {c: pd.Series([], dtype=object) for c in dict.fromkeys(cols)})

@@ -30,21 +30,62 @@ class LateMap:
     run_values: Callable[[list[Any]], list[Any]]
 
 
-def plan_late_maps(run: Run, tree: exp.Expression) -> tuple[exp.Expression, list[LateMap]]:
+@dataclass
+class LatePlan:
+    """The static part of the rule for one tree: memoised on that tree's ``meta``.
+
+    Why: naming columns and choosing the deferred calls depend only on the
+    tree and the registry, and a parse-cached tree comes back on every run;
+    redoing the copies and renders cost ~1 ms per query. ``sql`` caches the
+    final statement's text when no other call is left to compute.
+    """
+
+    key: tuple[tuple[str, int], ...]
+    named: exp.Expression
+    deferred: list[tuple[int, IngredientCall]]
+    projected: exp.Expression
+    sql: str | None = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> None:
+        """A copied tree does not inherit the memo (it may be changed after copying)."""
+        return None
+
+
+MEMO = "bsql_late_plan"
+
+
+def plan_late_maps(run: Run, tree: exp.Expression,
+                   ) -> tuple[exp.Expression, list[LateMap], LatePlan | None]:
     """Name call columns; take the projection-only maps out of ``tree``.
 
     Their arguments are evaluated now, while the calls are in the tree.
     """
-    tree = name_call_columns(tree, _text)
-    if not run.options.get(OPTION, True):
-        return tree, []
+    key = tuple((i.name, id(i)) for i in run.registry)
+    plan = tree.meta.get(MEMO)
+    if not isinstance(plan, LatePlan) or plan.key != key:
+        plan = _static_plan(run, tree, key)
+        tree.meta[MEMO] = plan
+    if not run.options.get(OPTION, True) or not plan.deferred:
+        return plan.named, [], None
+    late = []
+    for index, call in plan.deferred:
+        ing = run.registry.get(call.key_name)
+        assert isinstance(ing, MapIngredient)
+        _, _, _, run_values = run.map_runner(ing, call)
+        late.append(LateMap(index, call, run_values))
+    run.trace.append(TraceStep(
+        "plan", f"{len(late)} projection-only map call(s) computed on the final rows",
+        details={"calls": [run.call_text(m.call) for m in late]}))
+    return plan.projected, late, plan
+
+
+def _static_plan(run: Run, tree: exp.Expression, key: tuple[tuple[str, int], ...],
+                 ) -> LatePlan:
+    named = name_call_columns(tree, _text)
 
     def map_of(call: IngredientCall) -> MapIngredient | None:
         ing = run.registry.get(call.key_name)
         return ing if isinstance(ing, MapIngredient) else None
-
-    def is_map(call: IngredientCall) -> bool:
-        return map_of(call) is not None
 
     def value_of(call: IngredientCall) -> exp.Expression | None:
         ing = map_of(call)
@@ -55,20 +96,12 @@ def plan_late_maps(run: Run, tree: exp.Expression) -> tuple[exp.Expression, list
         except (BlendSQLError, IndexError, TypeError, KeyError):
             return None  # compute_map reports the bad call
 
-    deferred = projection_calls(tree, is_map, value_of)
-    late = []
-    for index, call in deferred:
-        ing = map_of(call)
-        assert ing is not None
-        _, _, _, run_values = run.map_runner(ing, call)
-        late.append(LateMap(index, call, run_values))
-    if not late:
-        return tree, []
-    assert isinstance(tree, exp.Select)
-    run.trace.append(TraceStep(
-        "plan", f"{len(late)} projection-only map call(s) computed on the final rows",
-        details={"calls": [run.call_text(m.call) for m in late]}))
-    return project_values(tree, deferred, value_of), late  # type: ignore[arg-type]
+    deferred = projection_calls(named, lambda c: map_of(c) is not None, value_of)
+    projected = named
+    if deferred:
+        assert isinstance(named, exp.Select)
+        projected = project_values(named, deferred, value_of)  # type: ignore[arg-type]
+    return LatePlan(key, named, deferred, projected)
 
 
 def apply_late_maps(late: list[LateMap], rows: list[tuple[Any, ...]],

@@ -89,3 +89,14 @@ def test_null_values_map_to_null_and_match_the_lookup_plan(session: BlendSQL) ->
     assert late.df.equals(early.df)
     assert late.df.loc[late.df["id"] == 7, "f"].isna().all()
     assert None not in Flag.batches[0]
+
+
+def test_repeated_runs_reuse_the_static_plan(session: BlendSQL) -> None:
+    q = "SELECT id, {{Flag('a', t.name)}} AS f FROM t WHERE grp = 2 ORDER BY id"
+    first, second = session.execute(q), session.execute(q)
+    assert first.df.equals(second.df)
+    sqls = [[st.sql for st in s.trace if st.kind == "sql"] for s in (first, second)]
+    assert sqls[0] == sqls[1] and len(sqls[0]) == 1
+    assert Flag.batches[0] == Flag.batches[1], "the ingredient still runs every time"
+    tree = session.parse(q).copy()  # a copied tree plans afresh and agrees
+    assert session.execute(tree).df.equals(first.df)
