@@ -96,6 +96,94 @@ GEN_QUERIES = [
      "SELECT COUNT(*) FROM t WHERE city = (SELECT MAX(city) FROM t)"),
 ]
 
+# The same twins with the function written in Python and registered as a SQLite
+# UDF (called once per row): what a user gets without an engine that batches.
+UDF_TWINS = {
+    "map_where_unique_col": "SELECT COUNT(*) FROM t WHERE py_startswith('ab', name) = TRUE",
+    "map_where_low_cardinality": "SELECT COUNT(*) FROM t WHERE py_startswith('c', city) = TRUE",
+    "plain_filter_then_map": "SELECT id, name FROM t WHERE val < 0.1 "
+                             "AND py_startswith('a', name) = TRUE",
+    "map_in_select_list": "SELECT id, py_len(city) FROM t WHERE grp < 50",
+    "map_group_by": "SELECT py_len(city) AS n, COUNT(*) FROM t GROUP BY n",
+    "map_select_limit": "SELECT id, py_len(name) FROM t ORDER BY id LIMIT 100",
+    "world_map_where": "SELECT Name FROM city WHERE CountryCode = 'USA' "
+                       "AND py_startswith('S', Name) = TRUE",
+    "world_map_all_rows": "SELECT Name, py_len(District) FROM city",
+    "world_subquery": "SELECT Name FROM country WHERE Code IN (SELECT CountryCode FROM city "
+                      "WHERE py_len(Name) > 20)",
+}
+
+
+def register_udfs(con: sqlite3.Connection) -> None:
+    """``py_startswith(prefix, x)`` and ``py_len(x)``: the ingredients' logic per row."""
+    con.create_function("py_startswith", 2, lambda p, x: x.startswith(p), deterministic=True)
+    con.create_function("py_len", 1, lambda x: len(x), deterministic=True)
+
+
+def _distinct(con: sqlite3.Connection, sql: str) -> list[Any]:
+    """Distinct non-NULL values of a one-column TEXT query, the fastest way measured:
+    one json_group_array in C, decoded by Python's C JSON decoder, deduplicated by a dict."""
+    seen = dict.fromkeys(json.loads(con.execute(sql).fetchone()[0] or "[]"))
+    seen.pop(None, None)
+    return list(seen)
+
+
+def _member(con: sqlite3.Connection, sql: str, values: list[Any]) -> list[tuple]:
+    """Run ``sql`` with ``?`` bound to a JSON array of ``values`` (read by json_each)."""
+    return con.execute(sql, (json.dumps(values),)).fetchall()
+
+
+def _hand_filter(values_sql: str, final_sql: str, prefix: str) -> Any:
+    def run(con: sqlite3.Connection) -> list[tuple]:
+        vals = _distinct(con, values_sql)
+        keep = [v for v, o in zip(vals, StartsWith().run(prefix, vals), strict=True) if o]
+        return _member(con, final_sql, keep)
+    return run
+
+
+def _hand_project(rows_sql: str, col: int) -> Any:
+    def run(con: sqlite3.Connection) -> list[tuple]:
+        rows = con.execute(rows_sql).fetchall()
+        vals = list(dict.fromkeys(r[col] for r in rows))
+        table = dict(zip(vals, Len().run(None, vals), strict=True))
+        return [(*r[:col], table[r[col]], *r[col + 1:]) for r in rows]
+    return run
+
+
+def _hand_group(con: sqlite3.Connection) -> list[tuple]:
+    groups = con.execute("SELECT city, COUNT(*) FROM t GROUP BY city").fetchall()
+    out = dict(zip([g[0] for g in groups], Len().run(None, [g[0] for g in groups]),
+                   strict=True))
+    counts: dict[Any, int] = {}
+    for city, n in groups:
+        counts[out[city]] = counts.get(out[city], 0) + n
+    return list(counts.items())
+
+
+def _hand_qa(con: sqlite3.Connection) -> list[tuple]:
+    best = MaxOption().run("which?", None, _distinct(con, "SELECT json_group_array(city) FROM t"))
+    return con.execute("SELECT COUNT(*) FROM t WHERE city = ?", (best,)).fetchall()
+
+
+_IN = "IN (SELECT value FROM json_each(?))"
+# The fastest plan I could write by hand with sqlite3 and the same Python function
+# under the ingredient contract (the function gets each distinct value once): the
+# floor for any engine that keeps that contract. No DataFrame is built.
+HAND_WRITTEN = {
+    "map_where_unique_col": _hand_filter("SELECT json_group_array(name) FROM t",
+                                         f"SELECT COUNT(*) FROM t WHERE name {_IN}", "ab"),
+    "map_where_low_cardinality": _hand_filter("SELECT json_group_array(city) FROM t",
+                                              f"SELECT COUNT(*) FROM t WHERE city {_IN}", "c"),
+    "plain_filter_then_map": _hand_filter(
+        "SELECT json_group_array(name) FROM t WHERE val < 0.1",
+        f"SELECT id, name FROM t WHERE val < 0.1 AND name {_IN}", "a"),
+    "map_in_select_list": _hand_project("SELECT id, city FROM t WHERE grp < 50", 1),
+    "map_group_by": _hand_group,
+    "map_select_limit": _hand_project("SELECT id, name FROM t ORDER BY id LIMIT 100", 1),
+    "qa_options": _hand_qa,
+}
+
+
 WORLD_QUERIES = [
     ("world_map_where",
      "SELECT Name FROM city WHERE CountryCode = 'USA' AND {{StartsWith('S', city.Name)}} = TRUE",
@@ -153,6 +241,7 @@ def median_seconds(fn: Any, repeat: int) -> float:
 def bench(db: Path, queries: list[tuple[str, str, str]], repeat: int) -> list[dict[str, Any]]:
     b = BlendSQL(db, ingredients=[StartsWith, Len, MaxOption, LowerJoin])
     con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    register_udfs(con)
     out = []
     for name, q, twin in queries:
         got = sorted(map(tuple, b.execute(q).df.itertuples(index=False)), key=repr)
@@ -160,11 +249,21 @@ def bench(db: Path, queries: list[tuple[str, str, str]], repeat: int) -> list[di
         assert got == want, f"{name}: engine and twin differ"
         e = timings(lambda q=q: b.execute(q), repeat)
         p = timings(lambda t=twin: con.execute(t).fetchall(), repeat)
+        udf = None
+        if name in UDF_TWINS:
+            assert sorted(con.execute(UDF_TWINS[name]).fetchall(), key=repr) == want, name
+            udf = timings(lambda t=UDF_TWINS[name]: con.execute(t).fetchall(), repeat)
+        hand = None
+        if name in HAND_WRITTEN:
+            fn = HAND_WRITTEN[name]
+            assert sorted(fn(con), key=repr) == want, name
+            hand = timings(lambda fn=fn: fn(con), repeat)
         t_engine, t_plain = e["wall"], p["wall"]
-        fixed, in_sql, cold_parse = [], [], []
+        fixed, in_sql, cold_parse, own = [], [], [], []
         for _ in range(repeat):
             s = b.execute(q)
             fixed.append(sum(st.seconds for st in s.trace if st.kind in ("parse", "plan")))
+            own.append(sum(st.seconds for st in s.trace if st.kind == "ingredient"))
             in_sql.append(sum(st.seconds for st in s.trace if st.kind in ("sql", "temp_table")))
             b._parse_cache.clear()
             t0 = time.perf_counter()
@@ -181,12 +280,25 @@ def bench(db: Path, queries: list[tuple[str, str, str]], repeat: int) -> list[di
                     "ratio_cpu": round(e["cpu"] / p["cpu"], 2) if p["cpu"] else None,
                     "parse_plan_s": round(statistics.median(fixed), 5),
                     "cold_parse_s": round(statistics.median(cold_parse), 5),
-                    "engine_time_in_sqlite_s": round(statistics.median(in_sql), 5)})
+                    "engine_time_in_sqlite_s": round(statistics.median(in_sql), 5),
+                    "ingredient_own_s": round(statistics.median(own), 5),
+                    "udf_sqlite_s": round(udf["wall"], 5) if udf else None,
+                    "udf_sqlite_cpu_s": round(udf["cpu"], 5) if udf else None,
+                    "ratio_vs_udf_cpu": round(e["cpu"] / udf["cpu"], 2) if udf else None,
+                    "hand_written_cpu_s": round(hand["cpu"], 5) if hand else None,
+                    "hand_written_vs_plain_cpu": round(hand["cpu"] / p["cpu"], 2)
+                    if hand else None,
+                    "ratio_vs_hand_written_cpu": round(e["cpu"] / hand["cpu"], 2)
+                    if hand else None})
         print(f"{name:28s} engine {t_engine * 1000:8.2f} ms  plain {t_plain * 1000:8.2f} ms  "
               f"ratio {t_engine / t_plain:6.2f}  cpu ratio {e['cpu'] / max(p['cpu'], 1e-9):6.2f}"
               f"  parse+plan {statistics.median(fixed) * 1000:.2f} ms"
               f"  cold parse {statistics.median(cold_parse) * 1000:.2f} ms"
-              f"  in sqlite {statistics.median(in_sql) * 1000:.1f} ms")
+              f"  in sqlite {statistics.median(in_sql) * 1000:.1f} ms"
+              f"  ingredient {statistics.median(own) * 1000:.1f} ms"
+              + (f"  vs per-row UDF {e['cpu'] / udf['cpu']:.2f}" if udf else "")
+              + (f"  hand-written floor {hand['cpu'] / p['cpu']:.2f}x plain, engine "
+                 f"{e['cpu'] / hand['cpu']:.2f}x floor" if hand else ""))
     con.close()
     b.close()
     return out
@@ -230,6 +342,13 @@ def main() -> None:
         "notes": "parse_plan_s: parse (cached per session after the first run) + plan steps "
         "of the trace; cold_parse_s: parsing the text with an empty cache; "
         "engine_time_in_sqlite_s: candidate queries + temp-table inserts + final query. "
+        "ingredient_own_s: time inside the ingredients' run() (user code, not engine). "
+        "udf_sqlite_*: the twin with the ingredient's logic as a per-row Python UDF "
+        "(sqlite3 create_function), i.e. plain SQL plus Python without batching. "
+        "hand_written_*: the fastest plan written by hand with sqlite3 and the same "
+        "Python function under the ingredient contract (each distinct value once): "
+        "json_group_array + dict for the values, json_each for the passing set; the "
+        "floor any engine keeping that contract pays. "
         "load_average_at_start shows how busy the shared machine was.",
         "load_average_at_start": load_at_start,
         "load_average_at_end": list(os.getloadavg()),
