@@ -440,6 +440,11 @@ class Run:
         In a positive filter (``WHERE {{M(x)}} = TRUE``) the lookup is a set
         membership test on an unindexed table; elsewhere an indexed probe.
         """
+        from blendsql.execute.preagg import preaggregate  # a GROUP BY key: one scan
+
+        pre = preaggregate(self, tree, ing, call)
+        if pre is not None:
+            return pre
         value_node, question, engine_kw, run_values = self.map_runner(ing, call)
         # under LIMIT: stop once enough rows qualify (blendsql.plan.lazy); else all at once
         lazy = lazy_pairs(self, call, value_node, filter_atom(call), question, engine_kw,
