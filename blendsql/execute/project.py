@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from blendsql.errors import BlendSQLError
 from blendsql.execute.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import MapIngredient
+from blendsql.plan.calls import map_ingredient, map_value
 from blendsql.plan.project import name_call_columns, project_values, projection_calls
 from blendsql.smoothie import TraceStep
 
@@ -83,20 +83,11 @@ def _static_plan(run: Run, tree: exp.Expression, key: tuple[tuple[str, int], ...
                  ) -> LatePlan:
     named = name_call_columns(tree, _text)
 
-    def map_of(call: IngredientCall) -> MapIngredient | None:
-        ing = run.registry.get(call.key_name)
-        return ing if isinstance(ing, MapIngredient) else None
-
     def value_of(call: IngredientCall) -> exp.Expression | None:
-        ing = map_of(call)
-        if ing is None:
-            return None
-        try:
-            return call.call_args[ing.bind(call.call_args, call.call_kwargs)[1]]
-        except (BlendSQLError, IndexError, TypeError, KeyError):
-            return None  # compute_map reports the bad call
+        return map_value(call, run.registry)
 
-    deferred = projection_calls(named, lambda c: map_of(c) is not None, value_of)
+    deferred = projection_calls(named, lambda c: map_ingredient(c, run.registry) is not None,
+                                value_of)
     projected = named
     if deferred:
         assert isinstance(named, exp.Select)

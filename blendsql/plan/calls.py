@@ -12,8 +12,9 @@ from typing import Any
 
 from sqlglot import exp
 
+from blendsql.errors import BlendSQLError
 from blendsql.grammar.nodes import IngredientCall
-from blendsql.ingredients.base import IngredientRegistry
+from blendsql.ingredients.base import IngredientRegistry, MapIngredient
 
 
 def find_calls(tree: exp.Expression) -> list[IngredientCall]:
@@ -212,3 +213,21 @@ def next_call(tree: exp.Expression, registry: IngredientRegistry,
         if len(head) > 1:
             return min(head, key=lambda t: (cost(t[4]), t[3]))[4]
     return ready[0][4]
+
+
+def map_ingredient(call: IngredientCall, registry: IngredientRegistry) -> MapIngredient | None:
+    """The map ingredient ``call`` names, or None for any other kind."""
+    ing = registry.get(call.key_name)
+    return ing if isinstance(ing, MapIngredient) else None
+
+
+def map_value(call: IngredientCall, registry: IngredientRegistry) -> exp.Expression | None:
+    """The value argument of a map call, or None (not a map, or arguments that do not
+    bind: the executor reports those when it computes the call)."""
+    ing = map_ingredient(call, registry)
+    if ing is None:
+        return None
+    try:
+        return call.call_args[ing.bind(call.call_args, call.call_kwargs)[1]]
+    except (BlendSQLError, IndexError, TypeError, KeyError):
+        return None
