@@ -1543,3 +1543,143 @@ PAIRS += [
         "SELECT DISTINCT length(Country) FROM singer",
     ),
 ]
+
+# ------------------------------------------- pre-aggregation (map call as a GROUP BY key)
+# Added with blendsql.plan.preagg: a map call that is a GROUP BY key is computed by one
+# partial-aggregate scan grouped by its raw value; the map sees that scan's distinct
+# non-NULL values and the final query merges the groups whose values map alike.
+PAIRS += [
+    Pair(
+        "preagg_count_sum_min_max_merging_groups", WORLD,
+        "SELECT {{Length(city.District)}} AS n, COUNT(*), SUM(Population), MIN(Name), "
+        "MAX(Population) FROM city GROUP BY n",
+        "SELECT length(District) AS n, COUNT(*), SUM(Population), MIN(Name), "
+        "MAX(Population) FROM city GROUP BY n",
+        exact={"Length": "SELECT District FROM city"},
+    ),
+    Pair(
+        "preagg_avg_total_count_with_nulls_and_where", WORLD,
+        "SELECT {{Length(country.Region)}} AS n, AVG(LifeExpectancy), TOTAL(IndepYear), "
+        "COUNT(IndepYear), AVG(IndepYear), SUM(Capital) FROM country "
+        "WHERE Population > 100000 GROUP BY n",
+        "SELECT length(Region) AS n, AVG(LifeExpectancy), TOTAL(IndepYear), "
+        "COUNT(IndepYear), AVG(IndepYear), SUM(Capital) FROM country "
+        "WHERE Population > 100000 GROUP BY n",
+        exact={"Length": "SELECT Region FROM country WHERE Population > 100000"},
+    ),
+    Pair(
+        # Antarctica's group has no IndepYear at all: AVG / SUM are NULL, TOTAL 0.0
+        "preagg_avg_of_no_values_is_null", WORLD,
+        "SELECT {{Upper(country.Continent)}} AS c, AVG(IndepYear), SUM(IndepYear), "
+        "TOTAL(IndepYear), COUNT(IndepYear), MIN(IndepYear) FROM country GROUP BY c",
+        "SELECT upper(Continent) AS c, AVG(IndepYear), SUM(IndepYear), "
+        "TOTAL(IndepYear), COUNT(IndepYear), MIN(IndepYear) FROM country GROUP BY c",
+        exact={"Upper": "SELECT Continent FROM country"},
+    ),
+    Pair(
+        "preagg_null_values_form_their_own_group", WORLD,
+        "SELECT {{Length(country.IndepYear)}} AS n, COUNT(*), MAX(Name) FROM country "
+        "GROUP BY n",
+        "SELECT length(IndepYear) AS n, COUNT(*), MAX(Name) FROM country GROUP BY n",
+        exact={"Length": "SELECT IndepYear FROM country WHERE IndepYear IS NOT NULL"},
+    ),
+    Pair(
+        "preagg_having_and_order_by_alias", WORLD,
+        "SELECT {{Length(city.Name)}} AS n, COUNT(*) AS c FROM city "
+        "WHERE CountryCode = 'USA' GROUP BY n HAVING COUNT(*) > 5 ORDER BY c DESC, n",
+        "SELECT length(Name) AS n, COUNT(*) AS c FROM city "
+        "WHERE CountryCode = 'USA' GROUP BY n HAVING COUNT(*) > 5 ORDER BY c DESC, n",
+        order="exact",
+        exact={"Length": "SELECT Name FROM city WHERE CountryCode = 'USA'"},
+    ),
+    Pair(
+        "preagg_order_by_aggregate_and_ordinal_limit", WORLD,
+        "SELECT {{Length(city.District)}} AS n, SUM(Population) FROM city "
+        "GROUP BY n ORDER BY SUM(Population) DESC, 1 LIMIT 4",
+        "SELECT length(District) AS n, SUM(Population) FROM city "
+        "GROUP BY n ORDER BY SUM(Population) DESC, 1 LIMIT 4",
+        order="exact",
+    ),
+    Pair(
+        "preagg_having_on_alias_of_aggregate_and_key", WORLD,
+        "SELECT {{Upper(country.Continent)}} AS c, MAX(Population) AS m FROM country "
+        "GROUP BY c HAVING m > 100000000 AND c <> 'ASIA'",
+        "SELECT upper(Continent) AS c, MAX(Population) AS m FROM country "
+        "GROUP BY c HAVING m > 100000000 AND c <> 'ASIA'",
+    ),
+    Pair(
+        "preagg_join_in_from", WORLD,
+        "SELECT {{Length(co.Continent)}} AS n, COUNT(*), MAX(ci.Population), "
+        "AVG(ci.Population) FROM city ci JOIN country co ON ci.CountryCode = co.Code "
+        "WHERE co.Region LIKE '%Europe%' GROUP BY n",
+        "SELECT length(co.Continent) AS n, COUNT(*), MAX(ci.Population), "
+        "AVG(ci.Population) FROM city ci JOIN country co ON ci.CountryCode = co.Code "
+        "WHERE co.Region LIKE '%Europe%' GROUP BY n",
+        exact={"Length": "SELECT co.Continent FROM city ci JOIN country co "
+                         "ON ci.CountryCode = co.Code WHERE co.Region LIKE '%Europe%'"},
+    ),
+    Pair(
+        "preagg_call_in_group_by_with_other_key", WORLD,
+        "SELECT Continent, COUNT(*), SUM(Population) FROM country "
+        "GROUP BY {{Length(country.Region)}}, Continent",
+        "SELECT Continent, COUNT(*), SUM(Population) FROM country "
+        "GROUP BY length(Region), Continent",
+        exact={"Length": "SELECT Region FROM country"},
+    ),
+    Pair(
+        "preagg_distinct_over_call_expression", WORLD,
+        "SELECT DISTINCT {{Length(country.Region)}} > 10, COUNT(*) > 5 FROM country "
+        "GROUP BY {{Length(country.Region)}}",
+        "SELECT DISTINCT length(Region) > 10, COUNT(*) > 5 FROM country "
+        "GROUP BY length(Region)",
+    ),
+    Pair(
+        "preagg_same_call_in_projection_and_group_by", CS,
+        "SELECT {{Length(singer.Country)}}, COUNT(*), AVG(Age) FROM singer "
+        "GROUP BY {{Length(singer.Country)}}",
+        "SELECT length(Country), COUNT(*), AVG(Age) FROM singer GROUP BY length(Country)",
+    ),
+    Pair(
+        "preagg_after_where_ingredient", WORLD,
+        "SELECT {{Length(city.District)}} AS n, COUNT(*) FROM city "
+        "WHERE {{StartsWith('S', city.Name)}} = TRUE AND Population > 100000 GROUP BY n",
+        "SELECT length(District) AS n, COUNT(*) FROM city "
+        "WHERE substr(Name, 1, 1) = 'S' AND Population > 100000 GROUP BY n",
+        exact={"Length": "SELECT District FROM city WHERE substr(Name, 1, 1) = 'S' "
+                         "AND Population > 100000",
+               "StartsWith": "SELECT Name FROM city WHERE Population > 100000"},
+    ),
+    Pair(
+        "preagg_limit_without_order", WORLD,
+        "SELECT {{Length(city.District)}} AS n, COUNT(*) FROM city GROUP BY n LIMIT 3",
+        "SELECT length(District) AS n, COUNT(*) FROM city GROUP BY n LIMIT 3",
+        order="sample",
+        sample_of="SELECT length(District) AS n, COUNT(*) FROM city GROUP BY n",
+    ),
+    Pair(
+        "preagg_in_derived_table_with_cte", WORLD,
+        "WITH big AS (SELECT * FROM city WHERE Population > 500000) "
+        "SELECT n, c FROM (SELECT {{Length(big.District)}} AS n, COUNT(*) AS c FROM big "
+        "GROUP BY n) WHERE c > 3",
+        "WITH big AS (SELECT * FROM city WHERE Population > 500000) "
+        "SELECT n, c FROM (SELECT length(District) AS n, COUNT(*) AS c FROM big "
+        "GROUP BY n) WHERE c > 3",
+        exact={"Length": "SELECT District FROM city WHERE Population > 500000"},
+    ),
+    Pair(
+        # fall back: GROUP_CONCAT / COUNT(DISTINCT) are not combinable from partials
+        "preagg_refused_group_concat_count_distinct", CS,
+        "SELECT {{Length(singer.Country)}} AS n, COUNT(DISTINCT Age), "
+        "GROUP_CONCAT(Name, '|') IS NOT NULL FROM singer GROUP BY n",
+        "SELECT length(Country) AS n, COUNT(DISTINCT Age), "
+        "GROUP_CONCAT(Name, '|') IS NOT NULL FROM singer GROUP BY n",
+    ),
+    Pair(
+        "preagg_expression_aggregates_and_key_arithmetic", PETS,
+        "SELECT {{Length(Student.city_code)}} * 10 AS k, SUM(Age * 2), "
+        "MAX(Age) - MIN(Age), COUNT(Advisor) FROM Student "
+        "GROUP BY {{Length(Student.city_code)}}",
+        "SELECT length(city_code) * 10 AS k, SUM(Age * 2), MAX(Age) - MIN(Age), "
+        "COUNT(Advisor) FROM Student GROUP BY length(city_code)",
+    ),
+]

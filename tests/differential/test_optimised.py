@@ -80,3 +80,33 @@ def test_late_maps_same_rows_no_more_values(pair: Pair) -> None:
         got = {repr(v) for v in rec.passed()}
         full = {repr(v) for v in ing_off[name].passed()}
         assert got <= full, name
+
+
+@pytest.mark.parametrize("pair", ALL_PAIRS)
+def test_preaggregate_same_rows_no_more_values(pair: Pair) -> None:
+    """Pre-aggregation of GROUP BY map keys: same rows and columns, never more values."""
+    on, ing_on = _run(pair, lazy=False)
+    off, ing_off = _run(pair, lazy=False, preaggregate=False)
+    if pair.order == "sample":
+        assert len(on.df) == len(off.df)
+    else:
+        assert_same_rows(df_rows(on.df), df_rows(off.df), pair.order == "exact", pair.id)
+    assert list(on.df.columns) == list(off.df.columns), pair.id
+    assert on.meta.values_passed <= off.meta.values_passed, pair.id
+    for name, rec in ing_on.items():
+        got = {repr(v) for v in rec.passed()}
+        full = {repr(v) for v in ing_off[name].passed()}
+        assert got <= full, name
+
+
+def test_preaggregate_pairs_use_the_rule() -> None:
+    """The pre-aggregation pairs do take the rule (and the off switch does turn it off)."""
+    refused = {"preagg_refused_group_concat_count_distinct"}
+    for pair in PAIRS:
+        if not pair.id.startswith("preagg_"):
+            continue
+        on, _ = _run(pair)
+        off, _ = _run(pair, preaggregate=False)
+        used = [t for t in on.trace if t.details.get("rule") == "preaggregate"]
+        assert bool(used) == (pair.id not in refused), pair.id
+        assert not [t for t in off.trace if t.details.get("rule") == "preaggregate"], pair.id
