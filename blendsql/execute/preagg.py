@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from blendsql.errors import BlendSQLError, ExecutionError
+from blendsql.errors import ExecutionError
 from blendsql.execute.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import MapIngredient
-from blendsql.plan.calls import next_call
+from blendsql.plan.calls import map_value, next_call
 from blendsql.plan.preagg import (
     KEY,
     PreaggPlan,
@@ -54,7 +54,7 @@ def preaggregate(run: Run, tree: exp.Expression, ing: MapIngredient, call: Ingre
     scope = grouped_scope(call)
     if scope is None:
         return None
-    value = _value_of(ing, call)
+    value = map_value(call, run.registry)
     if value is None:
         return None
     others = other_calls(scope, call)
@@ -69,14 +69,6 @@ def preaggregate(run: Run, tree: exp.Expression, ing: MapIngredient, call: Ingre
     if others:
         return _compute_first(run, tree, call, others)
     return _apply(run, tree, ing, call, plan)
-
-
-def _value_of(ing: MapIngredient, call: IngredientCall) -> exp.Expression | None:
-    """The call's value argument (None: let compute_map report a bad call)."""
-    try:
-        return call.call_args[ing.bind(call.call_args, call.call_kwargs)[1]]
-    except (BlendSQLError, IndexError, TypeError, KeyError):
-        return None
 
 
 def _source_columns(run: Run, scope: exp.Select) -> frozenset[str] | None:

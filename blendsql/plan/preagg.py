@@ -145,7 +145,7 @@ def calls_only_in_where(scope: exp.Select, calls: list[IngredientCall]) -> bool:
 
 def plan_preagg(call: IngredientCall, value: exp.Expression, source_columns: frozenset[str],
                 pending_ok: bool = False) -> PreaggPlan | None:
-    """The pre-aggregation plan for ``call`` in ``tree``, or None where it is not exact.
+    """The pre-aggregation plan for ``call`` in its SELECT, or None where it is not exact.
 
     ``value`` is the call's value argument; ``source_columns`` the (lower-case)
     column names the scope's FROM / JOINs provide, which decide whether an
@@ -164,6 +164,7 @@ def plan_preagg(call: IngredientCall, value: exp.Expression, source_columns: fro
 
 def _plan(scope: exp.Select, call: IngredientCall, value: exp.Expression,
           sources: frozenset[str], pending_ok: bool) -> PreaggPlan:
+    """Build inner and outer queries; raises :class:`_Refuse` outside the exact cases."""
     _check_shape(scope, call, pending_ok)
     col = _value_column(scope, value, sources)
     aliases = {p.alias.lower() for p in scope.expressions if isinstance(p, exp.Alias)}
