@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
@@ -21,14 +21,17 @@ from blendsql.execute.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import MapIngredient
 from blendsql.plan.calls import map_value, next_call
+from blendsql.plan.lookup import temp_table as temp_table_node
 from blendsql.plan.preagg import (
     KEY,
+    SAMPLE_ROWS,
     PreaggPlan,
     calls_only_in_where,
     grouped_scope,
     other_calls,
     plan_preagg,
     preagg_final,
+    sample_query,
     source_query,
 )
 from blendsql.smoothie import TraceStep
@@ -68,6 +71,8 @@ def preaggregate(run: Run, tree: exp.Expression, ing: MapIngredient, call: Ingre
         return None
     if others:
         return _compute_first(run, tree, call, others)
+    if _near_unique(run, plan, call):
+        return None
     return _apply(run, tree, ing, call, plan)
 
 
@@ -103,6 +108,29 @@ def _collation_in_schema(run: Run, tree: exp.Expression) -> bool:
     return any(r[0] and "collate" in str(r[0]).lower() for r in rows)
 
 
+def _near_unique(run: Run, plan: PreaggPlan, call: IngredientCall) -> bool:
+    """True when a full sample of the scope's rows is nearly all distinct values.
+
+    Measured on 100k rows (zero-cost map, ``GROUP BY`` the map of a unique
+    text column): pre-aggregation ~2x slower than today's plan, since the
+    partial scan sorts every row and the partial table is as large as the
+    input; with 20k or 500 distinct values it is ~1.5-2x faster.
+    """
+    from blendsql.execute.engine import render
+
+    try:
+        _, rows = run.db.execute(render(sample_query(plan), copy=False))
+    except ExecutionError:
+        return True  # let the usual plan run (and report) it
+    n, distinct = rows[0]
+    if n >= SAMPLE_ROWS and distinct > 0.9 * n:
+        run.trace.append(TraceStep(
+            "plan", f"pre-aggregation skipped: {distinct} distinct value(s) of {call.name} "
+            f"in the first {n} row(s)", details={"rule": OPTION + "_skipped"}))
+        return True
+    return False
+
+
 def _compute_first(run: Run, tree: exp.Expression, call: IngredientCall,
                    others: list[IngredientCall]) -> exp.Expression | None:
     """Compute the WHERE call the engine would pick next were ``call`` not ready."""
@@ -122,34 +150,45 @@ def _compute_first(run: Run, tree: exp.Expression, call: IngredientCall,
 
 def _apply(run: Run, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
            plan: PreaggPlan) -> exp.Expression | None:
-    """Partial scan -> temp table -> one map run on its keys -> outer query."""
+    """Partial scan into a temp table -> one map run on its keys -> outer query.
+
+    The partial rows go from the scan straight into the temp table
+    (``INSERT INTO temp.x SELECT ..``): they stay data inside SQLite, never
+    SQL text, and skip a round trip through Python.
+    """
     from blendsql.execute.engine import render
 
     run_values = run.map_runner(ing, call)[3]
-    inner_sql = render(plan.inner, copy=False)
     t0 = time.perf_counter()
+    table = _create(run, plan.columns)
+    insert = f"INSERT INTO {render(temp_table_node(table))} {render(plan.inner, copy=False)}"
     try:
-        _, rows = run.sql(inner_sql, f"partial aggregates by the value of {call.name}")
+        run.sql(insert, f"partial aggregates by the value of {call.name}")
     except ExecutionError:
         return None  # e.g. a correlated reference: plan the call as usual
-    table = _store(run, plan.columns, rows)
-    values = [v for v in dict.fromkeys(r[0] for r in rows) if v is not None]
+    n_rows = run.db.execute("SELECT changes()")[1][0][0]
+    run.trace[-1].rows_out = n_rows
+    key = exp.column(f"{KEY}0")
+    values = run.candidate_values(
+        exp.select(key.copy()).distinct(copy=False).from_(temp_table_node(table), copy=False)
+        .where(key.copy().is_(exp.null()).not_(), copy=False),
+        f"values of {call.name} in the partial rows")
     outputs = outputs_to_sqlite(run_values(values)) if values else []
-    lookup = run.map_lookup_node(list(zip(values, outputs, strict=True)),
-                                 exp.column(f"{KEY}0"))
+    lookup = run.map_lookup_node(list(zip(values, outputs, strict=True)), key)
     run.trace.append(TraceStep(
         "plan", f"pre-aggregation: {call.name} is a GROUP BY key; one scan into "
-        f"{len(rows)} partial row(s), {len(values)} value(s) mapped",
-        seconds=time.perf_counter() - t0, rows_out=len(rows),
-        details={"rule": OPTION, "call": run.call_text(call), "partial_sql": inner_sql}))
+        f"{n_rows} partial row(s), {len(values)} value(s) mapped",
+        seconds=time.perf_counter() - t0, rows_out=n_rows,
+        details={"rule": OPTION, "call": run.call_text(call),
+                 "partial_sql": render(plan.inner, copy=False)}))
     return preagg_final(tree, plan, table, lookup)
 
 
-def _store(run: Run, columns: list[str], rows: list[tuple[Any, ...]]) -> str:
-    """The partial rows as a session temp table (bound rows; dropped by cleanup)."""
+def _create(run: Run, columns: list[str]) -> str:
+    """An empty session temp table for the partial rows (untyped columns keep each
+    value's storage class; dropped by the run's cleanup)."""
     name = f"__bsql_{run.run_id}_p{next(_IDS)}"
     run.temp_tables.append(name)
-    seconds = run.db.create_temp_table(name, columns, rows)
-    run.trace.append(TraceStep("temp_table", f"temp.{name}", rows_out=len(rows),
-                               seconds=seconds))
+    seconds = run.db.create_temp_table(name, columns, [])
+    run.trace.append(TraceStep("temp_table", f"temp.{name}", seconds=seconds))
     return name

@@ -435,6 +435,34 @@ def source_query(scope: exp.Select) -> exp.Select:
     return q
 
 
+SAMPLE_ROWS = 2000  # rows of the scope sampled to spot near-unique group values
+
+
+def sample_query(plan: PreaggPlan, rows: int = SAMPLE_ROWS) -> exp.Select:
+    """``SELECT COUNT(*), COUNT(DISTINCT v)`` over the scope's first ``rows`` rows.
+
+    Why: SQLite groups by sorting every row, so a partial scan grouped by a
+    near-unique value costs a sort of the whole input and saves nothing
+    (the partial table is as large as the input); the executor keeps
+    today's plan when the sample looks like that. A prefix is cheap and
+    errs towards today's plan (values clustered in scan order look unique).
+    """
+    inner = plan.inner
+    rows_q = exp.Select(expressions=[exp.alias_(inner.expressions[0].this.copy(), "__bsql_s")])
+    for key in ("from_", "joins", "where"):
+        val = inner.args.get(key)
+        if val is not None:
+            rows_q.set(key, [j.copy() for j in val] if isinstance(val, list) else val.copy())
+    rows_q.set("limit", exp.Limit(expression=exp.Literal.number(rows)))
+    out = exp.select(exp.Count(this=exp.Star()),
+                     exp.Count(this=exp.Distinct(expressions=[exp.column("__bsql_s")])))
+    out = out.from_(exp.Subquery(this=rows_q, alias=exp.TableAlias(
+        this=exp.to_identifier("__bsql_sample"))), copy=False)
+    if inner.args.get("with_") is not None:
+        out.set("with_", inner.args["with_"].copy())
+    return out
+
+
 def preagg_final(tree: exp.Expression, plan: PreaggPlan, table: str,
                  lookup: exp.Expression) -> exp.Expression:
     """Copy of ``tree`` with the scope replaced by the outer query over ``temp.<table>``.

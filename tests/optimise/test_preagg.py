@@ -181,9 +181,12 @@ def test_engine_one_scan_and_values_once(session: BlendSQL) -> None:
         con, "SELECT length(city) AS n, COUNT(*) AS c, AVG(val) AS a FROM t GROUP BY n ORDER BY n")]
     assert _rows(s.df) == want
     assert _used(s)
-    assert Len.batches == [["ab", "abcd", "cd", "q", "xyz"]]  # distinct non-NULL, once
+    assert len(Len.batches) == 1, "one map run"
+    assert sorted(Len.batches[0]) == ["ab", "abcd", "cd", "q", "xyz"]  # distinct non-NULL
     sqls = [t.summary for t in s.trace if t.kind == "sql"]
-    assert sqls == ["partial aggregates by the value of Len", "final query"]
+    assert sqls == ["partial aggregates by the value of Len",
+                    "values of Len in the partial rows", "final query"]
+    assert [t.rows_out for t in s.trace if t.kind == "sql"][:2] == [6, 5]
     assert s.meta.values_passed == 5
     left = session.db.execute("SELECT name FROM sqlite_temp_master")[1]  # type: ignore[attr-defined]
     assert left == [], "temp tables are dropped after the run"
@@ -221,3 +224,20 @@ def test_engine_refuses_with_a_collation() -> None:
     assert not _used(s)
     want = _twin(con, "SELECT instr(city, 'A') > 0 AS n, COUNT(*) FROM t GROUP BY n")
     assert sorted(map(repr, _rows(s.df))) == sorted(map(repr, want))
+
+
+def test_engine_skips_near_unique_values() -> None:
+    """Grouping by the map of a (nearly) unique column: the partial table would be as
+    large as the input, so today's plan runs; the rows are the same."""
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE u (id INTEGER PRIMARY KEY, word TEXT)")
+    con.executemany("INSERT INTO u VALUES (?, ?)", [(i, f"w{i}") for i in range(3000)])
+    Len.batches = []
+    q = "SELECT {{Len(u.word)}} AS n, COUNT(*) FROM u GROUP BY n"
+    with BlendSQL(con, ingredients=[Len], cache=False) as b:
+        s = b.execute(q)
+        small = b.execute(q.replace("FROM u", "FROM u WHERE id < 1500"))
+    assert not _used(s)
+    assert any(t.details.get("rule") == "preaggregate_skipped" for t in s.trace)
+    assert sorted(_rows(s.df)) == sorted(_twin(con, q.replace("{{Len(u.word)}}", "length(word)")))
+    assert _used(small), "an input smaller than the sample is always pre-aggregated"
