@@ -54,6 +54,7 @@ def preaggregate(run: Run, tree: exp.Expression, ing: MapIngredient, call: Ingre
     """
     if not run.options.get(OPTION, True):
         return None
+    t0 = time.perf_counter()
     scope = grouped_scope(call)
     if scope is None:
         return None
@@ -73,7 +74,7 @@ def preaggregate(run: Run, tree: exp.Expression, ing: MapIngredient, call: Ingre
         return _compute_first(run, tree, call, others)
     if _near_unique(run, plan, call):
         return None
-    return _apply(run, tree, ing, call, plan)
+    return _apply(run, tree, ing, call, plan, time.perf_counter() - t0)
 
 
 def _source_columns(run: Run, scope: exp.Select) -> frozenset[str] | None:
@@ -149,17 +150,18 @@ def _compute_first(run: Run, tree: exp.Expression, call: IngredientCall,
 
 
 def _apply(run: Run, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
-           plan: PreaggPlan) -> exp.Expression | None:
+           plan: PreaggPlan, decided: float) -> exp.Expression | None:
     """Partial scan into a temp table -> one map run on its keys -> outer query.
 
     The partial rows go from the scan straight into the temp table
     (``INSERT INTO temp.x SELECT ..``): they stay data inside SQLite, never
-    SQL text, and skip a round trip through Python.
+    SQL text, and skip a round trip through Python. ``decided``: seconds
+    spent deciding, the only time the trace's plan step reports (the
+    statements and the ingredient have steps of their own).
     """
     from blendsql.execute.engine import render
 
     run_values = run.map_runner(ing, call)[3]
-    t0 = time.perf_counter()
     table = _create(run, plan.columns)
     insert = f"INSERT INTO {render(temp_table_node(table))} {render(plan.inner, copy=False)}"
     try:
@@ -178,7 +180,7 @@ def _apply(run: Run, tree: exp.Expression, ing: MapIngredient, call: IngredientC
     run.trace.append(TraceStep(
         "plan", f"pre-aggregation: {call.name} is a GROUP BY key; one scan into "
         f"{n_rows} partial row(s), {len(values)} value(s) mapped",
-        seconds=time.perf_counter() - t0, rows_out=n_rows,
+        seconds=decided, rows_out=n_rows,
         details={"rule": OPTION, "call": run.call_text(call),
                  "partial_sql": render(plan.inner, copy=False)}))
     return preagg_final(tree, plan, table, lookup)
