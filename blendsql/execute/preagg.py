@@ -95,7 +95,10 @@ def _collation_in_schema(run: Run, tree: exp.Expression) -> bool:
     temp table's columns use BINARY; a NOCASE source column would make
     the two plans group differently.
     """
-    names = sorted({t.name.lower() for t in tree.find_all(exp.Table) if t.name})
+    tables = list(tree.find_all(exp.Table))
+    if any(t.db and t.db.lower() not in ("main", "temp") for t in tables):
+        return True  # an attached database: its schema is not looked up here
+    names = sorted({t.name.lower() for t in tables if t.name})
     if not names:
         return False
     marks = ", ".join(f":n{i}" for i in range(len(names)))
