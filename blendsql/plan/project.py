@@ -66,13 +66,16 @@ def projection_calls(tree: exp.Expression, is_map: Callable[[IngredientCall], bo
     (mapping could merge rows that DISTINCT kept apart), the call is a
     whole projection (optionally aliased) holding no other call outside its
     value argument, its alias is referenced nowhere else in the query, and
-    ORDER BY does not name output columns by number.
+    neither ORDER BY nor GROUP BY names output columns by number.
     """
     if not isinstance(tree, exp.Select) or tree.args.get("distinct"):
         return []
     order = tree.args.get("order")
     if order is not None and any(isinstance(o.this, exp.Literal) for o in order.expressions):
         return []
+    group = tree.args.get("group")
+    if group is not None and any(isinstance(g, exp.Literal) for g in group.expressions):
+        return []  # GROUP BY 1 groups by the output column
     out = []
     for i, proj in enumerate(tree.expressions):
         call = proj.this if isinstance(proj, exp.Alias) else proj

@@ -1683,3 +1683,11 @@ PAIRS += [
         "COUNT(Advisor) FROM Student GROUP BY length(city_code)",
     ),
 ]
+PAIRS += [
+    Pair(
+        # GROUP BY 1 groups by the map's output: the call must not move after SQL
+        "map_projection_grouped_by_ordinal", WORLD,
+        "SELECT {{Length(country.Region)}}, COUNT(*) FROM country GROUP BY 1",
+        "SELECT length(Region), COUNT(*) FROM country GROUP BY 1",
+    ),
+]

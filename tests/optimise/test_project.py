@@ -53,6 +53,7 @@ def _deferred(b: BlendSQL, query: str) -> list[int]:
     ("SELECT {{Flag('a', t.name)}} AS f FROM t ORDER BY f", []),  # alias reused
     ("SELECT {{Flag('a', t.name)}} AS f FROM t WHERE f = 1", []),  # alias reused
     ("SELECT {{Flag('a', t.name)}} FROM t ORDER BY 1", []),  # ordinal
+    ("SELECT {{Flag('a', t.name)}}, COUNT(*) FROM t GROUP BY 1", []),  # ordinal
     ("SELECT NOT {{Flag('a', t.name)}} FROM t", []),  # not a whole column
     ("SELECT {{Flag('a', t.name)}} FROM t UNION SELECT 1", []),  # compound
     ("SELECT {{Flag((SELECT {{Flag('a', t.name)}} FROM t LIMIT 1), t.name)}} FROM t", []),
