@@ -130,9 +130,14 @@ class BlendSQL:
     def parse(self, query: str) -> exp.Expression:
         """The query's AST (with ingredient calls) under this session's registry.
 
-        Parses are cached per (text, registered names): planning rules never
-        mutate their input, so a cached tree can be reused as is.
+        A copy of the session's cached parse: the caller may change it freely.
         """
+        return self._parse_cached(query).copy()
+
+    def _parse_cached(self, query: str) -> exp.Expression:
+        """Parses cached per (text, registered names). Planning rules never mutate
+        their input, so a cached tree is reused as is (and carries memoised plans,
+        see ``blendsql.plan.memo``); it is never handed to users."""
         key = (query, tuple((i.name, id(i)) for i in self.registry))
         tree = self._parse_cache.get(key)
         if tree is None:
@@ -157,7 +162,7 @@ class BlendSQL:
         try:
             t0 = time.perf_counter()
             try:
-                tree = self.parse(query) if isinstance(query, str) else query
+                tree = self._parse_cached(query) if isinstance(query, str) else query
             except ParseError as pe:
                 if not isinstance(query, str) or "{{" in query or "<<" in query:
                     raise
@@ -169,7 +174,7 @@ class BlendSQL:
                     and not run.options.get("enum_match")):
                 df = self._plain(run, query, params)
             else:
-                df = execute_tree(run, tree, self._parse_expr)
+                df = execute_tree(run, tree, self._parse_expr, memo=isinstance(query, str))
             return to_smoothie(run, df, text, started)
         except BlendSQLError:
             raise
@@ -206,7 +211,7 @@ class BlendSQL:
 
     def _parse_expr(self, text: str) -> exp.Expression:
         """One BlendSQL expression (what alias / string ingredients return)."""
-        tree = self.parse(f"SELECT {text}")
+        tree = self._parse_cached(f"SELECT {text}")
         if not isinstance(tree, exp.Select) or len(tree.expressions) != 1:
             raise ExecutionError(f"expected one expression, got: {text}",
                                  hint="an alias or string ingredient must return one "

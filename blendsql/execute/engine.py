@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -34,11 +35,13 @@ from blendsql.execute.project import apply_late_maps, plan_late_maps
 from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import (
+    AliasIngredient,
     Ingredient,
     IngredientRegistry,
     JoinIngredient,
     MapIngredient,
     QAIngredient,
+    StringIngredient,
 )
 from blendsql.models.constraints import (
     Bool,
@@ -67,6 +70,7 @@ from blendsql.plan.lookup import (
     replace_node,
 )
 from blendsql.plan.lookup import temp_table as lookup_table
+from blendsql.plan.memo import RegistryKey, TreeMemo, registry_key
 from blendsql.plan.static_filter import member_lookup, passing_values
 from blendsql.smoothie import Meta, Smoothie, TraceStep
 
@@ -581,19 +585,51 @@ def check_known(tree: exp.Expression, registry: IngredientRegistry) -> None:
                                   hint=f"registered ingredients: {names}")
 
 
-def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp.Expression],
-                 ) -> pd.DataFrame:
-    """Plan and run an AST; the caller owns cleanup of ``run``'s temp tables."""
-    t0 = time.perf_counter()
-    given = tree
-    check_known(tree, run.registry)
-    tree = expand_macros(tree, run.registry, parse_expr,
+@dataclass
+class Prepared(TreeMemo):
+    """A macro-free tree after name checks and alias qualification (memoised)."""
+
+    key: RegistryKey
+    tree: exp.Expression
+
+
+def prepare(run: Run, given: exp.Expression, parse_expr: Callable[[str], exp.Expression],
+            memo: bool = False) -> exp.Expression:
+    """Check names, expand alias / string calls, qualify by alias.
+
+    With ``memo`` (a session-cached parse), memoised on ``given`` when it
+    holds no alias / string call: then nothing was evaluated, and the result
+    depends only on the tree and the registry.
+    """
+    key = registry_key(run.registry)
+    done = given.meta.get("bsql_prepared") if memo else None
+    if isinstance(done, Prepared) and done.key == key:
+        return done.tree
+    check_known(given, run.registry)
+    tree = expand_macros(given, run.registry, parse_expr,
                          lambda n: run.evaluate(n, IngredientCall(this=exp.to_identifier("arg"))))
-    if tree is not given:
+    macros = any(isinstance(run.registry.get(c.key_name), (AliasIngredient, StringIngredient))
+                 for c in find_calls(given))
+    if macros:
         check_known(tree, run.registry)
     tree = qualify_by_alias(tree)
+    if memo and not macros:
+        given.meta["bsql_prepared"] = Prepared(key, tree)
+    return tree
+
+
+def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp.Expression],
+                 memo: bool = False) -> pd.DataFrame:
+    """Plan and run an AST; the caller owns cleanup of ``run``'s temp tables.
+
+    ``memo``: ``tree`` is a session-cached parse that nobody changes, so
+    planning work may be memoised on it (``blendsql.plan.memo``).
+    """
+    t0 = time.perf_counter()
+    given = tree
+    tree = prepare(run, tree, parse_expr, memo)
     tree = apply_enum_match(run, tree)  # opt-in (enum_match=...); traced
-    tree, late, late_plan = plan_late_maps(run, tree)
+    tree, late, late_plan = plan_late_maps(run, tree, memo and not run.options.get("enum_match"))
     calls = find_calls(tree)
     run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
                                seconds=time.perf_counter() - t0,

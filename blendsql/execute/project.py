@@ -12,6 +12,7 @@ from blendsql.execute.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import MapIngredient
 from blendsql.plan.calls import map_ingredient, map_value
+from blendsql.plan.memo import RegistryKey, TreeMemo, registry_key
 from blendsql.plan.project import name_call_columns, project_values, projection_calls
 from blendsql.smoothie import TraceStep
 
@@ -31,7 +32,7 @@ class LateMap:
 
 
 @dataclass
-class LatePlan:
+class LatePlan(TreeMemo):
     """The static part of the rule for one tree: memoised on that tree's ``meta``.
 
     Why: naming columns and choosing the deferred calls depend only on the
@@ -40,31 +41,29 @@ class LatePlan:
     final statement's text when no other call is left to compute.
     """
 
-    key: tuple[tuple[str, int], ...]
+    key: RegistryKey
     named: exp.Expression
     deferred: list[tuple[int, IngredientCall]]
     projected: exp.Expression
     sql: str | None = None
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> None:
-        """A copied tree does not inherit the memo (it may be changed after copying)."""
-        return None
-
 
 MEMO = "bsql_late_plan"
 
 
-def plan_late_maps(run: Run, tree: exp.Expression,
+def plan_late_maps(run: Run, tree: exp.Expression, memo: bool = False,
                    ) -> tuple[exp.Expression, list[LateMap], LatePlan | None]:
     """Name call columns; take the projection-only maps out of ``tree``.
 
     Their arguments are evaluated now, while the calls are in the tree.
+    ``memo``: keep the static plan on ``tree`` (a tree nobody changes).
     """
-    key = tuple((i.name, id(i)) for i in run.registry)
-    plan = tree.meta.get(MEMO)
+    key = registry_key(run.registry)
+    plan = tree.meta.get(MEMO) if memo else None
     if not isinstance(plan, LatePlan) or plan.key != key:
         plan = _static_plan(run, tree, key)
-        tree.meta[MEMO] = plan
+        if memo:
+            tree.meta[MEMO] = plan
     if not run.options.get(OPTION, True) or not plan.deferred:
         return plan.named, [], None
     late = []
@@ -79,7 +78,7 @@ def plan_late_maps(run: Run, tree: exp.Expression,
     return plan.projected, late, plan
 
 
-def _static_plan(run: Run, tree: exp.Expression, key: tuple[tuple[str, int], ...],
+def _static_plan(run: Run, tree: exp.Expression, key: RegistryKey,
                  ) -> LatePlan:
     named = name_call_columns(tree, _text)
 

@@ -101,3 +101,19 @@ def test_repeated_runs_reuse_the_static_plan(session: BlendSQL) -> None:
     assert Flag.batches[0] == Flag.batches[1], "the ingredient still runs every time"
     tree = session.parse(q).copy()  # a copied tree plans afresh and agrees
     assert session.execute(tree).df.equals(first.df)
+
+
+def test_user_trees_are_never_memoised(session: BlendSQL) -> None:
+    """``parse`` hands out a copy, and a tree the user passes is planned afresh each
+    run, so changing it in place between runs changes the result."""
+    q = "SELECT id, {{Flag('a', t.name)}} AS f FROM t WHERE grp = 2 ORDER BY id"
+    tree = session.parse(q)
+    assert tree is not session.parse(q)
+    before = session.execute(tree).df
+    where = tree.find(exp.Where)
+    assert where is not None
+    where.replace(exp.Where(this=exp.condition("grp = 0")))
+    after = session.execute(tree).df
+    assert after["id"].tolist() == [3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39]
+    assert not after.equals(before)
+    assert session.execute(q).df.equals(before), "the session's cached parse is untouched"
