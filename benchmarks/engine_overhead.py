@@ -238,6 +238,33 @@ def median_seconds(fn: Any, repeat: int) -> float:
     return timings(fn, repeat)["wall"]
 
 
+def interleaved(fns: dict[str, Any], repeat: int) -> dict[str, dict[str, float]]:
+    """``timings`` for several functions run in turn within each repeat.
+
+    Why: on a shared machine the speed drifts over seconds; running the
+    engine and its twins side by side in every round makes their ratio
+    (the median of per-round ratios, ``cpu_ratio_to``) far steadier than
+    comparing two blocks measured one after the other.
+    """
+    for fn in fns.values():
+        fn()  # warm-up (page cache, imports, parse cache)
+    wall: dict[str, list[float]] = {k: [] for k in fns}
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            wall[k].append(time.perf_counter() - t0)
+            cpu[k].append(time.process_time() - c0)
+    out = {k: {"wall": statistics.median(wall[k]), "wall_min": min(wall[k]),
+               "cpu": statistics.median(cpu[k]), "cpu_min": min(cpu[k])} for k in fns}
+    for k in fns:
+        out[k]["cpu_ratio_to"] = {  # type: ignore[assignment]
+            o: statistics.median(a / b for a, b in zip(cpu[k], cpu[o], strict=True) if b > 0)
+            for o in fns if o != k}
+    return out
+
+
 def bench(db: Path, queries: list[tuple[str, str, str]], repeat: int) -> list[dict[str, Any]]:
     b = BlendSQL(db, ingredients=[StartsWith, Len, MaxOption, LowerJoin])
     con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
@@ -247,17 +274,18 @@ def bench(db: Path, queries: list[tuple[str, str, str]], repeat: int) -> list[di
         got = sorted(map(tuple, b.execute(q).df.itertuples(index=False)), key=repr)
         want = sorted(con.execute(twin).fetchall(), key=repr)
         assert got == want, f"{name}: engine and twin differ"
-        e = timings(lambda q=q: b.execute(q), repeat)
-        p = timings(lambda t=twin: con.execute(t).fetchall(), repeat)
-        udf = None
+        fns: dict[str, Any] = {"engine": lambda q=q: b.execute(q).df,
+                               "plain": lambda t=twin: con.execute(t).fetchall()}
         if name in UDF_TWINS:
             assert sorted(con.execute(UDF_TWINS[name]).fetchall(), key=repr) == want, name
-            udf = timings(lambda t=UDF_TWINS[name]: con.execute(t).fetchall(), repeat)
-        hand = None
+            fns["udf"] = lambda t=UDF_TWINS[name]: con.execute(t).fetchall()
         if name in HAND_WRITTEN:
             fn = HAND_WRITTEN[name]
             assert sorted(fn(con), key=repr) == want, name
-            hand = timings(lambda fn=fn: fn(con), repeat)
+            fns["hand"] = lambda fn=fn: fn(con)
+        runs = interleaved(fns, repeat)
+        e, p, udf, hand = runs["engine"], runs["plain"], runs.get("udf"), runs.get("hand")
+        ratio_to: Any = e["cpu_ratio_to"]
         t_engine, t_plain = e["wall"], p["wall"]
         fixed, in_sql, cold_parse, own = [], [], [], []
         for _ in range(repeat):
@@ -265,6 +293,7 @@ def bench(db: Path, queries: list[tuple[str, str, str]], repeat: int) -> list[di
             fixed.append(sum(st.seconds for st in s.trace if st.kind in ("parse", "plan")))
             own.append(sum(st.seconds for st in s.trace if st.kind == "ingredient"))
             in_sql.append(sum(st.seconds for st in s.trace if st.kind in ("sql", "temp_table")))
+        for _ in range(repeat):
             b._parse_cache.clear()
             t0 = time.perf_counter()
             b.parse(q)
@@ -277,28 +306,28 @@ def bench(db: Path, queries: list[tuple[str, str, str]], repeat: int) -> list[di
                     "ratio_wall_min": round(e["wall_min"] / p["wall_min"], 2)
                     if p["wall_min"] else None,
                     "engine_cpu_s": round(e["cpu"], 5), "plain_cpu_s": round(p["cpu"], 5),
-                    "ratio_cpu": round(e["cpu"] / p["cpu"], 2) if p["cpu"] else None,
+                    "ratio_cpu": round(ratio_to["plain"], 2),
                     "parse_plan_s": round(statistics.median(fixed), 5),
                     "cold_parse_s": round(statistics.median(cold_parse), 5),
                     "engine_time_in_sqlite_s": round(statistics.median(in_sql), 5),
                     "ingredient_own_s": round(statistics.median(own), 5),
                     "udf_sqlite_s": round(udf["wall"], 5) if udf else None,
                     "udf_sqlite_cpu_s": round(udf["cpu"], 5) if udf else None,
-                    "ratio_vs_udf_cpu": round(e["cpu"] / udf["cpu"], 2) if udf else None,
+                    "ratio_vs_udf_cpu": round(ratio_to["udf"], 2) if udf else None,
                     "hand_written_cpu_s": round(hand["cpu"], 5) if hand else None,
-                    "hand_written_vs_plain_cpu": round(hand["cpu"] / p["cpu"], 2)
-                    if hand else None,
-                    "ratio_vs_hand_written_cpu": round(e["cpu"] / hand["cpu"], 2)
+                    "hand_written_vs_plain_cpu": round(
+                        hand["cpu_ratio_to"]["plain"], 2) if hand else None,  # type: ignore[index]
+                    "ratio_vs_hand_written_cpu": round(ratio_to["hand"], 2)
                     if hand else None})
         print(f"{name:28s} engine {t_engine * 1000:8.2f} ms  plain {t_plain * 1000:8.2f} ms  "
-              f"ratio {t_engine / t_plain:6.2f}  cpu ratio {e['cpu'] / max(p['cpu'], 1e-9):6.2f}"
+              f"ratio {t_engine / t_plain:6.2f}  cpu ratio {ratio_to['plain']:6.2f}"
               f"  parse+plan {statistics.median(fixed) * 1000:.2f} ms"
               f"  cold parse {statistics.median(cold_parse) * 1000:.2f} ms"
               f"  in sqlite {statistics.median(in_sql) * 1000:.1f} ms"
               f"  ingredient {statistics.median(own) * 1000:.1f} ms"
-              + (f"  vs per-row UDF {e['cpu'] / udf['cpu']:.2f}" if udf else "")
-              + (f"  hand-written floor {hand['cpu'] / p['cpu']:.2f}x plain, engine "
-                 f"{e['cpu'] / hand['cpu']:.2f}x floor" if hand else ""))
+              + (f"  vs per-row UDF {ratio_to['udf']:.2f}" if udf else "")
+              + (f"  hand-written floor {hand['cpu_ratio_to']['plain']:.2f}x plain, "  # type: ignore[index]
+                 f"engine {ratio_to['hand']:.2f}x floor" if hand else ""))
     con.close()
     b.close()
     return out
@@ -337,10 +366,14 @@ def main() -> None:
                     "platform": platform.platform()},
         "model": "none (zero-cost deterministic Python ingredients)",
         "world_1_path": str(world) if world else None,
-        "statistic": f"median (and min) of {args.repeat} runs after one warm-up; "
-        "wall (perf_counter) and CPU (process_time) of this process",
+        "statistic": f"median (and min) of {args.repeat} rounds after one warm-up; in each "
+        "round the engine, the plain twin, the UDF twin and the hand-written plan run one "
+        "after the other; ratio_* (CPU) are medians of the per-round ratios; wall "
+        "(perf_counter) and CPU (process_time) of this process",
         "notes": "parse_plan_s: parse (cached per session after the first run) + plan steps "
-        "of the trace; cold_parse_s: parsing the text with an empty cache; "
+        "of the trace, on repeated runs of the query (planning memoised on the cached "
+        "parse; map_group_by's plan step includes the pre-aggregation sample query); "
+        "cold_parse_s: parsing the text with an empty cache; "
         "engine_time_in_sqlite_s: candidate queries + temp-table inserts + final query. "
         "ingredient_own_s: time inside the ingredients' run() (user code, not engine). "
         "udf_sqlite_*: the twin with the ingredient's logic as a per-row Python UDF "

@@ -260,7 +260,8 @@ class Run:
                     hint="qualify it as 'table::column' or table.column")
             src = exp.to_table(table)
         q = exp.select(exp.column(col.name)).distinct(copy=False).from_(src, copy=False)
-        q = q.where(exp.column(col.name).is_(exp.null()).not_(), copy=False)
+        # no ``IS NOT NULL`` filter: every collection path drops NULL itself, and a
+        # per-row test would cost a scan's worth of comparisons
         if scope is not None:
             q = _attach_ctes(q, scope)
         return self.candidate_values(q, f"values of {to_blendsql(col)} for {call.name}")
