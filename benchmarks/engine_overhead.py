@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -275,7 +277,8 @@ def bench(db: Path, queries: list[tuple[str, str, str]], repeat: int) -> list[di
         want = sorted(con.execute(twin).fetchall(), key=repr)
         assert got == want, f"{name}: engine and twin differ"
         fns: dict[str, Any] = {"engine": lambda q=q: b.execute(q).df,
-                               "plain": lambda t=twin: con.execute(t).fetchall()}
+                               "plain": lambda t=twin: con.execute(t).fetchall(),
+                               "plain_df": lambda t=twin: pd.read_sql_query(t, con)}
         if name in UDF_TWINS:
             assert sorted(con.execute(UDF_TWINS[name]).fetchall(), key=repr) == want, name
             fns["udf"] = lambda t=UDF_TWINS[name]: con.execute(t).fetchall()
@@ -314,6 +317,7 @@ def bench(db: Path, queries: list[tuple[str, str, str]], repeat: int) -> list[di
                     "udf_sqlite_s": round(udf["wall"], 5) if udf else None,
                     "udf_sqlite_cpu_s": round(udf["cpu"], 5) if udf else None,
                     "ratio_vs_udf_cpu": round(ratio_to["udf"], 2) if udf else None,
+                    "ratio_vs_plain_dataframe_cpu": round(ratio_to["plain_df"], 2),
                     "hand_written_cpu_s": round(hand["cpu"], 5) if hand else None,
                     "hand_written_vs_plain_cpu": round(
                         hand["cpu_ratio_to"]["plain"], 2) if hand else None,  # type: ignore[index]
@@ -325,6 +329,7 @@ def bench(db: Path, queries: list[tuple[str, str, str]], repeat: int) -> list[di
               f"  cold parse {statistics.median(cold_parse) * 1000:.2f} ms"
               f"  in sqlite {statistics.median(in_sql) * 1000:.1f} ms"
               f"  ingredient {statistics.median(own) * 1000:.1f} ms"
+              + f"  vs read_sql_query {ratio_to['plain_df']:.2f}"
               + (f"  vs per-row UDF {ratio_to['udf']:.2f}" if udf else "")
               + (f"  hand-written floor {hand['cpu_ratio_to']['plain']:.2f}x plain, "  # type: ignore[index]
                  f"engine {ratio_to['hand']:.2f}x floor" if hand else ""))
@@ -376,7 +381,8 @@ def main() -> None:
         "cold_parse_s: parsing the text with an empty cache; "
         "engine_time_in_sqlite_s: candidate queries + temp-table inserts + final query. "
         "ingredient_own_s: time inside the ingredients' run() (user code, not engine). "
-        "udf_sqlite_*: the twin with the ingredient's logic as a per-row Python UDF "
+        "ratio_vs_plain_dataframe_cpu: against pandas.read_sql_query of the twin (the "
+        "engine also returns a DataFrame). udf_sqlite_*: the twin with the ingredient's logic as a per-row Python UDF "
         "(sqlite3 create_function), i.e. plain SQL plus Python without batching. "
         "hand_written_*: the fastest plan written by hand with sqlite3 and the same "
         "Python function under the ingredient contract (each distinct value once): "
