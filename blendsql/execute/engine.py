@@ -31,6 +31,7 @@ from blendsql.execute.collect import (
 from blendsql.execute.lazy import lazy_pairs, pop_engine_kwargs
 from blendsql.execute.metering import Counters, MeteredModel
 from blendsql.execute.optimise import apply_enum_match, call_cost
+from blendsql.execute.preagg import preaggregate
 from blendsql.execute.project import apply_late_maps, plan_late_maps
 from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
@@ -445,9 +446,7 @@ class Run:
         In a positive filter (``WHERE {{M(x)}} = TRUE``) the lookup is a set
         membership test on an unindexed table; elsewhere an indexed probe.
         """
-        from blendsql.execute.preagg import preaggregate  # a GROUP BY key: one scan
-
-        pre = preaggregate(self, tree, ing, call)
+        pre = preaggregate(self, tree, ing, call)  # a GROUP BY key: one grouped scan
         if pre is not None:
             return pre
         value_node, question, engine_kw, run_values = self.map_runner(ing, call)
