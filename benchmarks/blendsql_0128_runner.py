@@ -10,6 +10,9 @@ stdin/stdout:
     stdout: {"version": str, "results": [{"id", "rows", "columns", "map_values",
              "map_calls", "qa_calls", "meta", "seconds", "error"}, ...]}
 
+An item with ``"repeat": n`` also gets ``exec_seconds``: the CPU seconds of n
+more runs of the same query on the same session (benchmarks/engine_overhead.py).
+
 The ingredients below are the same deterministic functions as the benchmark's
 (``IsPrefix``, ``TextLen``, ``CountCtx``), written against 0.1.28's ingredient
 API (``run(values, question=...)`` for maps, ``run(question, context, ...)``
@@ -115,6 +118,12 @@ def run_one(item: dict[str, Any], ingredients: list[type],
         bsql = BlendSQL(item["db"], ingredients=set(ingredients), model=make_model(model_spec))
         smoothie: Any = bsql.execute(item["sql"])
         df = smoothie.df()
+        if item.get("repeat"):  # timing mode (engine_overhead.py): execute + DataFrame
+            out["exec_seconds"] = []
+            for _ in range(int(item["repeat"])):
+                c0 = time.process_time()
+                bsql.execute(item["sql"]).df()
+                out["exec_seconds"].append(time.process_time() - c0)
         out["columns"] = [str(c) for c in df.columns]
         out["rows"] = [[_cell(v) for v in row] for row in df.itertuples(index=False, name=None)]
         m: Any = smoothie.meta

@@ -94,7 +94,7 @@ GEN_QUERIES = [
      "SELECT id, {{Len(t.name)}} FROM t ORDER BY id LIMIT 100",
      "SELECT id, length(name) FROM t ORDER BY id LIMIT 100"),
     ("qa_options",
-     "SELECT COUNT(*) FROM t WHERE city = {{MaxOption('which?', options='t::city')}}",
+     "SELECT COUNT(*) FROM t WHERE city = {{MaxOption('which?', options=t.city)}}",
      "SELECT COUNT(*) FROM t WHERE city = (SELECT MAX(city) FROM t)"),
 ]
 
@@ -348,9 +348,54 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+# The generated-table queries in blendsql 0.1.28's syntax, with the runner's
+# equivalent ingredients (IsPrefix(question=prefix) ~ StartsWith, TextLen ~ Len).
+OLD_QUERIES = {
+    "map_where_unique_col": "SELECT COUNT(*) FROM t WHERE {{IsPrefix('ab', t.name)}} = TRUE",
+    "map_where_low_cardinality": "SELECT COUNT(*) FROM t WHERE "
+                                 "{{IsPrefix('c', t.city)}} = TRUE",
+    "plain_filter_then_map": "SELECT id, name FROM t WHERE val < 0.1 AND "
+                             "{{IsPrefix('a', t.name)}} = TRUE",
+    "map_in_select_list": "SELECT id, {{TextLen('len', t.city)}} FROM t WHERE grp < 50",
+    "map_group_by": "SELECT {{TextLen('len', t.city)}} AS n, COUNT(*) FROM t GROUP BY n",
+    "map_select_limit": "SELECT id, {{TextLen('len', t.name)}} FROM t ORDER BY id LIMIT 100",
+}
+
+
+def bench_0128(python: str, db: Path, repeat: int, ours: list[dict[str, Any]],
+               ) -> dict[str, Any]:
+    """The same queries on the PyPI package blendsql==0.1.28, in its own venv
+    (benchmarks/blendsql_0128_runner.py): CPU seconds per execute + DataFrame."""
+    import subprocess
+
+    items = [{"id": k, "db": str(db), "sql": q, "repeat": repeat} for k, q in OLD_QUERIES.items()]
+    proc = subprocess.run([python, str(ROOT / "benchmarks" / "blendsql_0128_runner.py")],
+                          input=json.dumps({"queries": items}), capture_output=True, text=True,
+                          check=True)
+    res = json.loads(proc.stdout)
+    plain = {r["query"]: r for r in ours}
+    out: dict[str, Any] = {"version": res["version"], "python": python, "results": []}
+    for r in res["results"]:
+        mine = plain[r["id"]]
+        cpu = statistics.median(r["exec_seconds"]) if r.get("exec_seconds") else None
+        out["results"].append({
+            "query": r["id"], "error": r["error"],
+            "rows": len(r["rows"]) if r["rows"] is not None else None,
+            "rows_match_twin_count": r["rows"] is not None and len(r["rows"]) == mine["rows"],
+            "cpu_s": round(cpu, 5) if cpu else None,
+            "ratio_cpu_vs_plain": round(cpu / mine["plain_cpu_s"], 1) if cpu else None,
+            "ratio_cpu_vs_this_engine": round(cpu / mine["engine_cpu_s"], 1) if cpu else None})
+        print(f"0.1.28 {r['id']:28s} {cpu * 1000 if cpu else float('nan'):9.1f} ms  "
+              f"{r['error'] or ''}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--blendsql-0128", metavar="PYTHON",
+                    help="python of a venv with blendsql==0.1.28 installed: time the "
+                    "generated-table queries on it too")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "engine_overhead.json"))
     args = ap.parse_args()
     world = next((p for p in WORLD_CANDIDATES if p.exists()), None)
@@ -358,14 +403,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         gen = Path(d) / "gen.sqlite"
         make_table(gen)
-        results = {"generated_100k": bench(gen, GEN_QUERIES, args.repeat)}
+        results: dict[str, Any] = {"generated_100k": bench(gen, GEN_QUERIES, args.repeat)}
+        if args.blendsql_0128:
+            results["blendsql_0128_generated_100k"] = bench_0128(
+                args.blendsql_0128, gen, args.repeat, results["generated_100k"])
     if world is not None:
         results["world_1"] = bench(world, WORLD_QUERIES, args.repeat)
     gen_ratios = [r["ratio"] for r in results["generated_100k"]]
     cpu_ratios = [r["ratio_cpu"] for r in results["generated_100k"]]
     report = {
         "benchmark": "engine_overhead",
-        "command": "python benchmarks/engine_overhead.py --repeat " + str(args.repeat),
+        "command": "python benchmarks/engine_overhead.py --repeat " + str(args.repeat)
+        + (" --blendsql-0128 <venv python>" if args.blendsql_0128 else ""),
         "machine": {"nproc": os.cpu_count(), "cpu": cpu_model(),
                     "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
                     "platform": platform.platform()},
