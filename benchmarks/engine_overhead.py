@@ -219,31 +219,11 @@ def make_table(path: Path, n: int = 100_000, seed: int = 0) -> None:
     con.close()
 
 
-def timings(fn: Any, repeat: int) -> dict[str, float]:
-    """Wall and CPU (process) seconds of ``fn``: median and min over ``repeat`` runs.
-
-    Why CPU too: on a shared, overloaded machine wall time mostly measures
-    waiting for a core; CPU time is what the engine itself spends.
-    """
-    fn()  # warm-up (page cache, imports)
-    wall, cpu = [], []
-    for _ in range(repeat):
-        t0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    return {"wall": statistics.median(wall), "wall_min": min(wall),
-            "cpu": statistics.median(cpu), "cpu_min": min(cpu)}
-
-
-def median_seconds(fn: Any, repeat: int) -> float:
-    return timings(fn, repeat)["wall"]
-
-
 def interleaved(fns: dict[str, Any], repeat: int) -> dict[str, dict[str, float]]:
-    """``timings`` for several functions run in turn within each repeat.
+    """Wall and CPU seconds (median, min) of several functions run in turn in each round.
 
-    Why: on a shared machine the speed drifts over seconds; running the
+    Why CPU too: on a shared machine wall time mostly measures waiting for a
+    core; CPU time is what the engine itself spends. Why in turn: on a shared machine the speed drifts over seconds; running the
     engine and its twins side by side in every round makes their ratio
     (the median of per-round ratios, ``cpu_ratio_to``) far steadier than
     comparing two blocks measured one after the other.

@@ -80,7 +80,7 @@ def plan_late_maps(run: Run, tree: exp.Expression, memo: bool = False,
 
 def _static_plan(run: Run, tree: exp.Expression, key: RegistryKey,
                  ) -> LatePlan:
-    named = name_call_columns(tree, _text)
+    named = name_call_columns(tree, to_blendsql)
 
     def value_of(call: IngredientCall) -> exp.Expression | None:
         return map_value(call, run.registry)
@@ -119,11 +119,3 @@ def _as_returned(outputs: list[Any]) -> list[Any]:
     if bool in set(map(type, outputs)):
         return [int(o) if type(o) is bool else o for o in outputs]
     return outputs
-
-
-def _text(e: exp.Expression) -> str:
-    """A result column's name: its BlendSQL text (kept on the node once rendered)."""
-    text = e.meta.get("bsql_text")
-    if text is None:
-        text = e.meta["bsql_text"] = to_blendsql(e)
-    return str(text)

@@ -104,14 +104,15 @@ def filter_atom(call: IngredientCall) -> exp.Expression | None:
         return None
     others = [n for n in atom.walk() if isinstance(n, (IngredientCall, exp.Select, exp.Window,
                                                        exp.AggFunc))
-              and n is not call and not _inside(n, call)]
-    loose_cols = [c for c in atom.find_all(exp.Column) if not _inside(c, call)]
+              and n is not call and not inside(n, call)]
+    loose_cols = [c for c in atom.find_all(exp.Column) if not inside(c, call)]
     if others or loose_cols:
         return None
     return atom
 
 
-def _inside(node: Any, ancestor: Any) -> bool:
+def inside(node: Any, ancestor: Any) -> bool:
+    """True when ``ancestor`` is a proper ancestor of ``node`` (by identity)."""
     p = node.parent
     while p is not None:
         if p is ancestor:

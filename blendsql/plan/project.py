@@ -13,11 +13,11 @@ join and LIMIT), never more than the candidate query would give it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
+from blendsql.plan.lookup import inside
 
 
 def name_call_columns(tree: exp.Expression, text_of: Callable[[exp.Expression], str],
@@ -105,17 +105,8 @@ def _alias_used(tree: exp.Select, proj: exp.Alias) -> bool:
     """True when an unqualified column elsewhere in ``tree`` has the alias's name."""
     name = proj.alias.lower()
     for col in tree.find_all(exp.Column):
-        if not col.table and col.name.lower() == name and not _inside(col, proj):
+        if not col.table and col.name.lower() == name and not inside(col, proj):
             return True
-    return False
-
-
-def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
-    p: Any = node
-    while p is not None:
-        if p is ancestor:
-            return True
-        p = p.parent
     return False
 
 
