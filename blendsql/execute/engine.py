@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -54,13 +54,23 @@ from blendsql.models.constraints import (
     Text,
     constraint_from_return_type,
 )
-from blendsql.plan.calls import find_calls, next_call, scope_of, source_names, visible_ctes
+from blendsql.plan.aliases import projection_names, resolve_aliases
+from blendsql.plan.calls import (
+    call_key,
+    find_calls,
+    next_call,
+    scope_of,
+    source_names,
+    twins,
+    visible_ctes,
+)
 from blendsql.plan.candidates import join_side_candidate, map_candidate
 from blendsql.plan.expand import expand_macros, qualify_by_alias
-from blendsql.plan.infer import Hint, infer_hint, literal_value
+from blendsql.plan.infer import Hint, combine_hints, infer_hint, literal_value
 from blendsql.plan.lookup import (
     filter_atom,
     filter_lookup,
+    in_target,
     join_lookup,
     map_lookup,
     null_passes_statically,
@@ -278,19 +288,34 @@ class Run:
             columns=cols)
 
     def kwargs_of(self, call: IngredientCall) -> dict[str, Any]:
-        """Evaluated keyword arguments of a call."""
-        return {k: self.evaluate(v, call) for k, v in call.call_kwargs.items()}
+        """Evaluated keyword arguments of a call.
+
+        A list-valued keyword (``options=``, ``example_outputs=``) given as a
+        subquery becomes the list of its column's distinct non-NULL values.
+        """
+        out = {}
+        for k, v in call.call_kwargs.items():
+            value = self.evaluate(v, call)
+            if k in LIST_KWARGS and isinstance(value, pd.DataFrame):
+                value = subquery_list(value, k, call.name)
+            out[k] = value
+        return out
 
     # -- constraints -----------------------------------------------------------------
 
-    def constraint_for(self, call: IngredientCall, kw: dict[str, Any]) -> Constraint | None:
-        """Explicit ``return_type=`` / ``options=`` win; otherwise the inferred hint."""
+    def constraint_for(self, call: IngredientCall, kw: dict[str, Any],
+                       hint: Hint | None = None) -> Constraint | None:
+        """Explicit ``return_type=`` / ``options=`` win; otherwise the inferred hint.
+
+        ``hint``: the hint of all identical uses (:meth:`shared_hint`); by
+        default the one of ``call``'s own context.
+        """
         if kw.get("return_type") is not None:
             return constraint_from_return_type(str(kw["return_type"]))
         if kw.get("options") is not None:
             opts = kw["options"] if isinstance(kw["options"], list) else [kw["options"]]
             return Choice(tuple(str(o) for o in opts))
-        hint = infer_hint(call)
+        hint = infer_hint(call) if hint is None else hint
         if hint.kind == "example" and "example_outputs" not in kw:
             kw["example_outputs"] = list(hint.values)
         return self._from_hint(call, hint)
@@ -318,6 +343,39 @@ class Run:
         if hint.kind == "example":
             return Text()
         return None
+
+    # -- identical calls share one evaluation ------------------------------------------
+
+    def call_key(self, call: IngredientCall) -> str:
+        """:func:`blendsql.plan.calls.call_key`, memoised per call id for this run."""
+        keys: dict[int, str] = self.__dict__.setdefault("_call_keys", {})
+        key = keys.get(call.call_id)
+        if key is None:
+            key = keys[call.call_id] = call_key(call)
+        return key
+
+    def shared(self, call: IngredientCall) -> SharedCall:
+        """The evaluation shared by every call identical to ``call`` (created on first use).
+
+        Why: identical calls (same ingredient, arguments and resolved
+        columns, :func:`blendsql.plan.calls.call_key`) must agree, so they
+        get one constraint inferred from all their uses (found in the whole
+        tree when the first of them is bound) and one table of outputs: a
+        value computed for one use is never computed again for another.
+        """
+        memo: dict[str, SharedCall] = self.__dict__.setdefault("_shared_calls", {})
+        key = self.call_key(call)
+        entry = memo.get(key)
+        if entry is None:
+            uses = twins(call, self.call_key)
+            hint, disagreed = combine_hints([infer_hint(c) for c in uses])
+            entry = memo[key] = SharedCall(hint=hint, uses=len(uses))
+            if disagreed:
+                self.trace.append(TraceStep(
+                    "warning", f"{call.name}: its {len(uses)} identical uses imply different "
+                    "output types; no output constraint is inferred (give return_type=)",
+                    ingredient=call.name))
+        return entry
 
     # -- ingredient invocation ----------------------------------------------------------
 
@@ -424,18 +482,24 @@ class Run:
         question = self.evaluate(args[qi], call) if qi is not None and qi < len(args) else None
         kw = self.kwargs_of(call)
         engine_kw = pop_engine_kwargs(kw)  # prefilter= is for the engine, not run()
-        constraint = self.constraint_for(call, kw)
+        shared = self.shared(call)
+        constraint = self.constraint_for(call, kw, shared.hint)
+        outputs = shared.outputs
 
         def run_values(vals: list[Any]) -> list[Any]:
-            out = self.invoke(ing, call, vals, lambda model, warns: ing.run(
-                question, list(vals), model=model, db=self.db, constraint=constraint,
-                warnings=warns, **kw),
-                len(vals))
-            if not isinstance(out, (list, tuple)) or len(out) != len(vals):
-                raise IngredientError(
-                    f"{call.name} returned {_describe(out)} for {len(vals)} values",
-                    hint="a map ingredient's run() returns a list as long as `values`")
-            return list(out)
+            missing = list(dict.fromkeys(v for v in vals if value_key(v) not in outputs))
+            if missing:
+                out = self.invoke(ing, call, missing, lambda model, warns: ing.run(
+                    question, list(missing), model=model, db=self.db, constraint=constraint,
+                    warnings=warns, **kw),
+                    len(missing))
+                if not isinstance(out, (list, tuple)) or len(out) != len(missing):
+                    raise IngredientError(
+                        f"{call.name} returned {_describe(out)} for {len(missing)} values",
+                        hint="a map ingredient's run() returns a list as long as `values`")
+                for v, o in zip(missing, out, strict=True):
+                    outputs[value_key(v)] = o
+            return [outputs[value_key(v)] for v in vals]
 
         return value_node, question, engine_kw, run_values
 
@@ -491,20 +555,34 @@ class Run:
         options = kw.pop("options", None)
         if options is not None and not isinstance(options, list):
             options = [options]
-        constraint = self.constraint_for(call, dict(kw, options=options))
-        if options is None and isinstance(constraint, Choice):
-            options = list(constraint.options)
-        extra = {k: v for k, v in kw.items()}
-        answer = self.invoke(ing, call, [question], lambda model, warns: ing.run(
-            question, context, options, model=model, db=self.db, constraint=constraint,
-            warnings=warns, **extra), 1)
+        shared = self.shared(call)
+        if "answer" in shared.outputs:  # an identical call was answered already
+            answer = shared.outputs["answer"]
+        else:
+            constraint = self.constraint_for(call, dict(kw, options=options), shared.hint)
+            if options is None and isinstance(constraint, Choice):
+                options = list(constraint.options)
+            extra = {k: v for k, v in kw.items()}
+            answer = self.invoke(ing, call, [question], lambda model, warns: ing.run(
+                question, context, options, model=model, db=self.db, constraint=constraint,
+                warnings=warns, **extra), 1)
+            shared.outputs["answer"] = answer
+        return self.qa_replacement(call, answer, hint)
+
+    def qa_replacement(self, call: IngredientCall, answer: Any, hint: Hint) -> exp.Expression:
+        """The lookup standing for a QA answer at this use.
+
+        On the right of ``IN`` / ``NOT IN`` (``x IN {{QA()}}``, ``x IN (<<QA()>>)``)
+        the answer is a set: a list answer becomes a temp table, a scalar one a
+        set of one (``IN (:p)``); elsewhere a scalar is a bound parameter.
+        """
+        in_list = in_target(call) is not None
         if isinstance(answer, pd.DataFrame):
-            answer = answer.iloc[:, 0].tolist() if hint.kind == "list" else (
+            answer = answer.iloc[:, 0].tolist() if hint.kind == "list" or in_list else (
                 answer.iloc[0, 0] if answer.size else None)
-        if isinstance(answer, (list, tuple, set)):
-            if hint.kind == "list":
-                table = self.temp_table("q", [(None, to_sqlite(v)) for v in answer], key=False)
-                return qa_list(table)
+        if isinstance(answer, (list, tuple, set)) and (hint.kind == "list" or in_list):
+            table = self.temp_table("q", [(None, to_sqlite(v)) for v in answer], key=False)
+            return qa_list(table)
         name = f"__bsql_qa{self.run_id}_{next(self._n)}"
         self.params[name] = to_sqlite(answer)
         return qa_param(name)
@@ -537,6 +615,29 @@ class Run:
         return join_lookup(table, left, right)
 
 
+@dataclass
+class SharedCall:
+    """What identical calls of one query share: the combined hint and the outputs.
+
+    ``outputs`` maps :func:`value_key` of each computed value to its output
+    (a QA call's answer under the key ``None``).
+    """
+
+    hint: Hint
+    uses: int
+    outputs: dict[Any, Any] = field(default_factory=dict)
+
+
+def value_key(value: Any) -> tuple[str, Any]:
+    """Key of a value in a shared output table: its type and the value.
+
+    Why the type: ``1``, ``1.0`` and ``'1'`` are different inputs to an
+    ingredient (it may render them differently), though Python hashes the
+    first two alike.
+    """
+    return type(value).__name__, value
+
+
 def join_sides(call: IngredientCall) -> tuple[exp.Expression, exp.Expression,
                                               exp.Expression | None]:
     """(left, right, question) argument nodes of a join call, in either form."""
@@ -552,6 +653,25 @@ def join_sides(call: IngredientCall) -> tuple[exp.Expression, exp.Expression,
         f"{call.name} needs a left and a right column",
         hint=f"write JOIN t2 ON {{{{{call.name}(t1.a, t2.b)}}}} or "
         f"JOIN {{{{{call.name}(left_on='t1::a', right_on='t2::b')}}}}")
+
+
+LIST_KWARGS = ("options", "example_outputs")  # keywords whose value is a list of values
+
+
+def subquery_list(df: pd.DataFrame, key: str, name: str) -> list[Any]:
+    """Distinct non-NULL values of a one-column subquery result, in row order.
+
+    Why: ``options=(SELECT DISTINCT c FROM t WHERE ...)`` means the values,
+    not the table's printed text; several columns have no single meaning.
+    """
+    if df.shape[1] != 1:
+        cols = ", ".join(map(str, df.columns))
+        raise IngredientError(
+            f"{key}= of {name} is a subquery with {df.shape[1]} columns ({cols})",
+            hint=f"{key}= takes one column: write {key}=(SELECT DISTINCT col FROM ...)")
+    values = (v for v in df.iloc[:, 0].tolist() if v is not None and not (
+        isinstance(v, float) and v != v))
+    return list(dict.fromkeys(values))
 
 
 def _describe(out: Any) -> str:
@@ -613,9 +733,43 @@ def prepare(run: Run, given: exp.Expression, parse_expr: Callable[[str], exp.Exp
     if macros:
         check_known(tree, run.registry)
     tree = qualify_by_alias(tree)
+    tree = resolve_aliases(tree, lambda scope, src: source_columns(run, scope, src))
     if memo and not macros:
         given.meta["bsql_prepared"] = Prepared(key, tree)
     return tree
+
+
+def source_columns(run: Run, scope: exp.Select, src: exp.Expression) -> set[str] | None:
+    """Lower-case column names of a FROM source (None when they cannot be known).
+
+    A CTE or derived table is read from its SELECT list (or its column
+    list); a base table is asked of the database once per run
+    (``SELECT * ... LIMIT 0`` reads no row).
+    """
+    alias = src.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        return {c.name.lower() for c in alias.columns}
+    if isinstance(src, exp.Subquery):
+        return projection_names(src.this)
+    if not isinstance(src, exp.Table) or not isinstance(src.this, exp.Identifier):
+        return None
+    cte = next((c for c in reversed(visible_ctes(scope))
+                if c.alias_or_name.lower() == src.name.lower()), None)
+    if cte is not None and not src.db:
+        cols = cte.args.get("alias")
+        if isinstance(cols, exp.TableAlias) and cols.columns:
+            return {c.name.lower() for c in cols.columns}
+        return projection_names(cte.this)
+    cache: dict[str, set[str] | None] = run.__dict__.setdefault("_source_columns", {})
+    table = exp.Table(this=src.this.copy(), db=src.args["db"].copy() if src.db else None)
+    text = table.sql(dialect="sqlite")
+    if text not in cache:
+        try:
+            cols = run.db.execute(f"SELECT * FROM {text} LIMIT 0")[0]
+            cache[text] = {str(c).lower() for c in cols}
+        except BlendSQLError:
+            cache[text] = None
+    return cache[text]
 
 
 def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp.Expression],
@@ -634,10 +788,11 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
     run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
                                seconds=time.perf_counter() - t0,
                                details={"calls": [run.call_text(c) for c in calls]}))
+    ready: set[int] = set()  # calls found ready once stay ready (see next_call)
     while calls:
         call = next_call(tree, run.registry, run.readiness_candidate,
                          cost=(lambda c: call_cost(run, c))
-                         if run.options.get("cost_order", True) else None)
+                         if run.options.get("cost_order", True) else None, known_ready=ready)
         if call is None:
             raise ExecutionError("could not order the ingredient calls of this query",
                                  hint="an ingredient argument may refer to an outer query; "

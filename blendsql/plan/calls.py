@@ -13,7 +13,7 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.errors import BlendSQLError
-from blendsql.grammar.nodes import IngredientCall
+from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import IngredientRegistry, MapIngredient
 
 
@@ -178,6 +178,7 @@ def kind_of(call: IngredientCall, registry: IngredientRegistry) -> str:
 def next_call(tree: exp.Expression, registry: IngredientRegistry,
               candidate: Callable[[IngredientCall], exp.Expression | None],
               cost: Callable[[IngredientCall], float] | None = None,
+              known_ready: set[int] | None = None,
               ) -> IngredientCall | None:
     """The next call to compute: one that is ready, in a good order.
 
@@ -189,30 +190,45 @@ def next_call(tree: exp.Expression, registry: IngredientRegistry,
     then ingredients that need no model, then (with ``cost``) the cheapest
     estimated call (``blendsql.plan.order``), then text order, so that
     ingredient predicates of one scope form a cascade, cheap ones first.
+
+    ``known_ready``: ids of calls already found ready, kept by the caller
+    across steps. Readiness only grows (computing a call removes calls,
+    never adds one), so a ready call is never checked again; with it, the
+    whole loop builds each call's candidate once instead of once per step
+    (which made n AND-ed filters cost O(n^3)). Only the first group (by the
+    static order) that holds a ready call is examined.
     """
-    ready: list[tuple[int, int, int, int, IngredientCall]] = []
     all_calls = find_calls(tree)
     if len(all_calls) == 1:
         return all_calls[0]  # nothing to wait for
+    groups: dict[tuple[int, int, int], list[IngredientCall]] = {}
     for c in all_calls:
         if any(isinstance(n, IngredientCall) for n in c.walk() if n is not c):
             continue
         kind = kind_of(c, registry)
-        if kind in ("map", "join"):
-            cand = candidate(c)
-            if cand is None or cand.find(IngredientCall) is not None:
-                continue
         ing = registry.get(c.key_name)
         needs = bool(getattr(ing, "needs_model", False))
-        ready.append((0 if kind == "qa" else 1, -depth(c), int(needs), c.call_id, c))
-    if not ready:
-        return None
-    ready.sort(key=lambda t: t[:4])
-    if cost is not None and len(ready) > 1:
-        head = [r for r in ready if r[:3] == ready[0][:3]]
-        if len(head) > 1:
-            return min(head, key=lambda t: (cost(t[4]), t[3]))[4]
-    return ready[0][4]
+        groups.setdefault((0 if kind == "qa" else 1, -depth(c), int(needs)), []).append(c)
+
+    def is_ready(c: IngredientCall) -> bool:
+        if kind_of(c, registry) not in ("map", "join"):
+            return True
+        if known_ready is not None and c.call_id in known_ready:
+            return True
+        cand = candidate(c)
+        ok = cand is not None and cand.find(IngredientCall) is None
+        if ok and known_ready is not None:
+            known_ready.add(c.call_id)
+        return ok
+
+    for key in sorted(groups):
+        ready = [c for c in groups[key] if is_ready(c)]
+        if not ready:
+            continue
+        if cost is not None and len(ready) > 1:
+            return min(ready, key=lambda c: (cost(c), c.call_id))
+        return min(ready, key=lambda c: c.call_id)
+    return None
 
 
 def map_ingredient(call: IngredientCall, registry: IngredientRegistry) -> MapIngredient | None:
@@ -231,3 +247,58 @@ def map_value(call: IngredientCall, registry: IngredientRegistry) -> exp.Express
         return call.call_args[ing.bind(call.call_args, call.call_kwargs)[1]]
     except (BlendSQLError, IndexError, TypeError, KeyError):
         return None
+
+
+def _column_source(col: exp.Column, scope: exp.Select | None) -> str:
+    """Canonical name of the rows a column reference reads, for :func:`call_key`.
+
+    A base table is named by the table (an alias of it reads the same
+    values); a CTE by its name; a derived table by its alias and the
+    scope it belongs to; an unqualified column of a one-source scope by
+    that source. Anything unresolved keeps the scope's identity, so it is
+    never confused with another scope's column.
+    """
+    if scope is None:
+        return (col.table or "").lower()
+    sources = source_names(scope)
+    table = col.table.lower() if col.table else ""
+    src = sources.get(table) if table else (
+        next(iter(sources.values())) if len(sources) == 1 else None)
+    if src is None:
+        outer = scope_of(scope)
+        if table and outer is not None:
+            return _column_source(col, outer)
+        return f"{table}@{id(scope)}"
+    if isinstance(src, exp.Table):
+        ctes = {c.alias_or_name.lower() for c in visible_ctes(scope)}
+        name = src.name.lower()
+        return f"cte:{name}" if name in ctes else f"table:{src.db.lower()}.{name}"
+    return f"derived:{src.alias_or_name.lower()}@{id(scope)}"
+
+
+def call_key(call: IngredientCall) -> str:
+    """Identity of a call for sharing one evaluation: name, arguments, resolved columns.
+
+    Why: ``SELECT {{M('q', t.x)}} ... WHERE {{M('q', x)}} > 3`` holds the
+    same function twice; computing it twice costs two model calls and, with
+    constraints inferred separately, lets the two uses disagree. Two calls
+    with the same key compute the same output for the same value.
+    """
+    scope = scope_of(call)
+    copy = call.copy()
+    originals = list(call.find_all(exp.Column))
+    for orig, col in zip(originals, list(copy.find_all(exp.Column)), strict=True):
+        col.replace(exp.column(col.name.lower(), table=_column_source(orig, scope_of(orig)
+                                                                         or scope)))
+    return f"{call.key_name.lower()}|{to_blendsql(copy)}"
+
+
+def twins(call: IngredientCall,
+          key_of: Callable[[IngredientCall], str] = call_key) -> list[IngredientCall]:
+    """Calls in ``call``'s whole tree with the same :func:`call_key` (``call`` included).
+
+    ``key_of``: a (memoised) key function; a call's key never changes, since
+    its scope and arguments stay as they are until the call is replaced.
+    """
+    key = key_of(call)
+    return [c for c in find_calls(call.root()) if c is call or key_of(c) == key]

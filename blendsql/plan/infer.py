@@ -102,3 +102,42 @@ def infer_hint(call: IngredientCall) -> Hint:
     ):
         return Hint("bool")
     return Hint()
+
+
+_NUMERIC_RANK = {"bool": 0, "int": 1, "float": 2}
+
+
+def combine_hints(hints: list[Hint]) -> tuple[Hint, bool]:
+    """One hint for several uses of the same call; ``(hint, disagreed)``.
+
+    Why: identical calls share one evaluation, so they need one output type
+    that serves every use. Precedence:
+
+    - uses that say nothing (a projection, an argument) add nothing, so
+      ``WHERE {{M(x)}} > 3`` plus ``SELECT {{M(x)}}`` is ``int``;
+    - numeric uses widen: ``bool`` < ``int`` < ``float`` (SQLite compares
+      TRUE as 1, so a number serves a boolean test too);
+    - ``list`` (an ``IN`` right side) wins over a scalar use of the same
+      call (one answer is a list of one);
+    - equal kinds merge their values (choices and examples are united; the
+      first compared column is kept);
+    - anything else (text vs number) disagrees: no constraint (free text),
+      and ``disagreed`` is True so the engine can warn.
+    """
+    informative = [h for h in hints if h.kind is not None]
+    if not informative:
+        return Hint(), False
+    kinds = {h.kind for h in informative}
+    if len(kinds) == 1:
+        kind = informative[0].kind
+        values: list[Any] = []
+        for h in informative:
+            values.extend(v for v in h.values if v not in values)
+        column = next((h.column for h in informative if h.column is not None), None)
+        return Hint(kind, column=column, values=values), False
+    if kinds <= set(_NUMERIC_RANK):
+        return Hint(max(kinds, key=_NUMERIC_RANK.__getitem__)), False
+    if "list" in kinds:
+        lists = [h for h in informative if h.kind == "list"]
+        return lists[0], False
+    return Hint(), True

@@ -57,17 +57,41 @@ def replace_call(tree: exp.Expression, call_id: int, replacement: exp.Expression
     for c in out.find_all(IngredientCall):
         if c.call_id != call_id:
             continue
-        parent = c.parent
-        if (isinstance(parent, exp.In) and c in parent.expressions
-                and isinstance(replacement, exp.Subquery) and len(parent.expressions) == 1):
-            parent.set("expressions", [])
-            parent.set("query", replacement.copy())
+        target = in_target(c)
+        if target is not None:  # x IN <<QA()>>: the answer is the set
+            target.set("field", None)
+            if isinstance(replacement, exp.Subquery):
+                target.set("expressions", [])
+                target.set("query", replacement.copy())
+            else:
+                target.set("expressions", [replacement.copy()])
         elif c is out:
             return replacement.copy()
         else:
             c.replace(replacement.copy())
         break
     return out
+
+
+def in_target(call: exp.Expression) -> exp.In | None:
+    """The ``IN`` whose whole right side is ``call`` (``x IN {{Q()}}`` / ``x IN ({{Q()}})``).
+
+    Why: written without parentheses the call is the IN's ``field``, which
+    SQLite cannot take as a bound parameter (``IN :p`` is invalid), and a
+    list answer must become the IN's subquery, not one item of a list.
+    """
+    node: Any = call
+    while isinstance(node.parent, exp.Paren):
+        node = node.parent
+    parent = node.parent
+    if not isinstance(parent, exp.In) or parent.this is node:
+        return None
+    if parent.args.get("field") is node:
+        return parent
+    items = parent.expressions
+    if len(items) == 1 and items[0] is node and parent.args.get("query") is None:
+        return parent
+    return None
 
 
 _FILTER_CLAUSES = (exp.Where, exp.Having)
