@@ -71,6 +71,13 @@ class ModelError(BlendSQLError):
     """A language model could not be loaded, reached or understood."""
 
 
+class ModelTimeoutError(ModelError, TimeoutError):
+    """A model request ran past its time limit (``timeout=`` of the model).
+
+    Also a ``TimeoutError``, so code that already catches that keeps working.
+    """
+
+
 class ExecutionError(BlendSQLError):
     """The database refused a statement, or a plan could not be executed."""
 

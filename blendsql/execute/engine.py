@@ -33,7 +33,7 @@ from blendsql.execute.metering import Counters, MeteredModel
 from blendsql.execute.optimise import apply_enum_match, call_cost
 from blendsql.execute.preagg import preaggregate
 from blendsql.execute.project import apply_late_maps, plan_late_maps
-from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
+from blendsql.execute.values import first_column, lossy_notes, outputs_to_sqlite, to_sqlite
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import (
     AliasIngredient,
@@ -413,6 +413,7 @@ class Run:
         m.completion_tokens += used.completion_tokens
         m.cached_tokens += used.cached_tokens
         outputs = out if isinstance(out, list) else [out]
+        warnings.extend(lossy_notes(outputs))  # values SQLite cannot hold exactly
         self.trace.append(TraceStep(
             "ingredient", f"{call.name} ({ing.kind}) on {n_values} value(s)",
             seconds=seconds, ingredient=call.name, inputs=inputs,

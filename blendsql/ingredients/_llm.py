@@ -18,7 +18,7 @@ import pandas as pd
 
 from blendsql.errors import IngredientError
 from blendsql.ingredients import prompts
-from blendsql.models.base import Model, Request, Response
+from blendsql.models.base import Model, Request, Response, check_value
 from blendsql.models.constraints import (
     Bool,
     Choice,
@@ -485,10 +485,22 @@ def first_line(text: str) -> str:
 def interpret(
     resp: Response, constraint: Constraint, back: dict[str, Any], short_text: bool,
 ) -> tuple[Any, str | None]:
-    """A response as (value, error): errors become None, Choice text maps back to its type."""
+    """A response as (value, error): errors become None, Choice text maps back to its type.
+
+    Every answer is checked against the constraint, whichever backend (or
+    cache entry) produced it: a typed value that does not fit, and a missing
+    answer, become NULL with a warning, exactly like unparseable text.
+    """
     if resp.error is not None:
         return None, resp.error
     value = resp.value
+    if value is None:
+        return None, f"no answer (the model returned {resp.text[:80]!r})" if resp.text else (
+            "no answer (the model returned nothing)")
+    if not (isinstance(value, str) and type(constraint) is Text):
+        value, err = check_value(value, constraint)
+        if err is not None:
+            return None, err
     if isinstance(value, str) and back:
         value = back.get(value, value)
     elif isinstance(value, str) and type(constraint) is Text:

@@ -6,13 +6,21 @@ implements ``Model.generate``. Ingredients only ever see this interface.
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from blendsql.errors import ModelError, ModelTimeoutError
 from blendsql.models.constraints import Constraint, Text
+
+# Seconds one request may take before the model gives up on it. Generous on
+# purpose: a 7B model on a slow CPU can need a minute for a long answer, but a
+# hung model must still end the query instead of blocking it forever.
+DEFAULT_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
@@ -91,34 +99,111 @@ def parse_response(text: str, constraint: Constraint) -> tuple[Any, str | None]:
         return None, f"could not parse {text!r} as {constraint.describe()}: {e}"
 
 
+def check_value(value: Any, constraint: Constraint) -> tuple[Any, str | None]:
+    """Validate an already-typed answer under ``constraint``: (value, None) or (None, error).
+
+    The typed twin of :func:`parse_response`; ``None`` is no answer at all.
+    """
+    if value is None:
+        return None, "the model gave no answer (None)"
+    try:
+        return constraint.check(value), None
+    except (ValueError, TypeError, OverflowError) as e:
+        return None, f"answer {value!r} is not {constraint.describe()}: {e}"
+
+
+def check_timeout(timeout: Any) -> float:
+    """A validated per-request time limit in seconds (a positive, finite number)."""
+    ok = (isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+          and math.isfinite(timeout) and timeout > 0)
+    if not ok:
+        raise ModelError(f"timeout={timeout!r} is not a time limit",
+                         hint="pass a positive number of seconds, e.g. timeout=30")
+    return float(timeout)
+
+
 class FunctionModel(Model):
     """A Python callable as a model, for tests and rules.
 
     ``fn(request)`` returns either text (parsed with the request's constraint)
-    or an already-typed value. Not persistently cached by default (a function's
-    code can change while its name stays); pass ``cacheable=True`` with a
-    distinctive ``name`` to opt in.
+    or an already-typed value (checked against the constraint the same way;
+    ``None`` counts as no answer). Not persistently cached by default (a
+    function's code can change while its name stays); pass ``cacheable=True``
+    with a distinctive ``name`` to opt in.
+
+    Each request may take at most ``timeout`` seconds: a batch runs in a worker
+    thread, and a request still running at its deadline raises
+    :class:`~blendsql.errors.ModelTimeoutError` (the stuck thread is left
+    behind as a daemon: Python cannot stop a running function).
     """
 
     def __init__(self, fn: Callable[[Request], Any], name: str = "function",
-                 cacheable: bool = False) -> None:
+                 cacheable: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.fn = fn
         self.name = name
         self.cacheable = cacheable
+        self.timeout = check_timeout(timeout)
 
     def identity(self) -> str:
         return f"function:{self.name}:{getattr(self.fn, '__qualname__', repr(self.fn))}"
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
-        out = []
-        for req in requests:
-            t0 = time.perf_counter()
-            result = self.fn(req)
-            if isinstance(result, str):
-                value, err = parse_response(result, req.constraint)
-                text = result
-            else:
-                value, err, text = result, None, str(result)
-            usage = Usage(self.count_tokens(req.prompt or str(req.messages)), self.count_tokens(text))
-            out.append(Response(text, value, usage, time.perf_counter() - t0, error=err))
-        return out
+        if not requests:
+            return []
+        batch = _Batch(self._answer, list(requests))
+        batch.run_within(self.timeout, self.name)
+        return batch.out
+
+    def _answer(self, req: Request) -> Response:
+        t0 = time.perf_counter()
+        result = self.fn(req)
+        if isinstance(result, str):
+            value, err = parse_response(result, req.constraint)
+            text = result
+        else:
+            value, err = check_value(result, req.constraint)
+            text = "" if result is None else str(result)
+        usage = Usage(self.count_tokens(req.prompt or str(req.messages)), self.count_tokens(text))
+        return Response(text, value, usage, time.perf_counter() - t0, error=err)
+
+
+class _Batch:
+    """Answers a batch in one daemon worker thread, watched request by request.
+
+    Why one thread per batch, not per request: a map over 100k values must not
+    pay a thread hand-off per value; the watcher only reads when the current
+    request started. Why a daemon: a function that never returns cannot be
+    stopped, and must not keep the interpreter from exiting either.
+    """
+
+    def __init__(self, answer: Callable[[Request], Response], requests: list[Request]) -> None:
+        self.answer = answer
+        self.requests = requests
+        self.out: list[Response] = []
+        self.error: BaseException | None = None
+        self.started = time.monotonic()  # when the current request began
+        self.done = threading.Event()
+
+    def _work(self) -> None:
+        try:
+            for req in self.requests:
+                self.started = time.monotonic()
+                self.out.append(self.answer(req))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            self.error = e
+        finally:
+            self.done.set()
+
+    def run_within(self, timeout: float, name: str) -> None:
+        """Run the batch; raise the worker's error, or a timeout for a stuck request."""
+        threading.Thread(target=self._work, name=f"blendsql-{name}", daemon=True).start()
+        while not self.done.wait(max(0.0, self.started + timeout - time.monotonic())):
+            if time.monotonic() - self.started >= timeout and not self.done.is_set():
+                n = len(self.out) + 1
+                raise ModelTimeoutError(
+                    f"model {name!r} did not answer request {n} of {len(self.requests)} "
+                    f"within {timeout:g} s",
+                    hint="the function may be stuck; raise FunctionModel(..., timeout=) "
+                    "if it is just slow")
+        if self.error is not None:
+            raise self.error

@@ -8,7 +8,9 @@ backend parses the raw text back into a Python value with ``parse``.
 from __future__ import annotations
 
 import datetime as _dt
+import decimal
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +22,22 @@ class Constraint:
 
     def parse(self, text: str) -> Any:
         return text.strip()
+
+    def check(self, value: Any) -> Any:
+        """An answer that is already a Python value, validated as strictly as text is parsed.
+
+        Why: a backend (a ``FunctionModel``, a custom ``Model``, a cache entry)
+        can hand back a typed value; it must not slip past the constraint that
+        a text answer would have to satisfy. Returns the value in the same form
+        ``parse`` produces; raises ``ValueError`` when it does not fit. Free
+        text takes any scalar (numbers stay numbers), but not a container.
+        """
+        v = plain_scalar(value)
+        if isinstance(v, str):
+            return self.parse(v)
+        if isinstance(v, bool) or (isinstance(v, (int, float)) and _finite(v)):
+            return v
+        raise ValueError(f"{_kind(value)} is not {self.describe()}")
 
     def describe(self) -> str:
         """Short human text for prompts and traces."""
@@ -52,6 +70,17 @@ class Choice(Constraint):
             return low[t.lower()]
         raise ValueError(f"{t!r} is not one of {len(self.options)} options")
 
+    def check(self, value: Any) -> Any:
+        """A number or boolean counts when its text is an option (options are text)."""
+        v = plain_scalar(value)
+        if isinstance(v, bool):
+            return self.parse("true" if v else "false")
+        if isinstance(v, float) and _finite(v) and v.is_integer():
+            v = int(v)
+        if isinstance(v, (str, int)) or (isinstance(v, float) and _finite(v)):
+            return self.parse(str(v))
+        raise ValueError(f"{_kind(value)} is not {self.describe()}")
+
     def describe(self) -> str:
         return "one of: " + ", ".join(self.options[:20]) + (" ..." if len(self.options) > 20 else "")
 
@@ -72,6 +101,16 @@ class Bool(Constraint):
             return False
         raise ValueError(f"{text!r} is not a boolean")
 
+    def check(self, value: Any) -> Any:
+        v = plain_scalar(value)
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, str):
+            return self.parse(v)
+        if isinstance(v, int) and v in (0, 1):  # as the text "0" / "1" parses
+            return bool(v)
+        raise ValueError(f"{_kind(value)} is not a boolean")
+
     def describe(self) -> str:
         return "true or false"
 
@@ -83,6 +122,16 @@ class Int(Constraint):
     def parse(self, text: str) -> Any:
         return int(text.strip().replace(",", ""))
 
+    def check(self, value: Any) -> Any:
+        v = plain_scalar(value)
+        if isinstance(v, str):
+            return self.parse(v)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+        if isinstance(v, float) and _finite(v) and v.is_integer():
+            return int(v)
+        raise ValueError(f"{_kind(value)} is not an integer")
+
     def describe(self) -> str:
         return "an integer"
 
@@ -92,7 +141,21 @@ class Float(Constraint):
     """A number."""
 
     def parse(self, text: str) -> Any:
-        return float(text.strip().replace(",", ""))
+        f = float(text.strip().replace(",", ""))
+        if not _finite(f):  # float() reads "nan" / "inf": not a number anyone can use
+            raise ValueError(f"{text.strip()!r} is not a finite number")
+        return f
+
+    def check(self, value: Any) -> Any:
+        v = plain_scalar(value)
+        if isinstance(v, str):
+            return self.parse(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v):
+            try:
+                return float(v)
+            except OverflowError:
+                raise ValueError(f"{v} is too large for a float") from None
+        raise ValueError(f"{_kind(value)} is not a finite number")
 
     def describe(self) -> str:
         return "a number"
@@ -104,6 +167,18 @@ class Date(Constraint):
 
     def parse(self, text: str) -> Any:
         return _dt.date.fromisoformat(text.strip()).isoformat()
+
+    def check(self, value: Any) -> Any:
+        v = plain_scalar(value)
+        if isinstance(v, str):
+            return self.parse(v)
+        if isinstance(v, _dt.datetime):
+            if v.time() != _dt.time(0):
+                raise ValueError(f"{v.isoformat()} is a time, not a date")
+            return v.date().isoformat()
+        if isinstance(v, _dt.date):
+            return v.isoformat()
+        raise ValueError(f"{_kind(value)} is not a date")
 
     def describe(self) -> str:
         return "a date as YYYY-MM-DD"
@@ -120,6 +195,15 @@ class Regex(Constraint):
         if re.fullmatch(self.pattern, t) is None:
             raise ValueError(f"{t!r} does not match /{self.pattern}/")
         return t
+
+    def check(self, value: Any) -> Any:
+        v = plain_scalar(value)
+        if isinstance(v, float) and _finite(v) and v.is_integer():
+            v = int(v)
+        if isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                  and _finite(v)):
+            return self.parse(str(v))
+        raise ValueError(f"{_kind(value)} is not {self.describe()}")
 
     def describe(self) -> str:
         return f"text matching /{self.pattern}/"
@@ -141,6 +225,14 @@ class JsonSchema(Constraint):
 
     def parse(self, text: str) -> Any:
         return json.loads(text)
+
+    def check(self, value: Any) -> Any:
+        """Any JSON value (as for text, the schema itself is the decoder's job)."""
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{_kind(value)} is not a JSON value: {e}") from None
+        return value
 
     def describe(self) -> str:
         return f"JSON matching {self.schema_json}"
@@ -166,6 +258,15 @@ class ListOf(Constraint):
 
         return [self.item.parse(text_of(x)) for x in raw]
 
+    def check(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.parse(value)
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"{_kind(value)} is not a list")
+        if len(value) < self.min_len or (self.max_len is not None and len(value) > self.max_len):
+            raise ValueError(f"list of length {len(value)} is out of bounds")
+        return [self.item.check(x) for x in value]
+
     def describe(self) -> str:
         return f"a list of {self.item.describe()}"
 
@@ -184,10 +285,41 @@ class Grammar(Constraint):
     def describe(self) -> str:
         return f"text in the {self.label} grammar"
 
+    def check(self, value: Any) -> Any:
+        if not isinstance(value, str):
+            raise ValueError(f"{_kind(value)} is not {self.describe()}")
+        return value
+
     def key(self) -> str:
         import hashlib
 
         return f"Grammar:{self.label}:{hashlib.sha256(self.gbnf.encode()).hexdigest()[:16]}"
+
+
+def plain_scalar(v: Any) -> Any:
+    """numpy / Decimal scalars as the Python ``int`` / ``float`` / ``bool`` they stand for."""
+    if isinstance(v, decimal.Decimal):
+        if not v.is_finite():
+            return float(v)
+        return int(v) if v == v.to_integral_value() else float(v)
+    item = getattr(v, "item", None)
+    if item is not None and not isinstance(v, (str, bytes, list, tuple, dict)) and callable(item):
+        try:
+            out = item()
+        except (TypeError, ValueError):
+            return v
+        return out if type(out) is not type(v) else v
+    return v
+
+
+def _finite(v: int | float) -> bool:
+    return not isinstance(v, float) or math.isfinite(v)
+
+
+def _kind(value: Any) -> str:
+    """Short description of an unexpected answer for error messages."""
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60] + ('...' if len(text) > 60 else '')}"
 
 
 def constraint_from_return_type(name: str) -> Constraint:

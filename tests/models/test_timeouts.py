@@ -1,0 +1,91 @@
+"""A hung model cannot block ``execute()`` forever (issue 10, finding 3).
+
+The stuck function waits on a ``threading.Event`` that is set only after the
+assertion, so the tests never depend on how fast this (loaded) machine is:
+the only timing is the 0.2 s limit itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from blendsql import BlendSQL
+from blendsql.errors import BlendSQLError, ModelError, ModelTimeoutError
+from blendsql.models.base import FunctionModel, Request
+
+
+def _stuck(release: threading.Event) -> Any:
+    def fn(req: Request) -> str:
+        release.wait(30)  # a hung model; released by the test's cleanup
+        return "true"
+    return fn
+
+
+def test_functionmodel_times_out_instead_of_hanging():
+    release = threading.Event()
+    try:
+        with pytest.raises(ModelTimeoutError) as e:
+            FunctionModel(_stuck(release), timeout=0.2).generate([Request("hi")])
+        assert isinstance(e.value, ModelError) and isinstance(e.value, TimeoutError)
+        assert "0.2 s" in str(e.value) and "timeout=" in (e.value.hint or "")
+    finally:
+        release.set()
+
+
+def test_timeout_is_per_request_not_per_batch():
+    """Each request gets the full limit: a batch of quick answers never times out."""
+    calls: list[int] = []
+
+    def fn(req: Request) -> str:
+        calls.append(1)
+        return "ok"
+
+    out = FunctionModel(fn, timeout=0.2).generate([Request(str(i)) for i in range(200)])
+    assert len(out) == 200 and len(calls) == 200
+
+
+def test_second_request_hanging_names_its_position():
+    release = threading.Event()
+    seen: list[str] = []
+
+    def fn(req: Request) -> str:
+        seen.append(req.prompt)
+        if req.prompt == "b":
+            release.wait(30)
+        return "x"
+
+    try:
+        with pytest.raises(ModelTimeoutError, match="request 2 of 3"):
+            FunctionModel(fn, timeout=0.2).generate([Request("a"), Request("b"), Request("c")])
+    finally:
+        release.set()
+
+
+def test_hung_model_fails_the_query_with_a_blendsql_error():
+    release = threading.Event()
+    df = pd.DataFrame({"x": ["a", "b"]})
+    try:
+        bsql = BlendSQL({"w": df}, model=FunctionModel(_stuck(release), timeout=0.2))
+        with pytest.raises(BlendSQLError) as e:
+            bsql.execute("SELECT {{LLMMap('Is it?', w.x)}} AS y FROM w")
+        assert isinstance(e.value, ModelTimeoutError)
+    finally:
+        release.set()
+
+
+def test_function_errors_still_reach_the_caller():
+    def boom(req: Request) -> str:
+        raise KeyError("nope")
+
+    with pytest.raises(KeyError):
+        FunctionModel(boom).generate([Request("x")])
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("inf"), float("nan"), "10", None, True])
+def test_timeout_is_validated(bad):
+    with pytest.raises(ModelError, match="timeout"):
+        FunctionModel(lambda r: "x", timeout=bad)
