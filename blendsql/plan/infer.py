@@ -24,7 +24,8 @@ _BOOLEAN_PARENTS = (exp.And, exp.Or, exp.Not, exp.Where, exp.Having, exp.If)
 class Hint:
     """What the context says about a call's output.
 
-    ``kind``: ``bool`` / ``int`` / ``float`` / ``choice_column`` / ``choice`` /
+    ``kind``: ``bool`` / ``int`` / ``float`` / ``number`` (any numeric type, e.g.
+    ORDER BY: a Float unless another use is more precise) / ``choice_column`` / ``choice`` /
     ``list`` / ``example`` / ``None``. ``column`` is the compared column for
     ``choice_column``; ``values`` the literal options or examples.
     """
@@ -96,7 +97,7 @@ def infer_hint(call: IngredientCall) -> Hint:
             return Hint("list", column=parent.this)
         return Hint("list")
     if isinstance(parent, exp.Ordered) or isinstance(parent, exp.Order):
-        return Hint("float")
+        return Hint("number")  # any number sorts: a Float alone, no wider than another use
     if isinstance(parent, _BOOLEAN_PARENTS) or (
         isinstance(parent, exp.Join) and parent.args.get("on") is child
     ):
@@ -115,6 +116,7 @@ def combine_hints(hints: list[Hint]) -> tuple[Hint, bool]:
 
     - uses that say nothing (a projection, an argument) add nothing, so
       ``WHERE {{M(x)}} > 3`` plus ``SELECT {{M(x)}}`` is ``int``;
+    - a sort key (``number``) takes whatever numeric type another use needs;
     - numeric uses widen: ``bool`` < ``int`` < ``float`` (SQLite compares
       TRUE as 1, so a number serves a boolean test too);
     - ``list`` (an ``IN`` right side) wins over a scalar use of the same
@@ -125,6 +127,8 @@ def combine_hints(hints: list[Hint]) -> tuple[Hint, bool]:
       and ``disagreed`` is True so the engine can warn.
     """
     informative = [h for h in hints if h.kind is not None]
+    if {h.kind for h in informative} & set(_NUMERIC_RANK):  # a sort key takes any number
+        informative = [h for h in informative if h.kind != "number"]
     if not informative:
         return Hint(), False
     kinds = {h.kind for h in informative}

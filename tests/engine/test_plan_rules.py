@@ -203,7 +203,27 @@ def test_hints_from_context() -> None:
     assert (h.kind, h.values) == ("choice", ["a", "b"])
     assert _hint("Name IN {{CountCtx('q')}}").kind == "list"
     assert _hint("{{StartsWith('A', city.Name)}}").kind == "bool"
-    assert infer_hint(calls("SELECT * FROM city ORDER BY {{Len(city.Name)}}")[0]).kind == "float"
+    assert infer_hint(calls("SELECT * FROM city ORDER BY {{Len(city.Name)}}")[0]).kind == "number"
+
+
+def test_combined_hints_of_identical_uses() -> None:
+    """One constraint for several uses: numbers widen, a sort key or a projection adds
+    nothing, text against a number disagrees (free text)."""
+    from blendsql.plan.infer import Hint, combine_hints
+
+    def kind(*kinds: str | None) -> tuple[str | None, bool]:
+        h, disagreed = combine_hints([Hint(k) for k in kinds])
+        return h.kind, disagreed
+
+    assert kind("int", None) == ("int", False)
+    assert kind("bool", "int") == ("int", False)
+    assert kind("int", "float", "number") == ("float", False)
+    assert kind("number", None) == ("number", False)
+    assert kind("int", "number") == ("int", False)
+    assert kind("list", "example") == ("list", False)
+    assert kind("example", "int") == (None, True)
+    h, _ = combine_hints([Hint("choice", values=["a"]), Hint("choice", values=["b", "a"])])
+    assert h.values == ["a", "b"]
 
 
 # -- expansion ---------------------------------------------------------------------------
