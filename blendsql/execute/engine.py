@@ -11,7 +11,6 @@ AST is plain SQLite: render it, run it, return a Smoothie.
 from __future__ import annotations
 
 import itertools
-import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,6 @@ import pandas as pd
 from sqlglot import exp
 
 from blendsql.db.database import Database
-from blendsql.db.frames import rows_to_frame
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError
 from blendsql.execute.collect import (
     Collector,
@@ -116,11 +114,9 @@ class Run:
         self.options = options or {}
         self.meta = Meta()
         self.trace: list[TraceStep] = []
-        # only objects this run created itself: cleanup never drops anything else
         self.temp_tables: list[str] = []
-        self.functions: list[str] = []  # lookup functions bound on the connection
-        # unguessable: engine names and parameters can never meet a user's
-        self.run_id = f"{secrets.token_hex(4)}_{next(_RUN_IDS)}"
+        self.functions: list[str] = []  # lookup functions registered on the connection
+        self.run_id = next(_RUN_IDS)
         self._n = itertools.count()
         self._texts: dict[int, str] = {}
 
@@ -141,14 +137,14 @@ class Run:
         """Run one statement with the session's bindings, traced."""
         text = tree if isinstance(tree, str) else render(tree)
         t0 = time.perf_counter()
-        cols, rows = self.db.execute(text, self._bindings(text), origin=self.param_origin)
+        cols, rows = self.db.execute(text, self._bindings(text))
         self.trace.append(TraceStep("sql", summary, sql=text, rows_out=len(rows),
                                     seconds=time.perf_counter() - t0))
         return cols, rows
 
     def candidate_values(self, cand: exp.Expression, summary: str) -> list[Any]:
         """Distinct non-NULL values of a candidate query (see ``execute.collect``)."""
-        conn = getattr(self.db, "functions_conn", None)  # None: register no functions
+        conn = getattr(self.db, "conn", None)
         if conn is None or not collectable(cand):
             return first_column(self.sql(render(cand, copy=False), summary)[1])
         assert isinstance(cand, exp.Select)
@@ -175,16 +171,6 @@ class Run:
             return {}
         return {k: v for k, v in self.params.items() if f":{k}" in text}
 
-    def param_origin(self, name: str) -> str:
-        """Who made a bound parameter's value, for error messages: the user's params
-        (``p0`` is the first ``?``) or the engine (an ingredient's answer)."""
-        name = name.lstrip(":")
-        if name.startswith("__bsql"):
-            return f"the answer of an ingredient (bound by blendsql as :{name})"
-        if name.startswith("p") and name[1:].isdigit():
-            return f"the value you passed in params (:{name}, i.e. params[{name[1:]}])"
-        return f"the value you passed for parameter :{name}"
-
     def temp_table(self, kind: str, rows: list[tuple[Any, Any]], key: bool = True,
                    index: bool = True) -> str:
         """Create a session temp table ``(k, v)`` from bound rows; traced, dropped later.
@@ -192,11 +178,11 @@ class Run:
         ``index``: make ``k`` the primary key (for per-row probes); set-membership
         lookups need none, and inserting into an index is the dominant cost.
         """
-        name = self.db.temp_name(kind)
+        name = f"__bsql_{self.run_id}_{kind}{next(self._n)}"
+        self.temp_tables.append(name)
         cols = ["k", "v"] if key else ["v"]
         seconds = self.db.create_temp_table(name, cols, rows if key else [(r[1],) for r in rows],
                                             primary_key="k" if key and index else None)
-        self.temp_tables.append(name)  # after success: a failed CREATE made nothing of ours
         self.trace.append(TraceStep("temp_table", f"temp.{name}", rows_out=len(rows),
                                     seconds=seconds))
         return name
@@ -213,11 +199,12 @@ class Run:
         SQL text. Keys are the candidate's distinct values, so the dict
         matches SQLite's ``=`` on them (same storage class; 1 == 1.0).
         """
-        bind = getattr(self.db, "bind_function", None)
-        t0 = time.perf_counter()
-        name = bind(dict(pairs).get) if bind is not None else None
-        if name is None:  # a borrowed connection gets no functions: a temp table
+        conn = getattr(self.db, "conn", None)
+        if conn is None:
             return map_lookup(self.temp_table("m", pairs), value)
+        t0 = time.perf_counter()
+        name = f"__bsql_f{self.run_id}_{next(self._n)}"
+        conn.create_function(name, 1, dict(pairs).get, deterministic=True)
         self.functions.append(name)
         self.trace.append(TraceStep("temp_table", f"lookup function {name} over "
                                     f"{len(pairs)} value(s)", rows_out=len(pairs),
@@ -229,8 +216,12 @@ class Run:
         for name in self.temp_tables:
             self.db.drop_temp_table(name)
         self.temp_tables.clear()
+        conn = getattr(self.db, "conn", None)
         for name in self.functions:
-            self.db.release_function(name)  # the name is reused: the count stays constant
+            try:
+                conn.create_function(name, 1, None)  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - cleanup never raises
+                pass
         self.functions.clear()
 
     # -- argument evaluation --------------------------------------------------------
@@ -293,7 +284,8 @@ class Run:
         if scope is not None and isinstance(q, exp.Select) and q.args.get("with_") is None:
             q = _attach_ctes(q, scope)
         cols, rows = self.sql(q, f"context of {call.name}")
-        return rows_to_frame(cols, rows)
+        return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
+            columns=cols)
 
     def kwargs_of(self, call: IngredientCall) -> dict[str, Any]:
         """Evaluated keyword arguments of a call.
@@ -814,7 +806,8 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
     else:
         cols, rows = run.sql(render(tree, copy=tree is given), "final query")
     rows = apply_late_maps(late, rows)
-    return rows_to_frame(cols, rows)
+    return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
+        {c: pd.Series([], dtype=object) for c in dict.fromkeys(cols)})
 
 
 def to_smoothie(run: Run, df: pd.DataFrame, query: str, started: float) -> Smoothie:
