@@ -9,25 +9,177 @@ keeps the previous prompt in its KV cache and only evaluates the part of the
 next prompt after the longest common token prefix, so the many prompts of a
 map call (same instructions, different value) cost little more than their
 differing tail. ``Usage.cached_tokens`` reports that reused prefix.
+
+Robust on any CPU and any load (issue 10):
+
+- llama.cpp's AMX matmul "extra buffer type" segfaults in the first decode on
+  some Intel (Sapphire Rapids class) machines. A segfault cannot be caught, so
+  the decision is taken before loading: on a CPU with AMX (or when
+  ``BLENDSQL_LLAMA_EXTRA_BUFTS=0``) the model loads with
+  ``use_extra_bufts=False``; :func:`extra_bufts_decision` is that rule.
+- Both thread counts (generation and prompt processing) are set, by default
+  to the cores left idle by the machine's load (:func:`default_threads`): a
+  llama.cpp thread that must wait for a busy core stalls every matmul.
+- Each request has a time limit (``timeout=``), enforced inside llama.cpp by
+  its abort callback, so a long prompt evaluation is cut off too.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
+import logging
+import math
 import os
+import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blendsql.errors import ModelError
-from blendsql.models.base import Model, Request, Response, Usage, parse_response
+from blendsql.errors import ModelError, ModelTimeoutError
+from blendsql.models.base import (
+    DEFAULT_TIMEOUT,
+    Model,
+    Request,
+    Response,
+    Usage,
+    check_timeout,
+    parse_response,
+)
 from blendsql.models.constraints import Choice, Constraint, Text
 from blendsql.models.gbnf import max_output_bytes, to_gbnf, validate
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _INSTALL_HINT = "pip install llama-cpp-python (a C++ compiler is needed if no wheel fits)"
+EXTRA_BUFTS_ENV = "BLENDSQL_LLAMA_EXTRA_BUFTS"
+THREADS_ENV = "BLENDSQL_LLAMA_THREADS"
+_AMX_INFO = re.compile(r"\bAMX_INT8\s*=\s*1\b")
+_AMX_FLAGS = frozenset({"amx_int8", "amx_tile", "amx_bf16"})
+_ON, _OFF = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
+
+log = logging.getLogger("blendsql.models")
+
+
+# ---------------------------------------------------------------- CPU and load decisions
+
+
+def extra_bufts_decision(system_info: str, cpu_flags: str, env: str | None) -> tuple[bool, str]:
+    """Whether llama.cpp may use its extra (repacking / AMX) buffer types, and why.
+
+    ``system_info`` is ``llama_print_system_info()`` (``AMX_INT8 = 1`` when the
+    build has the AMX kernels), ``cpu_flags`` the ``flags`` of /proc/cpuinfo
+    (``amx_int8`` / ``amx_tile`` when the CPU has AMX), ``env`` the value of
+    ``BLENDSQL_LLAMA_EXTRA_BUFTS`` (``0`` / ``1`` force the choice). Either
+    AMX sign is enough to take the safe path: its only cost is that weights
+    are not repacked for faster kernels.
+    """
+    if env is not None and env.strip().lower() in _ON | _OFF:
+        on = env.strip().lower() in _ON
+        return on, f"{EXTRA_BUFTS_ENV}={env.strip()}"
+    signs = []
+    if _AMX_INFO.search(system_info or ""):
+        signs.append("llama.cpp reports AMX_INT8 = 1")
+    flags = sorted(_AMX_FLAGS & set((cpu_flags or "").split()))
+    if flags:
+        signs.append("the CPU has " + ", ".join(flags))
+    if signs:
+        return False, "AMX: " + "; ".join(signs) + " (llama.cpp's AMX buffer type can crash)"
+    return True, "no AMX on this CPU"
+
+
+def cpu_flags() -> str:
+    """The ``flags`` line of /proc/cpuinfo ('' where there is none, e.g. macOS)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return line.partition(":")[2]
+    except OSError:
+        pass
+    return ""
+
+
+def system_info() -> str:
+    """llama.cpp's build / CPU feature summary ('' if it cannot be read)."""
+    try:
+        import llama_cpp
+
+        raw = llama_cpp.llama_print_system_info()
+    except (ImportError, AttributeError, OSError):
+        return ""
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+
+
+def default_threads(cores: int, load: float) -> int:
+    """Threads for llama.cpp: the cores this process may use minus those already busy.
+
+    Why not every core: llama.cpp splits each matmul across its threads and
+    waits for the slowest, so one thread sharing a core with another busy
+    process stalls them all (measured: 5.4 s instead of 0.08 s for a short
+    call on 2 cores with one busy job). Why the 1-minute load average: it is
+    what the OS reports cheaply everywhere; a machine that gets busier later
+    is still better served than by taking every core. At least one thread.
+    """
+    cores = max(1, int(cores))
+    busy = load if math.isfinite(load) and load > 0 else 0.0
+    return max(1, min(cores, math.floor(cores - busy + 0.5)))
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity), else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def machine_load() -> float:
+    """The 1-minute load average (0 where the OS has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
+def _threads_from_env() -> int | None:
+    raw = os.environ.get(THREADS_ENV)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ModelError(f"{THREADS_ENV}={raw!r} is not a thread count",
+                         hint="set it to a positive integer, or unset it")
+    return n
+
+
+def _check_threads(n: Any, name: str) -> int | None:
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ModelError(f"{name}={n!r} is not a thread count", hint="pass a positive integer")
+    return n
+
+
+@dataclass(frozen=True)
+class LoadInfo:
+    """How the model was loaded, for logs, tests and the identity."""
+
+    extra_bufts: bool
+    extra_bufts_reason: str
+    n_threads: int
+    n_threads_batch: int
+
+    def describe(self) -> str:
+        bufts = "on" if self.extra_bufts else "off"
+        return (f"extra buffer types {bufts} ({self.extra_bufts_reason}); "
+                f"threads {self.n_threads} / batch {self.n_threads_batch}")
 
 
 def default_model_path() -> Path:
@@ -56,21 +208,38 @@ class LlamaCpp(Model):
 
     The model loads lazily on the first ``generate`` (or token count), so
     constructing one is free. ``llama_kwargs`` go to ``llama_cpp.Llama``.
+
+    ``n_threads`` (token generation) and ``n_threads_batch`` (prompt
+    processing) default to :func:`default_threads` (or ``BLENDSQL_LLAMA_THREADS``);
+    ``n_threads_batch`` follows ``n_threads`` unless given. ``extra_bufts``
+    forces llama.cpp's extra buffer types on or off (default: off on AMX CPUs,
+    see :func:`extra_bufts_decision`). ``timeout`` bounds each request, in seconds.
     """
 
     name = "llamacpp"
 
     def __init__(self, path: str | Path | None = None, n_threads: int | None = None,
-                 n_ctx: int = 2048, seed: int = 0, **llama_kwargs: Any) -> None:
+                 n_ctx: int = 2048, seed: int = 0, *, n_threads_batch: int | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, extra_bufts: bool | None = None,
+                 **llama_kwargs: Any) -> None:
         self._path = Path(path).expanduser() if path is not None else None
-        self.n_threads = n_threads or os.cpu_count() or 1
+        threads = _check_threads(n_threads, "n_threads") or _threads_from_env()
+        self.n_threads = threads or default_threads(usable_cores(), machine_load())
+        self.n_threads_batch = _check_threads(n_threads_batch, "n_threads_batch") or self.n_threads
         self.n_ctx = n_ctx
         self.seed = seed
+        self.timeout = check_timeout(timeout)
+        if extra_bufts is not None and not isinstance(extra_bufts, bool):
+            raise ModelError(f"extra_bufts={extra_bufts!r} is not True, False or None",
+                             hint="None decides from the CPU (off where AMX is present)")
+        self._extra_bufts = extra_bufts
         self.llama_kwargs = llama_kwargs
+        self.load_info: LoadInfo | None = None  # set once the model is loaded
         self._llm: Any = None
         self._grammars: dict[str, Any] = {}  # GBNF text -> validated LlamaGrammar
         self._lock = threading.RLock()  # a Llama context is not thread-safe
         self._identity: str | None = None
+        self._abort: _AbortSwitch | None = None
         self.calls = 0  # model invocations (not counting retries), for tests and meters
 
     # -- loading ------------------------------------------------------------
@@ -87,6 +256,12 @@ class LlamaCpp(Model):
                 self._llm = self._load()
             return self._llm
 
+    def extra_bufts(self) -> tuple[bool, str]:
+        """(use extra buffer types?, why): the decision taken before the model loads."""
+        if self._extra_bufts is not None:
+            return self._extra_bufts, f"LlamaCpp(extra_bufts={self._extra_bufts})"
+        return extra_bufts_decision(system_info(), cpu_flags(), os.environ.get(EXTRA_BUFTS_ENV))
+
     def _load(self) -> Any:
         path = self.path
         if not path.is_file():
@@ -96,18 +271,33 @@ class LlamaCpp(Model):
             from llama_cpp import Llama
         except ImportError as e:
             raise ModelError("llama-cpp-python is not installed", hint=_INSTALL_HINT) from e
-        kwargs = {"n_ctx": self.n_ctx, "n_threads": self.n_threads, "seed": self.seed,
+        use_bufts, reason = self.extra_bufts()
+        kwargs = {"n_ctx": self.n_ctx, "n_threads": self.n_threads,
+                  "n_threads_batch": self.n_threads_batch, "seed": self.seed,
                   "verbose": False, **self.llama_kwargs}
         try:
-            return Llama(model_path=str(path), **kwargs)
+            with _model_params_override(use_extra_bufts=use_bufts) as applied:
+                llm = Llama(model_path=str(path), **kwargs)
         except (ValueError, RuntimeError, OSError) as e:
             raise ModelError(f"llama.cpp could not load {path}: {e}",
                              hint="is it a GGUF file this llama-cpp-python version supports?") from e
+        if not use_bufts and not applied:
+            reason += "; this llama-cpp-python cannot turn them off (no use_extra_bufts field)"
+        self.load_info = LoadInfo(
+            bool(getattr(llm.model_params, "use_extra_bufts", use_bufts)), reason,
+            int(llm.context_params.n_threads), int(llm.context_params.n_threads_batch))
+        log.info("loaded %s: %s", path.name, self.load_info.describe())
+        self._abort = _AbortSwitch.install(llm)
+        return llm
 
     # -- identity / tokens -------------------------------------------------------
 
     def identity(self) -> str:
-        """Name, weights hash and decoding parameters: what makes answers reusable."""
+        """Name, weights hash and decoding parameters: what makes answers reusable.
+
+        Loading without extra buffer types runs other CPU kernels, whose
+        rounding can flip a close answer, so that path is part of the identity.
+        """
         if self._identity is None:
             from blendsql.models.cache import file_sha256
 
@@ -121,8 +311,9 @@ class LlamaCpp(Model):
                 version = llama_cpp.__version__
             except ImportError:
                 version = "?"
+            kernels = "" if self.extra_bufts()[0] else ":extra_bufts=0"
             self._identity = (f"{self.name}:{path.name}:sha256={file_sha256(path)}:"
-                              f"seed={self.seed}:llama_cpp={version}")
+                              f"seed={self.seed}:llama_cpp={version}{kernels}")
         return self._identity
 
     def count_tokens(self, text: str) -> int:
@@ -153,17 +344,50 @@ class LlamaCpp(Model):
         t0 = time.perf_counter()
         grammar = self._grammar(req.constraint)
         max_tokens = _token_budget(req)
-        out, cached = self._complete(req, grammar, max_tokens)
-        text = out["choices"][0]["message"]["content"] or ""
-        if (out["choices"][0].get("finish_reason") == "length"
-                and parse_output(text, req.constraint)[1] is not None):
-            # an unbounded grammar was cut off: one retry with a larger budget
-            out, cached = self._complete(req, grammar, min(4 * max_tokens, self.n_ctx // 2))
+        with self._deadline():
+            out, cached = self._complete(req, grammar, max_tokens)
             text = out["choices"][0]["message"]["content"] or ""
+            if (out["choices"][0].get("finish_reason") == "length"
+                    and parse_output(text, req.constraint)[1] is not None):
+                # an unbounded grammar was cut off: one retry with a larger budget
+                out, cached = self._complete(req, grammar, min(4 * max_tokens, self.n_ctx // 2))
+                text = out["choices"][0]["message"]["content"] or ""
         value, err = parse_output(text, req.constraint)
         u = out.get("usage") or {}
         usage = Usage(int(u.get("prompt_tokens", 0)), int(u.get("completion_tokens", 0)), cached)
         return Response(text, value, usage, time.perf_counter() - t0, error=err)
+
+    @contextmanager
+    def _deadline(self) -> Iterator[None]:
+        """Abort llama.cpp when one request runs past ``timeout`` seconds.
+
+        A timer flips the abort switch; llama.cpp checks it between graph
+        nodes, so a stuck decode or a long prompt evaluation ends within
+        milliseconds, and ``llama_decode`` fails. The KV cache is then reset:
+        the next request evaluates its whole prompt again.
+        """
+        llm = self.llm
+        switch = self._abort
+        if switch is None:
+            yield
+            return
+        timer = threading.Timer(self.timeout, switch.trip)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except RuntimeError as e:
+            if not switch.tripped:
+                raise
+            llm.reset()
+            raise ModelTimeoutError(
+                f"llama.cpp did not finish a request within {self.timeout:g} s",
+                hint="raise LlamaCpp(..., timeout=), shorten the prompt, or use fewer "
+                "max_tokens") from e
+        finally:
+            timer.cancel()
+            timer.join()
+            switch.clear()
 
     def _complete(self, req: Request, grammar: Any, max_tokens: int) -> tuple[dict[str, Any], int]:
         """One chat completion; also returns how many prompt tokens came from the KV cache."""
@@ -184,6 +408,95 @@ class LlamaCpp(Model):
                              hint=f"shorten the prompt or raise n_ctx (now {self.n_ctx})") from e
         n_prompt = int((out.get("usage") or {}).get("prompt_tokens", 0))
         return out, _reused_prefix(previous, llm.input_ids[:n_prompt])
+
+
+_PARAMS_LOCK = threading.Lock()
+
+
+@contextmanager
+def _model_params_override(**fields: Any) -> Iterator[bool]:
+    """Make ``llama_model_default_params()`` return ``fields`` set, while a Llama loads.
+
+    Why: ``Llama(...)`` builds its model parameters from that function and
+    loads the weights in the same constructor, without a keyword for
+    ``use_extra_bufts``; the field must be set before loading (a crash in the
+    first decode cannot be caught afterwards). Yields whether every field
+    exists in this llama-cpp-python (older ones lack ``use_extra_bufts``).
+    """
+    import llama_cpp.llama_cpp as lib
+
+    names = {f[0] for f in getattr(lib.llama_model_params, "_fields_", [])}
+    wanted = {k: v for k, v in fields.items() if k in names}
+    original = lib.llama_model_default_params
+
+    def patched() -> Any:
+        params = original()
+        for k, v in wanted.items():
+            setattr(params, k, v)
+        return params
+
+    with _PARAMS_LOCK:
+        lib.llama_model_default_params = patched
+        try:
+            yield len(wanted) == len(fields)
+        finally:
+            lib.llama_model_default_params = original
+
+
+class _AbortSwitch:
+    """llama.cpp's abort callback, reading a one-byte flag without taking the GIL.
+
+    The callback is C's ``strlen`` over a two-byte buffer: ``""`` reads as 0
+    (go on), ``"x"`` as 1 (abort). llama.cpp calls it between graph nodes from
+    its own thread; a Python callback there would need the GIL each time, and
+    wait for it whenever another Python thread runs. Where the C library cannot
+    be found, a Python callback does the same job.
+    """
+
+    def __init__(self) -> None:
+        self.buffer = ctypes.create_string_buffer(2)
+        self.callback: Any = None
+
+    @property
+    def tripped(self) -> bool:
+        return self.buffer.value != b""
+
+    def trip(self) -> None:
+        self.buffer.value = b"x"
+
+    def clear(self) -> None:
+        self.buffer.value = b""
+
+    @classmethod
+    def install(cls, llm: Any) -> _AbortSwitch | None:
+        """Attach a switch to ``llm``'s context (None if this llama-cpp-python has no hook)."""
+        try:
+            import llama_cpp.llama_cpp as lib
+
+            ctx = llm._ctx.ctx
+            setter, kind = lib.llama_set_abort_callback, lib.ggml_abort_callback
+        except (ImportError, AttributeError):
+            return None
+        switch = cls()
+        strlen = _c_strlen()
+        if strlen is not None:
+            switch.callback = ctypes.cast(strlen, kind)
+        else:
+            switch.callback = kind(lambda _data: switch.tripped)
+        setter(ctx, switch.callback, ctypes.cast(switch.buffer, ctypes.c_void_p))
+        return switch
+
+
+def _c_strlen() -> Any:
+    """The C library's ``strlen`` as a ctypes function (None when not found)."""
+    import ctypes.util
+
+    for name in (None, ctypes.util.find_library("c"), "msvcrt"):
+        try:
+            return ctypes.CDLL(name).strlen
+        except (OSError, AttributeError, TypeError):
+            continue
+    return None
 
 
 def _reused_prefix(previous: Any, prompt: Any) -> int:
