@@ -15,7 +15,13 @@ from typing import Any
 
 from sqlglot import exp
 
-from blendsql.db.database import Database
+from blendsql.db.database import (
+    DEFAULT_TIMEOUT,
+    Database,
+    QueryTimeoutError,
+    TooManyRowsError,
+)
+from blendsql.db.frames import rows_to_frame
 from blendsql.errors import (
     BlendSQLError,
     ExecutionError,
@@ -158,6 +164,14 @@ class BlendSQL:
         started = time.perf_counter()
         run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
                   bind_params(params), {**self.options, **options})
+        # one thread at a time; every statement under the time limit; a borrowed
+        # connection is guarded only inside and given back as it came
+        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT)):
+            return self._run(run, query, params, started)
+
+    def _run(self, run: Run, query: str | exp.Expression, params: Any,
+             started: float) -> Smoothie:
+        """``execute``'s body, inside the session: temp objects cleaned up on any exit."""
         text = query if isinstance(query, str) else query.sql(dialect="sqlite")
         try:
             t0 = time.perf_counter()
@@ -188,13 +202,11 @@ class BlendSQL:
 
     def _plain(self, run: Run, query: str, params: Any) -> Any:
         """A query without ingredients runs as written, with the user's params."""
-        import pandas as pd
         t0 = time.perf_counter()
         cols, rows = self.db.execute(query, params)
         run.trace.append(TraceStep("sql", "query (no ingredients)", sql=query,
                                    rows_out=len(rows), seconds=time.perf_counter() - t0))
-        return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
-            {c: pd.Series([], dtype=object) for c in dict.fromkeys(cols)})
+        return rows_to_frame(cols, rows)
 
     def _plain_fallback(self, run: Run, query: str, params: Any, err: ParseError) -> Any:
         """Plain SQL our parser does not know (e.g. ALTER): SQLite is the authority.
@@ -204,8 +216,8 @@ class BlendSQL:
         """
         try:
             return self._plain(run, query, params)
-        except UnsafeQueryError:
-            raise
+        except (UnsafeQueryError, QueryTimeoutError, TooManyRowsError):
+            raise  # SQLite understood it: its refusal / limit is the answer
         except ExecutionError:
             raise err from None
 
@@ -228,7 +240,8 @@ class BlendSQL:
         """
         from blendsql.nl.ask import ask
 
-        return ask(self, question, **kwargs)
+        with self.db.session():  # reads the schema through the connection: one thread
+            return ask(self, question, **kwargs)
 
     def close(self) -> None:
         """Close the database connection if this session opened it."""

@@ -2,24 +2,59 @@
 
 Why a wrapper: the engine needs (1) a guarantee that a user's query never
 changes the user's data, enforced by SQLite itself through an authorizer
-rather than by inspecting SQL text, and (2) a private place for its own
-intermediate results (the session's ``temp`` schema), which the authorizer
-allows and the engine cleans up after every query.
+rather than by inspecting SQL text, (2) a private place for its own
+intermediate results (the session's ``temp`` schema, under names nobody
+can guess), cleaned up after every query, and (3) one place that makes a
+session safe: a lock for use from several threads, a time limit on every
+statement, no transaction left open between queries, and a connection
+handed in given back exactly as it came.
+
+What a user statement may do (the engine's own statements run in "engine
+mode", which may create and drop temp objects):
+
+- read anything, including read-only PRAGMAs;
+- never: transaction control (BEGIN / COMMIT / END / ROLLBACK / SAVEPOINT /
+  RELEASE), objects or rows in the ``temp`` schema (they would change what
+  the next query sees, e.g. a temp table shadowing ``city``), ATTACH /
+  DETACH, PRAGMAs that set a value or act (``optimize``, ``wal_checkpoint``),
+  VACUUM;
+- with ``allow_writes=True``: also INSERT / UPDATE / DELETE and DDL on the
+  user's own schemas (``main`` and attached ones). Each such statement is
+  committed when it ran outside a transaction (autocommit), so no lock is
+  left behind; on a handed-in connection already inside a transaction it
+  joins that transaction and the user commits it.
 """
 
 from __future__ import annotations
 
+import itertools
+import secrets
 import sqlite3
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from blendsql.db.frames import rows_to_frame
+from blendsql.db.handover import Borrowed
+from blendsql.db.statements import TRANSACTION_KEYWORDS, leading_keyword
+from blendsql.db.temp_rows import quote, row_selects
+from blendsql.db.watchdog import WATCHDOG
 from blendsql.errors import ExecutionError, UnsafeQueryError
 
-# Authorizer action codes that write to a schema; allowed only in ``temp``.
+#: default time limit (seconds) for one SQL statement; the ``timeout`` option overrides it
+DEFAULT_TIMEOUT = 300.0
+#: most rows one statement may return (guards memory against never-ending results)
+DEFAULT_MAX_ROWS = 20_000_000
+_CHUNK = 65536
+#: default time (seconds) a thread waits for a session another thread is using
+DEFAULT_LOCK_TIMEOUT = 600.0
+
+# Authorizer action codes that write to a schema.
 _WRITE_ACTIONS = {
     sqlite3.SQLITE_INSERT: "INSERT",
     sqlite3.SQLITE_UPDATE: "UPDATE",
@@ -38,16 +73,16 @@ _WRITE_ACTIONS = {
     sqlite3.SQLITE_REINDEX: "REINDEX",
     sqlite3.SQLITE_ANALYZE: "ANALYZE",
 }
-# Actions that are always about the session's own temp schema.
+# Actions that are always about the temp schema.
 _TEMP_ACTIONS = {
-    sqlite3.SQLITE_CREATE_TEMP_TABLE,
-    sqlite3.SQLITE_CREATE_TEMP_INDEX,
-    sqlite3.SQLITE_CREATE_TEMP_VIEW,
-    sqlite3.SQLITE_CREATE_TEMP_TRIGGER,
-    sqlite3.SQLITE_DROP_TEMP_TABLE,
-    sqlite3.SQLITE_DROP_TEMP_INDEX,
-    sqlite3.SQLITE_DROP_TEMP_VIEW,
-    sqlite3.SQLITE_DROP_TEMP_TRIGGER,
+    sqlite3.SQLITE_CREATE_TEMP_TABLE: "CREATE TEMP TABLE",
+    sqlite3.SQLITE_CREATE_TEMP_INDEX: "CREATE TEMP INDEX",
+    sqlite3.SQLITE_CREATE_TEMP_VIEW: "CREATE TEMP VIEW",
+    sqlite3.SQLITE_CREATE_TEMP_TRIGGER: "CREATE TEMP TRIGGER",
+    sqlite3.SQLITE_DROP_TEMP_TABLE: "DROP TEMP TABLE",
+    sqlite3.SQLITE_DROP_TEMP_INDEX: "DROP TEMP INDEX",
+    sqlite3.SQLITE_DROP_TEMP_VIEW: "DROP TEMP VIEW",
+    sqlite3.SQLITE_DROP_TEMP_TRIGGER: "DROP TEMP TRIGGER",
 }
 # PRAGMAs that take an argument but only read.
 _READ_PRAGMAS = {
@@ -56,19 +91,53 @@ _READ_PRAGMAS = {
     "table_list", "function_list", "pragma_list", "collation_list", "database_list",
     "compile_options", "module_list",
 }
+# PRAGMAs that act even without an argument.
+_ACTING_PRAGMAS = {"optimize", "wal_checkpoint", "shrink_memory", "incremental_vacuum"}
+_VAR_LIMIT = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
+
+
+class QueryTimeoutError(ExecutionError, TimeoutError):
+    """A SQL statement ran past the session's time limit (the ``timeout`` option)."""
+
+
+class TooManyRowsError(ExecutionError):
+    """A statement returned more rows than the session accepts (``Database.max_rows``)."""
+
+
+class SessionBusyError(ExecutionError, TimeoutError):
+    """Another thread used the session for longer than this one was willing to wait."""
+
+
+ParamOrigin = Callable[[str], str]
+
+
+def user_param(name: str) -> str:
+    """Where a parameter of a user's own statement came from."""
+    return f"the value you passed for parameter {name!r}"
 
 
 class Database:
-    """A SQLite connection with write protection and engine temp-table helpers.
+    """A SQLite connection with write protection, a session lock and engine temp tables.
 
     ``source`` is a path (opened read-only with ``mode=ro``), an open
-    ``sqlite3.Connection`` (used as is, still guarded), or a dict of pandas
-    DataFrames (loaded into an in-memory database).
+    ``sqlite3.Connection`` (borrowed: guarded only while blendsql uses it and
+    returned as it came), or a dict of pandas DataFrames (loaded into an
+    in-memory database).
     """
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         self.allow_writes = allow_writes
+        self.timeout: float | None = DEFAULT_TIMEOUT  # per statement; see session()
+        self.lock_timeout = DEFAULT_LOCK_TIMEOUT
+        self.max_rows = DEFAULT_MAX_ROWS
+        self.token = secrets.token_hex(6)  # makes engine object names unguessable
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._engine = False
         self._denied: str | None = None
+        self._borrowed: Borrowed | None = None
+        self._names = itertools.count()
+        self._free_functions: list[str] = []
         self._owns = True
         self.path: str | None = None
         self.conn: sqlite3.Connection
@@ -77,15 +146,9 @@ class Database:
         if isinstance(source, sqlite3.Connection):
             self.conn = source
             self._owns = False
-        elif isinstance(source, Mapping):
-            self.conn = sqlite3.connect(":memory:", check_same_thread=False)
-            for name, df in source.items():
-                if not isinstance(df, pd.DataFrame):
-                    raise ExecutionError(
-                        f"table {name!r} is a {type(df).__name__}, not a DataFrame",
-                        hint="pass a dict of table name -> pandas.DataFrame",
-                    )
-                df.to_sql(str(name), self.conn, index=False)
+            return  # guarded per session use: see session()
+        if isinstance(source, Mapping):
+            self.conn = self._from_frames(source)
         elif isinstance(source, (str, Path)):
             self.conn = self._open_path(Path(source), allow_writes)
         else:
@@ -93,7 +156,23 @@ class Database:
                 f"cannot open a database from {type(source).__name__}",
                 hint="pass a file path, a sqlite3.Connection or a dict of DataFrames",
             )
+        # our own connection: autocommit (no implicit BEGIN), guard installed for good
+        self.conn.isolation_level = None
         self.conn.set_authorizer(self._authorize)
+
+    @staticmethod
+    def _from_frames(source: Mapping[Any, Any]) -> sqlite3.Connection:
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        for name, df in source.items():
+            if not isinstance(df, pd.DataFrame):
+                conn.close()
+                raise ExecutionError(
+                    f"table {name!r} is a {type(df).__name__}, not a DataFrame",
+                    hint="pass a dict of table name -> pandas.DataFrame",
+                )
+            df.to_sql(str(name), conn, index=False)
+        conn.commit()
+        return conn
 
     @staticmethod
     def _open_path(path: Path, allow_writes: bool) -> sqlite3.Connection:
@@ -107,103 +186,378 @@ class Database:
         except sqlite3.Error as e:
             raise ExecutionError(f"cannot open {path}: {e}", hint="is it a SQLite file?") from e
 
+    @property
+    def borrowed(self) -> bool:
+        """True for a connection the user handed in (returned as it came)."""
+        return not self._owns
+
+    # -- sessions -----------------------------------------------------------------
+
+    @contextmanager
+    def session(self, timeout: float | None | str = "keep") -> Iterator[Database]:
+        """Hold the connection for one use (a query, a plan, a question).
+
+        Why: SQLite's connection mutex and Python's GIL deadlock when two
+        threads use one connection with Python callbacks, so every use is
+        serialised here; waiting is time-limited (``lock_timeout``). Nested
+        uses in the same thread are fine. ``timeout``: the per-statement
+        time limit in seconds for this use (None: no limit; "keep": as set).
+        A borrowed connection gets the write guard for the outermost use
+        only and is given back as it came (authorizer, transaction state).
+        """
+        if not self._lock.acquire(timeout=self.lock_timeout):
+            raise SessionBusyError(
+                f"this BlendSQL session was busy in another thread for more than "
+                f"{self.lock_timeout:g} s",
+                hint="a session runs one query at a time; use one BlendSQL per thread, "
+                "or raise db.lock_timeout")
+        saved = self.timeout
+        try:
+            if timeout != "keep":
+                self.timeout = timeout  # type: ignore[assignment]
+            self._depth += 1
+            if self._depth == 1 and not self._owns:
+                self._borrowed = Borrowed(self.conn, self._authorize)
+            yield self
+        finally:
+            self._depth -= 1
+            self.timeout = saved
+            if self._depth == 0:
+                self._give_back()
+            self._lock.release()
+
+    def _give_back(self) -> None:
+        """End of the outermost use: no transaction of ours open, the user's guard back."""
+        borrowed, self._borrowed = self._borrowed, None
+        began = not (borrowed.in_transaction if borrowed else False)
+        try:
+            if began and self.conn.in_transaction:
+                with self.engine():
+                    self.conn.rollback()
+        except sqlite3.Error:
+            pass  # closed meanwhile, or nothing to roll back
+        if borrowed is not None:
+            borrowed.restore()
+
+    @contextmanager
+    def engine(self) -> Iterator[None]:
+        """Engine mode: the statements inside are the engine's own (temp objects,
+        commits of what it began), not the user's."""
+        was, self._engine = self._engine, True
+        try:
+            yield
+        finally:
+            self._engine = was
+
     # -- safety -----------------------------------------------------------------
 
     def _authorize(self, action: int, arg1: str | None, arg2: str | None,
                    dbname: str | None, source: str | None) -> int:
-        """SQLite authorizer: deny writes outside the temp schema.
+        """SQLite authorizer: our verdict first, then a borrowed connection's own.
 
         Why here and not by parsing SQL: SQLite reports every table it is about
         to touch, including through views, triggers and CTEs, so nothing slips by.
         """
-        if self.allow_writes or action in _TEMP_ACTIONS:
-            return sqlite3.SQLITE_OK
+        problem = self._problem(action, arg1, arg2, dbname)
+        if problem is not None:
+            self._denied = problem
+            return sqlite3.SQLITE_DENY
+        borrowed = self._borrowed
+        if borrowed is not None:
+            return borrowed.user_authorizer(action, arg1, arg2, dbname, source)
+        return sqlite3.SQLITE_OK
+
+    def _problem(self, action: int, arg1: str | None, arg2: str | None,
+                 dbname: str | None) -> str | None:
+        """Why a statement may not do ``action`` (None: it may)."""
+        if action in (sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT):
+            if self._engine or (self.allow_writes and action == sqlite3.SQLITE_TRANSACTION
+                                and (arg1 or "").upper() == "BEGIN"):
+                return None  # ours, or Python's implicit BEGIN before an allowed write
+            return f"transaction control ({arg1 or 'SAVEPOINT'})"
+        if action in _TEMP_ACTIONS:
+            return None if self._engine else f"{_TEMP_ACTIONS[action]} {arg1}"
         if action in _WRITE_ACTIONS:
             if dbname == "temp":
-                return sqlite3.SQLITE_OK
+                return None if self._engine else f"{_WRITE_ACTIONS[action]} on temp.{arg1}"
             if action == sqlite3.SQLITE_UPDATE and arg1 in ("sqlite_master", "sqlite_schema"):
                 # FTS5 (any virtual table) reports this while connecting, even on a read.
                 # A user cannot write the schema table without PRAGMA writable_schema,
                 # which is refused below, so allowing it here writes nothing.
-                return sqlite3.SQLITE_OK
-            return self._deny(f"{_WRITE_ACTIONS[action]} on {dbname}.{arg1}")
+                return None
+            if self.allow_writes and not self._engine:
+                return None
+            return f"{_WRITE_ACTIONS[action]} on {dbname}.{arg1}"
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
-            return self._deny("ATTACH / DETACH")
+            return "ATTACH / DETACH"
         if action == sqlite3.SQLITE_PRAGMA:
             name = (arg1 or "").lower()
-            if arg2 is not None and name not in _READ_PRAGMAS:
-                return self._deny(f"PRAGMA {name} = {arg2}")
-        return sqlite3.SQLITE_OK
+            if (arg2 is not None and name not in _READ_PRAGMAS) or name in _ACTING_PRAGMAS:
+                return f"PRAGMA {name}" + (f" = {arg2}" if arg2 is not None else "")
+        return None
 
-    def _deny(self, what: str) -> int:
-        self._denied = what
-        return sqlite3.SQLITE_DENY
+    def _refuse_by_keyword(self, sql: str) -> None:
+        """Statements refused by their first keyword (see ``blendsql.db.statements``)."""
+        word = leading_keyword(sql)
+        if word in TRANSACTION_KEYWORDS:
+            raise UnsafeQueryError(
+                f"refused to run transaction control ({word}):\n  {sql}",
+                hint="blendsql runs each query on its own and never leaves a transaction "
+                "open; commit or roll back on your own connection (conn.commit() / "
+                "conn.rollback()), outside blendsql")
+        if word == "VACUUM":
+            raise UnsafeQueryError(f"refused to run VACUUM:\n  {sql}",
+                                   hint="run VACUUM on your own connection, outside blendsql")
 
     # -- running SQL --------------------------------------------------------------
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None,
+                *, origin: ParamOrigin = user_param,
                 ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """Run one statement; return (column names, rows). Errors become ExecutionError."""
-        self._denied = None
-        try:
-            cur = self.conn.execute(sql, params if params is not None else ())
-            rows = cur.fetchall()
-            cols = [d[0] for d in cur.description] if cur.description else []
-            return cols, rows
-        except sqlite3.Error as e:
-            raise self._error(e, sql) from None
-        except (OverflowError, ValueError) as e:
-            raise ExecutionError(f"could not bind parameters: {e}", hint="check params") from None
+        """Run one user-side statement; return (column names, rows).
 
-    def _error(self, e: sqlite3.Error, sql: str) -> ExecutionError:
+        Errors become ExecutionError; a statement past the time limit a
+        QueryTimeoutError. ``origin(name)`` says who made a parameter's value,
+        for the message when it cannot be bound.
+        """
+        if not self._engine:
+            self._refuse_by_keyword(sql)
+        with self.session():
+            return self._run(sql, params if params is not None else (), origin)
+
+    def _run(self, sql: str, params: Any, origin: ParamOrigin,
+             ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """One statement under the time limit; commit only what it began."""
+        conn = self.conn
+        began_outside = not conn.in_transaction
+        self._denied = None
+        ticket = WATCHDOG.arm(conn, self.timeout) if self.timeout else None
+        try:
+            cur = conn.execute(sql, params)
+            rows = self._fetch(cur, sql)
+            cols = [d[0] for d in cur.description] if cur.description else []
+        except TooManyRowsError:
+            if ticket is not None:
+                WATCHDOG.disarm(ticket)
+            self._end_ours(began_outside, ok=False)
+            raise
+        except sqlite3.Error as e:
+            fired = ticket is not None and WATCHDOG.disarm(ticket)
+            self._end_ours(began_outside, ok=False)
+            if "binding parameter" in str(e):  # a value of a type sqlite3 cannot bind
+                raise self._bind_error(e, sql, params, origin) from None
+            raise self._error(e, sql, timed_out=fired) from None
+        except (OverflowError, ValueError, TypeError) as e:
+            if ticket is not None:
+                WATCHDOG.disarm(ticket)
+            self._end_ours(began_outside, ok=False)
+            raise self._bind_error(e, sql, params, origin) from None
+        if ticket is not None:
+            WATCHDOG.disarm(ticket)
+        self._end_ours(began_outside, ok=True)
+        return cols, rows
+
+    def _fetch(self, cur: sqlite3.Cursor, sql: str) -> list[tuple[Any, ...]]:
+        """All rows, refusing more than ``max_rows`` (memory runs out long before a
+        time limit on a query that never ends, e.g. an unbounded recursive CTE)."""
+        rows: list[tuple[Any, ...]] = cur.fetchmany(_CHUNK)
+        if len(rows) < _CHUNK:
+            return rows
+        while True:
+            more = cur.fetchmany(_CHUNK)
+            rows.extend(more)
+            if len(more) < _CHUNK:
+                return rows
+            if len(rows) > self.max_rows:
+                cur.close()
+                raise TooManyRowsError(
+                    f"the statement returned more than {self.max_rows:,} rows and was "
+                    f"stopped:\n  {_short(sql)}",
+                    hint="add a LIMIT or a tighter WHERE (or raise db.max_rows)")
+
+    def _end_ours(self, began_outside: bool, ok: bool) -> None:
+        """Commit (or roll back) a transaction the statement itself opened.
+
+        Python's sqlite3 opens one before INSERT / UPDATE / DELETE on a
+        connection with an ``isolation_level``; left open, it would lock
+        other processes out of the file. A transaction the user had opened
+        before is theirs and is left alone.
+        """
+        if began_outside and self.conn.in_transaction:
+            with self.engine():
+                try:
+                    self.conn.commit() if ok else self.conn.rollback()
+                except sqlite3.Error as e:
+                    raise self._error(e, "COMMIT") from None
+
+    def _error(self, e: sqlite3.Error, sql: str, timed_out: bool = False) -> ExecutionError:
         """Turn a sqlite error into ours, naming the statement and a hint."""
+        if timed_out:
+            return QueryTimeoutError(
+                f"a SQL statement ran longer than the time limit of {self.timeout:g} s "
+                f"and was stopped:\n  {_short(sql)}",
+                hint="add a LIMIT or a tighter WHERE, or raise the limit with "
+                "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)")
         if self._denied is not None:
             what, self._denied = self._denied, None
             return UnsafeQueryError(
-                f"refused to run a statement that writes to the database ({what}):\n  {sql}",
-                hint="blendsql opens databases read-only; pass allow_writes=True to BlendSQL "
-                "if you really mean to change the data",
+                f"refused to run a statement that would change the database or the "
+                f"session ({what}):\n  {_short(sql)}",
+                hint="blendsql opens databases read-only and keeps each query from "
+                "changing what the next one sees; pass allow_writes=True to BlendSQL to "
+                "change your own tables (temp objects, ATTACH, transaction control and "
+                "setting PRAGMAs stay refused)",
             )
         msg = str(e)
         hint = "check the table and column names" if "no such" in msg else "check the SQL"
         if "readonly" in msg:
-            return UnsafeQueryError(f"{msg}:\n  {sql}", hint="the database is opened "
+            return UnsafeQueryError(f"{msg}:\n  {_short(sql)}", hint="the database is opened "
                                     "read-only; pass allow_writes=True to change it")
-        return ExecutionError(f"SQLite error: {msg}\n  in: {sql}", hint=hint)
+        if "interrupted" in msg:
+            hint = "the statement was interrupted (conn.interrupt()); run the query again"
+        return ExecutionError(f"SQLite error: {msg}\n  in: {_short(sql)}", hint=hint)
+
+    def _bind_error(self, e: Exception, sql: str, params: Any,
+                    origin: ParamOrigin) -> ExecutionError:
+        """A value SQLite cannot store, worded by who made it (the user or the engine)."""
+        items = (params.items() if isinstance(params, Mapping)
+                 else ((f"?{i + 1}", v) for i, v in enumerate(params)))
+        bad = next(((k, v) for k, v in items if _unbindable(v)), None)
+        if bad is None:
+            return ExecutionError(f"could not bind parameters: {e}\n  in: {_short(sql)}",
+                                  hint="check the values passed as params")
+        name, value = bad
+        who = origin(str(name))
+        return ExecutionError(
+            f"SQLite cannot store {who} ({_describe(value)}): {e}",
+            hint="pass None, an int within 64 bits, a float, str or bytes"
+            if who.startswith("the value you passed") else
+            "this value was made by blendsql from an ingredient's output, not by your "
+            "params; please report the query")
 
     def query_df(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None,
                  ) -> pd.DataFrame:
-        """Run a query and return a DataFrame (columns in query order)."""
+        """Run a query and return a DataFrame (columns in query order, duplicates kept)."""
         cols, rows = self.execute(sql, params)
-        return _frame(cols, rows)
+        return rows_to_frame(cols, rows)
+
+    # -- engine temp objects ---------------------------------------------------------
+
+    def temp_name(self, kind: str) -> str:
+        """A fresh engine object name: ``__bsql_<session token>_<kind><n>``."""
+        return f"__bsql_{self.token}_{kind}{next(self._names)}"
 
     def create_temp_table(self, name: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
                           primary_key: str | None = None) -> float:
-        """Create ``temp.<name>`` and fill it with bound rows (data, never SQL text).
+        """Create ``temp.<name>`` holding ``rows`` (data bound, never SQL text).
 
-        Columns are declared without a type so values keep their storage class and
-        compare equal to the expressions they came from. Returns seconds taken.
+        Columns carry no declared type, so values keep their storage class and
+        compare equal to the expressions they came from. With ``primary_key``,
+        the first row of each key is kept and the key column is indexed.
+        Returns seconds taken. Raises if ``name`` exists (never replaces it).
         """
         t0 = time.perf_counter()
-        cols = ", ".join(f'"{c}"' + (" PRIMARY KEY" if c == primary_key else "")
-                         for c in columns)
-        self.execute(f'CREATE TEMP TABLE "{name}" ({cols})')
-        marks = ", ".join("?" for _ in columns)
-        verb = "INSERT OR IGNORE" if primary_key else "INSERT"
-        try:
-            self.conn.executemany(f'INSERT INTO temp."{name}" VALUES ({marks})'
-                                  if verb == "INSERT" else
-                                  f'{verb} INTO temp."{name}" VALUES ({marks})', rows)
-        except sqlite3.Error as e:
-            raise self._error(e, f"INSERT INTO temp.{name}") from None
+        rows = list(rows)
+        if primary_key is not None:
+            at = list(columns).index(primary_key)
+            rows = list({r[at]: r for r in reversed(rows)}.values())[::-1]
+        limit = self.conn.getlimit(_VAR_LIMIT) if hasattr(self.conn, "getlimit") else 999
+        parts = row_selects(columns, rows, limit)
+        if sum(len(p) for _, p in parts) <= limit:
+            self._create_as(name, " UNION ALL ".join(s for s, _ in parts),
+                            [v for _, p in parts for v in p])
+        else:
+            self._create_from_parts(name, parts)
+        if primary_key is not None:
+            self._engine_sql(f"CREATE INDEX temp.{quote(name + '_' + primary_key)} "
+                             f"ON {quote(name)} ({quote(primary_key)})", (), name)
         return time.perf_counter() - t0
 
-    def drop_temp_table(self, name: str) -> None:
-        """Drop an engine temp table; never raises (used in cleanup paths)."""
+    def _create_from_parts(self, name: str, parts: list[tuple[str, list[Any]]]) -> None:
+        """Beyond the parameter limit: one helper table per part, then their union."""
+        helpers: list[str] = []
         try:
-            self.conn.execute(f'DROP TABLE IF EXISTS temp."{name}"')
+            for sql, params in parts:
+                helper = self.temp_name("part")
+                self._create_as(helper, sql, params)
+                helpers.append(helper)
+            self._create_as(name, " UNION ALL ".join(
+                f"SELECT * FROM temp.{quote(h)}" for h in helpers), [])
+        finally:
+            for h in helpers:
+                self.drop_temp_table(h)
+
+    def create_temp_table_as(self, name: str, select_sql: str,
+                             params: Sequence[Any] | Mapping[str, Any] = (),
+                             origin: ParamOrigin = user_param) -> float:
+        """``CREATE TEMP TABLE <name> AS <select>`` (engine mode); seconds taken.
+
+        ``select_sql`` must be a SELECT the engine built; engine mode lets it
+        create the temp table and nothing else a SELECT could not do anyway.
+        """
+        t0 = time.perf_counter()
+        self._create_as(name, select_sql, params, origin)
+        return time.perf_counter() - t0
+
+    def _create_as(self, name: str, select_sql: str, params: Any,
+                   origin: ParamOrigin | None = None) -> None:
+        self._engine_sql(f"CREATE TEMP TABLE {quote(name)} AS {select_sql}", params, name,
+                         origin)
+
+    def _engine_sql(self, sql: str, params: Any, name: str,
+                    origin: ParamOrigin | None = None) -> None:
+        """Run one of the engine's own statements about ``temp.<name>`` (engine mode)."""
+        with self.session(), self.engine():
+            self._run(sql, params, origin or _engine_value)
+
+    def drop_temp_table(self, name: str) -> None:
+        """Drop an engine temp table; never raises (used in cleanup paths).
+
+        Only call it with names this engine created (a failed CREATE created
+        nothing, so its name must not be dropped: it may be a user's table).
+        """
+        with self.session(), self.engine():
+            try:
+                self.conn.execute(f"DROP TABLE IF EXISTS temp.{quote(name)}")
+            except sqlite3.Error:
+                pass
+
+    # -- engine functions -------------------------------------------------------------
+
+    @property
+    def functions_conn(self) -> sqlite3.Connection | None:
+        """The connection when the engine may register SQL functions on it, else None.
+
+        Why None for a borrowed connection: Python (3.11) cannot remove a
+        registered function (registering ``None`` leaves the name listed in
+        ``PRAGMA function_list``), so the engine registers nothing there and
+        uses temp tables and plain SQL instead.
+        """
+        return None if not self._owns else self.conn
+
+    def bind_function(self, fn: Callable[[Any], Any]) -> str | None:
+        """Register ``fn`` as a one-argument SQL function; its name, or None (borrowed).
+
+        Names are reused after :meth:`release_function`, so the number of
+        registrations stays bounded by the most functions one query needs.
+        """
+        if not self._owns:
+            return None
+        name = self._free_functions.pop() if self._free_functions else self.temp_name("f")
+        with self._lock:
+            self.conn.create_function(name, 1, fn, deterministic=True)
+        return name
+
+    def release_function(self, name: str) -> None:
+        """Unbind a function from :meth:`bind_function` (frees its data); never raises."""
+        try:
+            with self._lock:
+                self.conn.create_function(name, 1, None)
         except sqlite3.Error:
-            pass
+            return
+        self._free_functions.append(name)
+
+    # -- misc ----------------------------------------------------------------------------
 
     def tables(self) -> list[str]:
         """Names of the user's tables (main schema)."""
@@ -212,15 +566,40 @@ class Database:
         return [r[0] for r in rows]
 
     def close(self) -> None:
-        """Close the connection if this wrapper opened it."""
+        """Close the connection if this wrapper opened it (a borrowed one stays open)."""
         if self._owns:
-            self.conn.close()
+            if not self._lock.acquire(timeout=self.lock_timeout):
+                raise SessionBusyError("cannot close: the session is busy in another thread",
+                                       hint="close it once its queries have finished")
+            try:
+                self.conn.close()
+            finally:
+                self._lock.release()
 
 
-def _frame(cols: list[str], rows: list[tuple[Any, ...]]) -> pd.DataFrame:
-    """Build a DataFrame that keeps duplicate column names and SQLite values as-is."""
-    if not rows:
-        return pd.DataFrame({c: pd.Series([], dtype=object) for c in cols}
-                            if len(set(cols)) == len(cols) else None,
-                            columns=cols if len(set(cols)) != len(cols) else None)
-    return pd.DataFrame.from_records(rows, columns=cols)
+def _engine_value(name: str) -> str:
+    return f"a value blendsql computed from an ingredient's output (parameter {name})"
+
+
+def _unbindable(v: Any) -> bool:
+    """True for a value sqlite3 cannot bind (without a registered adapter)."""
+    if v is None or isinstance(v, (float, bytes, bytearray, memoryview)):
+        return False
+    if isinstance(v, int):
+        return not -(2**63) <= v <= 2**63 - 1
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    return (type(v), sqlite3.PrepareProtocol) not in sqlite3.adapters
+
+
+def _describe(v: Any) -> str:
+    text = repr(v)
+    return f"{type(v).__name__} {text[:60] + '...' if len(text) > 60 else text}"
+
+
+def _short(sql: str, limit: int = 2000) -> str:
+    return sql if len(sql) <= limit else sql[:limit] + " ..."

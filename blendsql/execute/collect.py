@@ -24,12 +24,15 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from sqlglot import exp
 
 _NAMES = itertools.count()
+_FREE: list[str] = []  # collector names no collector is using now
+_FREE_LOCK = threading.Lock()
 
 
 def collectable(cand: exp.Expression) -> bool:
@@ -48,15 +51,21 @@ def collectable(cand: exp.Expression) -> bool:
 
 
 class Collector:
-    """A uniquely named SQL function that records the values it is called with.
+    """A SQL function that records the values it is called with.
 
-    Use as a context manager around one statement: the function exists on
-    the connection only while the statement runs.
+    Use as a context manager around one statement: the function is bound to
+    the recording dict only while the statement runs. Names come from a
+    process-wide free list and are reused, because Python cannot remove a
+    registered function (registering ``None`` keeps the name in ``PRAGMA
+    function_list``): a fresh name per statement made the list grow by one
+    per query. A name is in use by one collector at a time, so nested or
+    concurrent collectors never share one.
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self.name = f"__bsql_collect{next(_NAMES)}"
+        with _FREE_LOCK:
+            self.name = _FREE.pop() if _FREE else f"__bsql_collect{next(_NAMES)}"
         self.seen: dict[Any, None] = {}
 
     def rewrite(self, cand: exp.Select) -> exp.Select:
@@ -82,9 +91,32 @@ class Collector:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self.conn.create_function(self.name, 1, None)
+            self.conn.create_function(self.name, 1, None)  # drop the reference to `seen`
         except sqlite3.Error:
             pass
+        with _FREE_LOCK:
+            _FREE.append(self.name)
+
+
+def without_distinct(cand: exp.Select) -> exp.Select:
+    """A collectable candidate's rows with duplicates (a copy, DISTINCT dropped).
+
+    For connections where no collector function may be registered (a
+    connection the user handed in): SQLite's DISTINCT would merge values
+    that its collation calls equal (``'AB'`` and ``'ab'`` under NOCASE),
+    which the collector never does.
+    """
+    out = cand.copy()
+    out.set("distinct", None)
+    return out
+
+
+def distinct_values(rows: list[tuple[Any, ...]]) -> list[Any]:
+    """Distinct non-NULL values of the first column, in first-seen order (by hash,
+    as the collector deduplicates)."""
+    seen = dict.fromkeys(r[0] for r in rows)
+    seen.pop(None, None)
+    return list(seen)
 
 
 JSON_MAX_ROWS = 2_000_000

@@ -11,6 +11,7 @@ AST is plain SQLite: render it, run it, return a Smoothie.
 from __future__ import annotations
 
 import itertools
+import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,13 +21,16 @@ import pandas as pd
 from sqlglot import exp
 
 from blendsql.db.database import Database
+from blendsql.db.frames import rows_to_frame
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError
 from blendsql.execute.collect import (
     Collector,
     collectable,
+    distinct_values,
     json_candidate,
     json_ready,
     json_values,
+    without_distinct,
 )
 from blendsql.execute.lazy import lazy_pairs, pop_engine_kwargs
 from blendsql.execute.metering import Counters, MeteredModel
@@ -114,9 +118,11 @@ class Run:
         self.options = options or {}
         self.meta = Meta()
         self.trace: list[TraceStep] = []
+        # only objects this run created itself: cleanup never drops anything else
         self.temp_tables: list[str] = []
-        self.functions: list[str] = []  # lookup functions registered on the connection
-        self.run_id = next(_RUN_IDS)
+        self.functions: list[str] = []  # lookup functions bound on the connection
+        # unguessable: engine names and parameters can never meet a user's
+        self.run_id = f"{secrets.token_hex(4)}_{next(_RUN_IDS)}"
         self._n = itertools.count()
         self._texts: dict[int, str] = {}
 
@@ -137,15 +143,15 @@ class Run:
         """Run one statement with the session's bindings, traced."""
         text = tree if isinstance(tree, str) else render(tree)
         t0 = time.perf_counter()
-        cols, rows = self.db.execute(text, self._bindings(text))
+        cols, rows = self.db.execute(text, self._bindings(text), origin=self.param_origin)
         self.trace.append(TraceStep("sql", summary, sql=text, rows_out=len(rows),
                                     seconds=time.perf_counter() - t0))
         return cols, rows
 
     def candidate_values(self, cand: exp.Expression, summary: str) -> list[Any]:
         """Distinct non-NULL values of a candidate query (see ``execute.collect``)."""
-        conn = getattr(self.db, "conn", None)
-        if conn is None or not collectable(cand):
+        conn = getattr(self.db, "functions_conn", None)  # None: register no functions
+        if not collectable(cand):
             return first_column(self.sql(render(cand, copy=False), summary)[1])
         assert isinstance(cand, exp.Select)
         as_json = json_candidate(cand)
@@ -158,9 +164,12 @@ class Run:
                 values = json_values(rows[0][0])
                 self.trace[-1].rows_out = len(values)
                 return values
-        with Collector(conn) as col:
-            self.sql(render(col.rewrite(cand), copy=False), summary)
-            values = col.values()
+        if conn is None:  # a borrowed connection: no functions, the rows deduplicated here
+            values = distinct_values(self.sql(render(without_distinct(cand)), summary)[1])
+        else:
+            with Collector(conn) as col:
+                self.sql(render(col.rewrite(cand), copy=False), summary)
+                values = col.values()
         self.trace[-1].rows_out = len(values)
         return values
 
@@ -171,6 +180,16 @@ class Run:
             return {}
         return {k: v for k, v in self.params.items() if f":{k}" in text}
 
+    def param_origin(self, name: str) -> str:
+        """Who made a bound parameter's value, for error messages: the user's params
+        (``p0`` is the first ``?``) or the engine (an ingredient's answer)."""
+        name = name.lstrip(":")
+        if name.startswith("__bsql"):
+            return f"the answer of an ingredient (bound by blendsql as :{name})"
+        if name.startswith("p") and name[1:].isdigit():
+            return f"the value you passed in params (:{name}, i.e. params[{name[1:]}])"
+        return f"the value you passed for parameter :{name}"
+
     def temp_table(self, kind: str, rows: list[tuple[Any, Any]], key: bool = True,
                    index: bool = True) -> str:
         """Create a session temp table ``(k, v)`` from bound rows; traced, dropped later.
@@ -178,11 +197,11 @@ class Run:
         ``index``: make ``k`` the primary key (for per-row probes); set-membership
         lookups need none, and inserting into an index is the dominant cost.
         """
-        name = f"__bsql_{self.run_id}_{kind}{next(self._n)}"
-        self.temp_tables.append(name)
+        name = self.db.temp_name(kind)
         cols = ["k", "v"] if key else ["v"]
         seconds = self.db.create_temp_table(name, cols, rows if key else [(r[1],) for r in rows],
                                             primary_key="k" if key and index else None)
+        self.temp_tables.append(name)  # after success: a failed CREATE made nothing of ours
         self.trace.append(TraceStep("temp_table", f"temp.{name}", rows_out=len(rows),
                                     seconds=seconds))
         return name
@@ -199,12 +218,11 @@ class Run:
         SQL text. Keys are the candidate's distinct values, so the dict
         matches SQLite's ``=`` on them (same storage class; 1 == 1.0).
         """
-        conn = getattr(self.db, "conn", None)
-        if conn is None:
-            return map_lookup(self.temp_table("m", pairs), value)
+        bind = getattr(self.db, "bind_function", None)
         t0 = time.perf_counter()
-        name = f"__bsql_f{self.run_id}_{next(self._n)}"
-        conn.create_function(name, 1, dict(pairs).get, deterministic=True)
+        name = bind(dict(pairs).get) if bind is not None else None
+        if name is None:  # a borrowed connection gets no functions: a temp table
+            return map_lookup(self.temp_table("m", pairs), value)
         self.functions.append(name)
         self.trace.append(TraceStep("temp_table", f"lookup function {name} over "
                                     f"{len(pairs)} value(s)", rows_out=len(pairs),
@@ -216,12 +234,8 @@ class Run:
         for name in self.temp_tables:
             self.db.drop_temp_table(name)
         self.temp_tables.clear()
-        conn = getattr(self.db, "conn", None)
         for name in self.functions:
-            try:
-                conn.create_function(name, 1, None)  # type: ignore[union-attr]
-            except Exception:  # noqa: BLE001 - cleanup never raises
-                pass
+            self.db.release_function(name)  # the name is reused: the count stays constant
         self.functions.clear()
 
     # -- argument evaluation --------------------------------------------------------
@@ -284,8 +298,7 @@ class Run:
         if scope is not None and isinstance(q, exp.Select) and q.args.get("with_") is None:
             q = _attach_ctes(q, scope)
         cols, rows = self.sql(q, f"context of {call.name}")
-        return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
-            columns=cols)
+        return rows_to_frame(cols, rows)
 
     def kwargs_of(self, call: IngredientCall) -> dict[str, Any]:
         """Evaluated keyword arguments of a call.
@@ -806,8 +819,7 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
     else:
         cols, rows = run.sql(render(tree, copy=tree is given), "final query")
     rows = apply_late_maps(late, rows)
-    return pd.DataFrame.from_records(rows, columns=cols) if rows else pd.DataFrame(
-        {c: pd.Series([], dtype=object) for c in dict.fromkeys(cols)})
+    return rows_to_frame(cols, rows)
 
 
 def to_smoothie(run: Run, df: pd.DataFrame, query: str, started: float) -> Smoothie:

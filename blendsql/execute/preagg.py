@@ -10,12 +10,12 @@ outer query. ``BlendSQL(..., preaggregate=False)`` turns the rule off.
 
 from __future__ import annotations
 
-import itertools
 import time
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from blendsql.db.database import QueryTimeoutError
 from blendsql.errors import ExecutionError
 from blendsql.execute.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from blendsql.execute.engine import Run
 
 OPTION = "preaggregate"
-_IDS = itertools.count()
 
 
 def preaggregate(run: Run, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
@@ -157,21 +156,21 @@ def _apply(run: Run, tree: exp.Expression, ing: MapIngredient, call: IngredientC
     """Partial scan into a temp table -> one map run on its keys -> outer query.
 
     The partial rows go from the scan straight into the temp table
-    (``INSERT INTO temp.x SELECT ..``): they stay data inside SQLite, never
-    SQL text, and skip a round trip through Python. ``decided``: seconds
+    (``CREATE TEMP TABLE x AS SELECT ..``): they stay data inside SQLite,
+    never SQL text, and skip a round trip through Python. DDL rather than
+    ``INSERT``: it opens no implicit transaction (which would lock other
+    processes out of the file) and leaves ``total_changes`` alone. ``decided``: seconds
     spent deciding, the only time the trace's plan step reports (the
     statements and the ingredient have steps of their own).
     """
     from blendsql.execute.engine import render
 
     run_values = run.map_runner(ing, call)[3]
-    table = _create(run, plan.columns)
-    insert = f"INSERT INTO {render(temp_table_node(table))} {render(plan.inner, copy=False)}"
-    try:
-        run.sql(insert, f"partial aggregates by the value of {call.name}")
-    except ExecutionError:
+    table = _create(run, plan.columns, render(plan.inner, copy=False),
+                    f"partial aggregates by the value of {call.name}")
+    if table is None:
         return None  # e.g. a correlated reference: plan the call as usual
-    n_rows = run.db.execute("SELECT changes()")[1][0][0]
+    n_rows = run.db.execute(f"SELECT count(*) FROM {render(temp_table_node(table))}")[1][0][0]
     run.trace[-1].rows_out = n_rows
     key = exp.column(f"{KEY}0")
     values = run.candidate_values(
@@ -189,11 +188,26 @@ def _apply(run: Run, tree: exp.Expression, ing: MapIngredient, call: IngredientC
     return preagg_final(tree, plan, table, lookup)
 
 
-def _create(run: Run, columns: list[str]) -> str:
-    """An empty session temp table for the partial rows (untyped columns keep each
-    value's storage class; dropped by the run's cleanup)."""
-    name = f"__bsql_{run.run_id}_p{next(_IDS)}"
+def _create(run: Run, columns: list[str], inner: str, summary: str) -> str | None:
+    """A session temp table holding the partial rows of ``inner``; None if SQLite
+    refuses the query (nothing was created then).
+
+    Each column is selected as ``+col``: an expression without affinity, so
+    the table's columns are untyped and keep each value's storage class, as
+    the source rows had them. Dropped by the run's cleanup, which only ever
+    sees names created here.
+    """
+    name = run.db.temp_name("p")
+    cols = ", ".join(f'+"{c}" AS "{c}"' for c in columns)
+    select = f"SELECT {cols} FROM ({inner})"
+    try:
+        seconds = run.db.create_temp_table_as(name, select, run._bindings(select),
+                                              origin=run.param_origin)
+    except QueryTimeoutError:
+        raise
+    except ExecutionError:
+        return None
     run.temp_tables.append(name)
-    seconds = run.db.create_temp_table(name, columns, [])
-    run.trace.append(TraceStep("temp_table", f"temp.{name}", seconds=seconds))
+    run.trace.append(TraceStep("sql", summary, sql=f"CREATE TEMP TABLE {name} AS {select}",
+                               seconds=seconds))
     return name

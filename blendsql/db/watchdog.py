@@ -1,0 +1,94 @@
+"""Time limits for SQL statements, without touching the connection's handlers.
+
+Why a watchdog thread and not a progress handler: Python cannot read back
+the progress handler a user installed on a connection they hand in, so
+installing ours would lose theirs. ``Connection.interrupt()`` is safe to
+call from any thread and changes no connection state: SQLite stops the
+statement that is running, and a call made when nothing runs is a no-op.
+
+One daemon thread per process serves every connection. ``arm`` costs a
+heap push under a lock; the thread is only woken when a new deadline is
+the earliest one, so a long run of statements with the same generous limit
+does not cost a context switch each.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass(order=True)
+class Ticket:
+    """One armed deadline; ``fired`` tells whether the watchdog interrupted it."""
+
+    deadline: float
+    seq: int
+    conn: sqlite3.Connection = field(compare=False, repr=False)
+    active: bool = field(default=True, compare=False)
+    fired: bool = field(default=False, compare=False)
+
+
+class Watchdog:
+    """Interrupt a connection whose statement has run past its deadline."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[Ticket] = []
+        self._seq = itertools.count()
+        self._active = 0
+        self._thread: threading.Thread | None = None
+
+    def arm(self, conn: sqlite3.Connection, seconds: float) -> Ticket:
+        """Interrupt ``conn`` after ``seconds`` unless :meth:`disarm` comes first."""
+        ticket = Ticket(time.monotonic() + seconds, next(self._seq), conn)
+        with self._cond:
+            heapq.heappush(self._heap, ticket)
+            self._active += 1
+            if len(self._heap) > 64 and len(self._heap) > 4 * self._active:
+                self._heap = [t for t in self._heap if t.active]
+                heapq.heapify(self._heap)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="blendsql-watchdog",
+                                                daemon=True)
+                self._thread.start()
+            elif self._heap[0] is ticket:
+                self._cond.notify()
+        return ticket
+
+    def disarm(self, ticket: Ticket) -> bool:
+        """Cancel a deadline; True if it had already fired."""
+        with self._cond:
+            if ticket.active:
+                ticket.active = False
+                self._active -= 1
+            return ticket.fired
+
+    def _loop(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and not self._heap[0].active:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                first = self._heap[0]
+                delay = first.deadline - time.monotonic()
+                if delay > 0:
+                    self._cond.wait(delay)
+                    continue
+                heapq.heappop(self._heap)
+                first.active = False
+                first.fired = True
+                self._active -= 1
+                try:
+                    first.conn.interrupt()
+                except sqlite3.Error:
+                    pass  # closed meanwhile: nothing is running on it
+
+
+WATCHDOG = Watchdog()
