@@ -38,12 +38,21 @@ def _json_ok(v: Any) -> bool:
     """True when ``v`` survives JSON -> ``json_each`` with its storage class and value."""
     t = type(v)
     if t is str:
-        return "\x00" not in v
+        return "\x00" not in v and _encodes(v)
     if t is int:
         return _INT64_MIN <= v <= _INT64_MAX
     if t is float:
         return math.isfinite(v)
     return t is bool or v is None
+
+
+def _encodes(text: str) -> bool:
+    """False for text with a lone surrogate (binding it fails the same way)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _dumps(rows: list[Sequence[Any]], width: int) -> str | None:
@@ -62,11 +71,7 @@ def _dumps(rows: list[Sequence[Any]], width: int) -> str | None:
         flat = values if width == 1 else (v for r in rows for v in r)
         if not all(_INT64_MIN <= v <= _INT64_MAX for v in flat if type(v) is int):
             return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: binding would fail the same way
-        return None
-    return text
+    return text if _encodes(text) else None
 
 
 def _json_select(columns: Sequence[str]) -> str:
