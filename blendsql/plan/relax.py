@@ -52,27 +52,39 @@ def polarity(node: exp.Expression, root: exp.Expression) -> bool:
 
 
 def relax_predicate(pred: exp.Expression, outer_refs: frozenset[str] | None = None,
-                    ) -> exp.Expression:
+                    copy: bool = True) -> exp.Expression:
     """Copy of boolean ``pred`` with each uncomputed call's atom made a constant.
 
     A call inside a subquery relaxes the predicate around that subquery. With ``outer_refs`` (table names not in this scope), atoms that
     reference such a table (a correlated predicate, which cannot run on its
-    own) are relaxed the same way.
+    own) are relaxed the same way. ``copy=False``: ``pred`` is the caller's
+    own copy, relaxed in place (it must then not be used but for the result).
     """
-    out = pred.copy()
+    out = pred.copy() if copy else pred
     wrapper = exp.Paren(this=out)
-    while True:
-        todo: list[exp.Expression] = list(wrapper.find_all(IngredientCall))
-        if outer_refs:
-            todo += [c for c in wrapper.find_all(exp.Column)
-                     if c.table and c.table.lower() in outer_refs
-                     and same_scope(c, wrapper)]
-        if not todo:
-            break
-        c = todo[0]
+    # found once: replacing an atom only removes nodes, so every node still to
+    # relax is in this list (a tree walk per replacement made n calls cost n^2)
+    todo: list[exp.Expression] = list(wrapper.find_all(IngredientCall))
+    if outer_refs:
+        todo += [c for c in wrapper.find_all(exp.Column)
+                 if c.table and c.table.lower() in outer_refs
+                 and same_scope(c, wrapper)]
+    for c in todo:
+        if not _attached(c, wrapper):
+            continue  # inside an atom relaxed already
         atom = predicate_atom(_scope_level(c, wrapper), wrapper)
         atom.replace(exp.true() if polarity(atom, wrapper) else exp.false())
     return wrapper.this
+
+
+def _attached(node: exp.Expression, root: exp.Expression) -> bool:
+    """True while ``node`` is still part of ``root``'s tree."""
+    p: Any = node
+    while p is not None:
+        if p is root:
+            return True
+        p = p.parent
+    return False
 
 
 def _scope_level(node: exp.Expression, root: exp.Expression) -> exp.Expression:
@@ -109,11 +121,11 @@ def relax_scope(select: exp.Select, outer_refs: frozenset[str] | None = None,
     for key in ("where", "having"):
         clause = out.args.get(key)
         if clause is not None and (_has_local_call(clause.this) or outer_refs):
-            clause.set("this", relax_predicate(clause.this, outer_refs))
+            clause.set("this", relax_predicate(clause.this, outer_refs, copy=False))
     for j in out.args.get("joins") or []:
         on = j.args.get("on")
         if on is not None and _has_local_call(on):
-            j.set("on", relax_predicate(on, outer_refs))
+            j.set("on", relax_predicate(on, outer_refs, copy=False))
             if (j.side or "").upper() in ("LEFT", "RIGHT", "FULL"):
                 outer_relaxed = True
     return out, outer_relaxed

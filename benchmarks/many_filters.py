@@ -1,0 +1,92 @@
+"""Planning time for n AND-ed ingredient filters (issue 10, finding 7).
+
+``SELECT id FROM t WHERE {{Has('q0', t.a)}} AND {{Has('q1', t.b)}} AND ...`` over a
+generated 2000-row table, n = 5, 10, 20, 40, with a model-free map ingredient (so the
+seconds are the engine's own: candidate queries, cost estimates, lookups). Cost
+ordering is on (the default). Before the fix every remaining call was re-estimated
+at every step (time ~ n^3); now each call is estimated once.
+
+    python benchmarks/many_filters.py                 # writes benchmarks/results/many_filters.json
+    python benchmarks/many_filters.py --label before  # another label / output key
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from blendsql import BlendSQL
+from blendsql.ingredients.base import MapIngredient
+
+COLUMNS = 8
+SIZES = (5, 10, 20, 40)
+
+
+class Has(MapIngredient):
+    """Model-free map: True unless the value contains the question's digit."""
+
+    def run(self, question: str | None, values: list[Any], **kwargs: Any) -> list[Any]:
+        return [str(question)[-1] not in str(v) for v in values]
+
+
+def make_db(path: Path, n: int = 2000) -> Path:
+    rng = random.Random(0)
+    con = sqlite3.connect(path)
+    cols = ", ".join(f"c{i} TEXT" for i in range(COLUMNS))
+    con.execute(f"CREATE TABLE t (id INTEGER PRIMARY KEY, {cols})")
+    rows = [(i, *(f"v{rng.randrange(10_000)}" for _ in range(COLUMNS))) for i in range(n)]
+    con.executemany(f"INSERT INTO t VALUES (?{', ?' * COLUMNS})", rows)
+    con.commit()
+    con.close()
+    return path
+
+
+def query(n: int) -> str:
+    preds = " AND ".join(f"{{{{Has('q{i}', t.c{i % COLUMNS})}}}}" for i in range(n))
+    return f"SELECT id FROM t WHERE {preds}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--label", default="after")
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    out_path = Path(__file__).parent / "results" / "many_filters.json"
+    with tempfile.TemporaryDirectory() as d:
+        db = make_db(Path(d) / "t.sqlite")
+        results = []
+        for n in SIZES:
+            best = float("inf")
+            for _ in range(args.repeat):
+                with BlendSQL(str(db), ingredients=[Has], cache=False) as s:
+                    t0 = time.perf_counter()
+                    res = s.execute(query(n))
+                    best = min(best, time.perf_counter() - t0)
+            sql = sum(1 for t in res.trace if t.kind == "sql")
+            results.append({"filters": n, "seconds": round(best, 3), "rows": len(res.df),
+                            "traced_sql_statements": sql,
+                            "values_passed": res.meta.values_passed})
+            print(f"{args.label}: {n:3d} filters  {best:7.3f} s  {sql} traced statements",
+                  flush=True)
+    data: dict[str, Any] = json.loads(out_path.read_text()) if out_path.exists() else {}
+    data[args.label] = {
+        "results": results,
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                    "processor": platform.processor() or platform.machine(),
+                    "note": "2 shared cores, other jobs running (times are indicative)"},
+        "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+    }
+    out_path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
