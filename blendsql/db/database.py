@@ -431,9 +431,7 @@ class Database:
         return ExecutionError(
             f"SQLite cannot store {who} ({_describe(value)}): {e}",
             hint="pass None, an int within 64 bits, a float, str or bytes"
-            if who.startswith("the value you passed") else
-            "this value was made by blendsql from an ingredient's output, not by your "
-            "params; please report the query")
+            if who.startswith("the value you passed") else INGREDIENT_VALUE_HINT)
 
     def query_df(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None,
                  ) -> pd.DataFrame:
@@ -577,8 +575,15 @@ class Database:
                 self._lock.release()
 
 
+#: hint for a value an ingredient returned that SQLite cannot take
+INGREDIENT_VALUE_HINT = ("the value came from an ingredient's output, not from your params: "
+                         "make the ingredient return None, an int within 64 bits, a float, "
+                         "valid text (no lone surrogates) or bytes")
+
+
 def _engine_value(name: str) -> str:
-    return f"a value blendsql computed from an ingredient's output (parameter {name})"
+    """Who made a row value of an engine temp table: an ingredient."""
+    return "an ingredient's output"
 
 
 def _unbindable(v: Any) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 from sqlglot import exp
 
-from blendsql.db.database import Database
+from blendsql.db.database import INGREDIENT_VALUE_HINT, Database
 from blendsql.db.frames import rows_to_frame
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError
 from blendsql.execute.collect import (
@@ -143,10 +143,25 @@ class Run:
         """Run one statement with the session's bindings, traced."""
         text = tree if isinstance(tree, str) else render(tree)
         t0 = time.perf_counter()
-        cols, rows = self.db.execute(text, self._bindings(text), origin=self.param_origin)
+        try:
+            cols, rows = self.db.execute(text, self._bindings(text), origin=self.param_origin)
+        except ExecutionError as e:
+            raise self._lookup_error(e, text) from None
         self.trace.append(TraceStep("sql", summary, sql=text, rows_out=len(rows),
                                     seconds=time.perf_counter() - t0))
         return cols, rows
+
+    def _lookup_error(self, e: ExecutionError, text: str) -> ExecutionError:
+        """``e``, or, when one of this run's lookup functions failed, an error that
+        says so: the value it returned (an ingredient's output) was not storable."""
+        if "user-defined function raised exception" not in e.message:
+            return e
+        upper = text.upper()
+        if not any(name.upper() in upper for name in self.functions):
+            return e
+        return ExecutionError(f"SQLite could not take an ingredient's output (returned "
+                              f"through a lookup function):\n  {text[:2000]}",
+                              hint=INGREDIENT_VALUE_HINT)
 
     def candidate_values(self, cand: exp.Expression, summary: str) -> list[Any]:
         """Distinct non-NULL values of a candidate query (see ``execute.collect``)."""
