@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from blendsql.execute.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
-from blendsql.plan.lazy import LazyPlan, atom_condition, lazy_plan
+from blendsql.plan.lazy import LazyPlan, atom_condition, conjunct_atom, lazy_plan
 from blendsql.plan.lookup import null_passes_statically, null_test, temp_table
 from blendsql.smoothie import TraceStep
 
@@ -104,39 +104,106 @@ def lazy_pairs(run: Run, call: IngredientCall, value: exp.Expression,
     """
     if not enabled(run, LAZY_OPTION, True):
         return None
+    if atom is None:  # e.g. WHERE NOT {{M(x)}}: lazy when a NULL output fails it
+        atom = conjunct_atom(call)
+        if atom is None or null_passes(run, atom, call):
+            return None
     plan = lazy_plan(call, value, atom)
     if plan is None or atom is None:
         return None
     t0 = time.perf_counter()
-    _, rows = run.sql(plan.rows, f"rows in scan order for lazy {call.name}")
-    walk = _Walk(run, call, atom, [r[-1] for r in rows], null_passes(run, atom, call))
-    distinct = list(dict.fromkeys(v for v in walk.row_values if v is not None))
     from blendsql.retrieval.prefilter import method_of
 
     method = method_of(enabled(run, PREFILTER_OPTION, None, kw))
+    scan = _Scan(run, call, plan)
     if method is not None and question is not None:
-        _prefiltered(run, call, plan, walk, distinct, str(question), method, compute, t0)
+        scan.pull_all()  # ranking needs every candidate value
+    walk = _Walk(run, call, atom, scan.row_values, null_passes(run, atom, call))
+    if method is not None and question is not None:
+        _prefiltered(run, call, plan, walk, scan.distinct, str(question), method, compute, t0)
     else:
-        _in_scan_order(run, call, plan, walk, distinct, compute, t0)
+        _in_scan_order(run, call, plan, walk, scan, compute, t0)
     return [p[0] for p in walk.pairs], [p[1] for p in walk.pairs]
 
 
+class _Scan:
+    """The lazy plan's rows, read in scan order a page at a time.
+
+    Why pages: the source may be huge or endless (``WITH RECURSIVE c(x) AS
+    (SELECT 1 UNION ALL SELECT x + 1 FROM c)``); reading every row first
+    never ends, although LIMIT makes the answer finite. Each page re-runs
+    the rows query with a doubled ``LIMIT`` and keeps the rows past the
+    ones already read, so the total work stays within twice the rows read.
+    With an ORDER BY the rows are read at once: a sort must see every row
+    anyway, and a top-N sort need not order ties as the full sort does.
+    """
+
+    FIRST_PAGE = 256
+
+    def __init__(self, run: Run, call: IngredientCall, plan: LazyPlan) -> None:
+        self.run, self.call, self.plan = run, call, plan
+        self.row_values: list[Any] = []
+        self.distinct: list[Any] = []
+        self.position: dict[Any, int] = {}
+        self.done = False
+        self.pages = 0
+        self._limit = 0
+
+    def pull(self) -> bool:
+        """Read the next page; False when the source had no more rows."""
+        if self.done:
+            return False
+        q = self.plan.rows
+        if q.args.get("order") is None:
+            self._limit = max(self.FIRST_PAGE, self._limit * 2)
+            q = q.copy()
+            q.set("limit", exp.Limit(expression=exp.Literal.number(self._limit)))
+        else:
+            self._limit = 0
+        _, rows = self.run.sql(q, f"rows in scan order for lazy {self.call.name}"
+                               + (f" (first {self._limit})" if self._limit else ""))
+        self.pages += 1
+        new = rows[len(self.row_values):]
+        self.done = not self._limit or len(rows) < self._limit
+        for r in new:
+            v = r[-1]
+            self.row_values.append(v)
+            if v is not None and v not in self.position:
+                self.position[v] = len(self.distinct)
+                self.distinct.append(v)
+        return bool(new)
+
+    def pull_all(self) -> None:
+        while self.pull():
+            pass
+
+
 def _in_scan_order(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
-                   distinct: list[Any], compute: Compute, t0: float) -> None:
-    """Batches of the next new values in scan order; stop when the answer is fixed."""
+                   scan: _Scan, compute: Compute, t0: float) -> None:
+    """Batches of the next new values in scan order; stop when the answer is fixed.
+
+    Rows are read page by page (:class:`_Scan`) only as far as the walk needs.
+    """
     size, rounds = max(1, plan.needed), 0
-    position = {v: i for i, v in enumerate(distinct)}
+    scan.pull()
     while True:
         qualified, first_missing = walk.qualified_prefix()
-        if qualified >= plan.needed or first_missing is None:
+        if qualified >= plan.needed:
+            break
+        if first_missing is None:
+            if scan.pull():
+                continue
             break
         if rounds:
             size = next_batch_size(size, len(walk.passes), qualified, plan.needed)
-        start = position[first_missing]
-        batch = [v for v in distinct[start:] if v not in walk.passes][:size]
+        start = scan.position[first_missing]
+        batch = [v for v in scan.distinct[start:] if v not in walk.passes][:size]
+        while len(batch) < size and scan.pull():  # fill the batch from further pages
+            batch = [v for v in scan.distinct[start:] if v not in walk.passes][:size]
         walk.add(batch, compute(batch))
         rounds += 1
-    _trace(run, call, plan, walk, len(distinct), rounds, "scan order", t0)
+    _trace(run, call, plan, walk, len(scan.distinct), rounds,
+           "scan order" + ("" if scan.done else f", {len(scan.row_values)} rows read"), t0)
 
 
 def next_batch_size(previous: int, computed: int, qualified: int, needed: int) -> int:

@@ -172,6 +172,41 @@ def ordered_rows(scope: exp.Select, value: exp.Expression) -> exp.Select | None:
     return q
 
 
+def conjunct_atom(call: IngredientCall) -> exp.Expression | None:
+    """The top-level WHERE conjunct holding ``call`` when it depends on nothing else.
+
+    Why: a negative filter (``WHERE NOT {{M(x)}}``, ``NOT ({{M(x)}} = TRUE)``)
+    is no set-membership test (``blendsql.plan.lookup.filter_atom``), but it
+    can still be evaluated lazily: its lookup gives NULL for a value never
+    computed, and when a NULL output fails the conjunct (the caller checks),
+    such rows fail just as a set-membership test would make them fail.
+    """
+    stops = (exp.And, exp.Where, exp.Select, exp.Subquery, exp.Or)
+    node: Any = call
+    while node.parent is not None and not isinstance(node.parent, stops):
+        node = node.parent
+    if not isinstance(node.parent, (exp.And, exp.Where)):
+        return None
+    scope = scope_of(call)
+    if scope is None or not is_top_conjunct(node, scope):
+        return None
+    for n in node.walk():
+        if n is call or _inside(n, call):
+            continue
+        if isinstance(n, (IngredientCall, exp.Column, exp.Select, exp.AggFunc, exp.Window)):
+            return None
+    return cast(exp.Expression, node)
+
+
+def _inside(node: Any, ancestor: Any) -> bool:
+    p = node.parent
+    while p is not None:
+        if p is ancestor:
+            return True
+        p = p.parent
+    return False
+
+
 def atom_condition(atom: exp.Expression, call: IngredientCall) -> exp.Expression:
     """The atom with the call replaced by column ``v``: evaluated over ``(k, v)`` rows."""
     return with_call_as(atom, call, exp.column("v"))

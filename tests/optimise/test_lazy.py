@@ -104,8 +104,8 @@ def test_two_filters_cascade_then_lazy(rdb: Path) -> None:
     "SELECT COUNT(*) FROM restaurants WHERE {{Has('candlelit', reviews)}} LIMIT 1",
     # under OR the atom is not a conjunct
     "SELECT id FROM restaurants WHERE {{Has('candlelit', reviews)}} OR id = 5 LIMIT 3",
-    # under NOT it is not a positive filter
-    "SELECT id FROM restaurants WHERE NOT {{Has('candlelit', reviews)}} LIMIT 3",
+    # under NOT with a NULL output passing: an uncomputed value would pass
+    "SELECT id FROM restaurants WHERE {{Has('candlelit', reviews)}} IS NOT TRUE LIMIT 3",
     # no LIMIT at all
     "SELECT id FROM restaurants WHERE {{Has('candlelit', reviews)}}",
 ])
@@ -114,6 +114,15 @@ def test_not_applied_where_meaning_would_change(rdb: Path, query: str) -> None:
     assert sorted(rows(lazy.df)) == sorted(rows(full.df))
     assert sorted(li.passed) == sorted(fi.passed)
     assert not lazy_steps(lazy)
+
+
+def test_negative_filter_lazy(rdb: Path) -> None:
+    """``NOT {{M(x)}}``: a NULL (uncomputed) output fails it, so it stops early too."""
+    lazy, full, li, fi = both(rdb, "SELECT id FROM restaurants WHERE NOT "
+                                   "{{Has('candlelit', reviews)}} LIMIT 3")
+    assert rows(lazy.df) == rows(full.df)
+    assert len(li.passed) < len(fi.passed)
+    assert lazy_steps(lazy)
 
 
 def test_bare_answer_lazy(rdb: Path) -> None:
