@@ -167,3 +167,13 @@ def test_llamacpp_request_past_its_deadline_raises_and_the_model_recovers(safe_m
         safe_model.timeout = 60.0
     [r] = safe_model.generate([question])  # the context is usable again
     assert r.error is None and r.value in ("red", "blue")
+
+
+def test_test_server_starts_without_extra_buffer_types_on_amx(monkeypatch):
+    from tests.models.conftest import server_launcher
+
+    monkeypatch.setenv(EXTRA_BUFTS_ENV, "0")
+    flag, code = server_launcher()
+    assert flag == "-c" and "use_extra_bufts = False" in code and "llama_cpp.server" in code
+    monkeypatch.setenv(EXTRA_BUFTS_ENV, "1")
+    assert server_launcher() == ["-m", "llama_cpp.server"]
