@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 
-def rows_to_frame(cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> pd.DataFrame:
+def rows_to_frame(cols: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
     """A DataFrame with exactly ``cols`` (duplicates and order kept) holding ``rows``.
 
     Values keep their SQLite storage class as Python objects where pandas

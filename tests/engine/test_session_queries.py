@@ -16,8 +16,8 @@ from blendsql import BlendSQL
 from blendsql.db import Database
 from blendsql.db.database import QueryTimeoutError, TooManyRowsError
 from blendsql.db.frames import rows_to_frame
-from blendsql.execute import engine
 from blendsql.errors import BlendSQLError, ExecutionError, UnsafeQueryError
+from blendsql.execute import engine
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 
 from .conftest import CountCtx, Len, LowerJoin, StartsWith
