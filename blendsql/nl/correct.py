@@ -2,8 +2,8 @@
 
 The prompt holds the schema, the question, the previous query, its
 step-by-step explanation (``explain``: what the user actually read) and the
-feedback; the model writes the corrected query under the same grammar
-constraint as the Parser, so it parses. The query is validated like a parsed
+feedback; the model writes the corrected query with the Parser's decoding
+(free text or one of its grammars). The query is validated like a parsed
 one and regenerated once with the error on failure. The one worked example in
 the prompt is from SPLASH's dev split (never from test, which is reported).
 """
@@ -16,11 +16,9 @@ import sqlite3
 from dataclasses import dataclass
 
 from blendsql.ingredients.base import IngredientRegistry
-from blendsql.models.constraints import Grammar, Text
 from blendsql.nl.explain import explain
 from blendsql.nl.parser import Parser, ParseResult, generate_program
 from blendsql.nl.serialize import list_tables, serialize_schema
-from blendsql.nl.sql_grammar import build_grammar
 
 CORRECTION_GUIDE = """\
 A user asked a question about a SQLite database. A query was written for it and explained
@@ -70,8 +68,7 @@ def correct_query(parser: Parser, conn: sqlite3.Connection, registry: Ingredient
                   question: str, program: str, feedback: str, *, retries: int = 1) -> Correction:
     """Write a corrected query for ``feedback`` (see module docstring)."""
     schema = serialize_schema(conn, n_rows=parser.n_rows)
-    constraint = (Grammar(build_grammar(list_tables(conn), registry.names()), label="blendsql")
-                  if parser.constrained else Text())
+    constraint = parser.constraint(list_tables(conn), registry)
     explanation = explanation_lines(program, registry)
     return generate_program(
         parser.model,

@@ -79,3 +79,75 @@ def build_grammar(tables: list[TableInfo], ingredients: Iterable[str] = ("LLMMap
         rules["ctxsub"] = ctx
     rules["ingredient"] = " | ".join(calls) if calls else '"NULL"'
     return "\n".join(f"{k} ::= {v}" for k, v in rules.items()) + "\n"
+
+
+# ---------------------------------------------------------------- permissive grammar
+
+_KEYWORDS = (
+    "select", "distinct", "all", "from", "where", "group", "by", "having", "order", "asc", "desc",
+    "limit", "offset", "join", "inner", "left", "right", "outer", "cross", "natural", "on", "using",
+    "as", "and", "or", "not", "in", "is", "null", "like", "glob", "between", "exists", "case",
+    "when", "then", "else", "end", "union", "intersect", "except", "with", "cast", "true", "false",
+    "collate", "nocase", "escape", "match", "rank", "integer", "real", "text", "numeric", "float",
+)
+_FUNCTIONS = (
+    "count", "sum", "avg", "min", "max", "total", "abs", "round", "length", "lower", "upper",
+    "substr", "substring", "trim", "ltrim", "rtrim", "replace", "instr", "coalesce", "ifnull",
+    "nullif", "iif", "strftime", "date", "time", "datetime", "julianday", "group_concat", "typeof",
+    "printf", "random",
+)
+
+
+def _nocase(word: str) -> str:
+    """A GBNF sequence matching ``word`` in any letter case."""
+    parts = []
+    for ch in word:
+        if ch.isalpha():
+            parts.append(f"[{ch.lower()}{ch.upper()}]")
+        else:
+            parts.append(_lit(ch))
+    return " ".join(parts)
+
+
+def build_permissive_grammar(tables: list[TableInfo],
+                             ingredients: Iterable[str] = ("LLMMap", "LLMQA")) -> str:
+    """GBNF accepting the SQLite a model naturally writes, over ``tables``' names.
+
+    A query is a stream of words and punctuation starting with SELECT or WITH:
+    keywords and functions in any case, table and column names of this schema
+    (any case, bare, double-quoted or back-quoted, qualified by a table or a
+    ``T1``-style alias), any alias after ``AS``, numbers, strings, operators,
+    parentheses and ingredient blocks. Structure is left to the model (and to
+    validation afterwards); only words that cannot be right are masked: prose
+    and names that are not in the schema.
+    """
+    names = sorted({t.name for t in tables} | {c for t in tables for c in t.columns},
+                   key=lambda n: (-len(n), n))
+    plain = [n for n in names if n.replace("_", "a").isalnum() and not n[0].isdigit()]
+    quoted = [n for n in names if n not in plain]
+    name_alts = [f"({_nocase(n)})" for n in plain]
+    name_alts += [_lit(f'"{n}"') for n in names] + [_lit(f"`{n}`") for n in names]
+    name_alts += [_lit(f"[{n}]") for n in quoted]
+    rules = {
+        "root": "start (gap word)* tail?",
+        "start": f"({_nocase('select')} | {_nocase('with')})",
+        "tail": 'ws? ";"',
+        "gap": "ws | ws? punct (ws? punct)* ws?",
+        "punct": '"(" | ")" | "," | "*" | "=" | "!=" | "<>" | "<" | ">" | "<=" | ">=" | "+" | "-" '
+                 '| "/" | "%" | "||"',
+        "word": "keyword | name | qualified | alias | number | string | ingredient | asname",
+        "keyword": " | ".join(f"({_nocase(k)})" for k in _KEYWORDS + _FUNCTIONS),
+        "name": " | ".join(name_alts) if name_alts else '"x"',
+        "alias": "[tT] [0-9]",
+        "qualified": '(name | alias) "." (name | "*")',
+        "asname": f'({_nocase("as")}) ws [A-Za-z_] [A-Za-z0-9_]{{0,20}}',
+        "number": "[0-9]{1,12} (\".\" [0-9]{1,8})?",
+        "string": "\"'\" ([^'\\n] | \"''\"){0,80} \"'\"",
+        "ws": "[ \\t\\n]{1,4}",
+    }
+    if list(ingredients):
+        ing = " | ".join(_lit(i) for i in ingredients)
+        rules["ingredient"] = f'"{{{{" ({ing}) "(" [^{{}}\\n]+ ")}}}}"'
+    else:
+        rules["ingredient"] = '"NULL"'
+    return "\n".join(f"{k} ::= {v}" for k, v in rules.items()) + "\n"

@@ -33,7 +33,8 @@ def make_conn() -> sqlite3.Connection:
 
 def last_line(prompt: str, label: str) -> str:
     """The text after the LAST line that starts with ``label`` (few-shot lines come first)."""
-    lines = [ln for ln in prompt.splitlines() if ln.startswith(label)]
+    lines = [ln.removeprefix("-- ") for ln in prompt.splitlines()]
+    lines = [ln for ln in lines if ln.startswith(label)]
     return lines[-1][len(label):].strip() if lines else ""
 
 
@@ -103,7 +104,7 @@ def test_context_dependent_parse_sees_history_in_prompt():
     assert turn.answer == 92
     second_prompt = [r.prompt for r in s.requests if r.prompt.rstrip().endswith("BlendSQL:")][1]
     assert f"Earlier question: {q1}" in second_prompt
-    assert f"Earlier BlendSQL: {p1}" in second_prompt
+    assert f"Earlier query: {p1};" in second_prompt
     assert second_prompt.index("Earlier question") < second_prompt.rindex(f"Question: {q2}")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from blendsql import BlendSQL
 from blendsql.models.base import FunctionModel, Request
-from blendsql.models.constraints import Grammar
+from blendsql.models.constraints import Text
 from blendsql.nl import Conversation, Parser
 from blendsql.nl.correct import correct_query, correction_prompt, sql_diff
 from blendsql.nl.parser import Example
@@ -68,7 +68,7 @@ def test_correction_prompt_holds_question_query_explanation_and_feedback():
     for part in (f"Question: {QUESTION}", f"Query: {WRONG}", "1. Start from the table Pets.",
                  "2. Return the number of rows.", f"Feedback: {FEEDBACK}", "CREATE TABLE"):
         assert part in req.prompt
-    assert isinstance(req.constraint, Grammar) and req.constraint.label == "blendsql"
+    assert isinstance(req.constraint, Text)  # the parser's decoding: free text by default
 
 
 def test_invalid_correction_is_retried_once_with_the_error():

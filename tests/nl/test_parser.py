@@ -6,7 +6,7 @@ import pytest
 
 from blendsql import BlendSQL
 from blendsql.models.base import FunctionModel, Request
-from blendsql.models.constraints import Grammar
+from blendsql.models.constraints import Grammar, Text
 from blendsql.nl.ask import answer_value, ask, end_to_end_prompt, is_non_answer
 from blendsql.nl.parser import Example, Parser, Turn, clean_program, load_examples, validate
 
@@ -39,7 +39,7 @@ class Script:
     def __call__(self, req: Request):
         self.prompts.append(req)
         if req.prompt.rstrip().endswith("BlendSQL:"):
-            return self.programs.pop(0)
+            return self.programs.pop(0) if len(self.programs) > 1 else self.programs[0]
         return self.fallback_text
 
 
@@ -83,8 +83,20 @@ def test_parser_prompt_has_guide_examples_schema_hints_history(conn):
     assert "LLMMap" in prompt and "Who was picked 5th?" in prompt
     assert "CREATE TABLE w" in prompt and "w.position = 'Pitcher'" in prompt  # bridge hint
     assert "Earlier question: Who plays catcher?" in prompt
-    assert isinstance(script.prompts[0].constraint, Grammar)
-    assert "w.player" in script.prompts[0].constraint.gbnf
+    assert isinstance(script.prompts[0].constraint, Text)  # free decoding by default
+
+
+def test_parser_grammar_decodings_constrain_to_this_schema(conn):
+    bsql = BlendSQL(conn)
+    for decoding, needle in (("grammar", "w.player"), ("permissive", "[pP] [lL] [aA] [yY]")):
+        script = Script(["SELECT w.player FROM w"])
+        Parser(FunctionModel(script), examples=EXAMPLES, decoding=decoding).parse(
+            "List players", conn, bsql.registry)
+        constraint = script.prompts[0].constraint
+        assert isinstance(constraint, Grammar) and needle in constraint.gbnf
+    assert Parser(FunctionModel(lambda r: ""), constrained=True).decoding == "grammar"
+    with pytest.raises(ValueError):
+        Parser(FunctionModel(lambda r: ""), decoding="strict")
 
 
 def test_parser_retries_with_the_error_then_succeeds(conn):
@@ -93,7 +105,7 @@ def test_parser_retries_with_the_error_then_succeeds(conn):
     result = parser.parse("List players", conn, BlendSQL(conn).registry)
     assert result.program == "SELECT w.player FROM w"
     assert len(result.attempts) == 2 and "no such column" in result.attempts[0][1]
-    assert "It failed with: SQLite rejected the query" in script.prompts[1].prompt
+    assert "It failed: SQLite rejected the query" in script.prompts[1].prompt
 
 
 def test_parser_gives_up_after_max_retries(conn):
