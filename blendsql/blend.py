@@ -32,8 +32,10 @@ from blendsql.errors import (
 from blendsql.execute.engine import Run, bind_params, execute_tree, to_smoothie
 from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall
+from blendsql.grammar.parser import check_query_size, check_query_type
 from blendsql.ingredients.base import Ingredient, IngredientRegistry
 from blendsql.models.base import Model
+from blendsql.options import DEFAULT_MAX_QUERY_CHARS, Options
 from blendsql.smoothie import Smoothie, TraceStep
 
 PARSE_CACHE_SIZE = 256
@@ -57,6 +59,19 @@ def _parser() -> Any:
     return parse
 
 
+def _check_query(query: object, options: Mapping[str, Any]) -> None:
+    """Input checks before any work: a query is text (or a parsed sqlglot
+    Expression) no longer than the ``max_query_chars`` option.
+
+    Why here and not only in the parser: a wrong type used to surface as an
+    AttributeError, and a huge text cost minutes of parsing before failing.
+    """
+    if isinstance(query, exp.Expression):
+        return
+    check_query_type(query)
+    check_query_size(str(query), options.get("max_query_chars", DEFAULT_MAX_QUERY_CHARS))
+
+
 class BlendSQL:
     """Run BlendSQL over a SQLite database.
 
@@ -67,7 +82,10 @@ class BlendSQL:
     built-ins. ``cache``: wrap the model in the persistent cache
     (``blendsql.models.cache``; True = default file, a path = that file).
     ``progress``: called as ``progress(ingredient, done, total)`` while model
-    requests finish. Other keyword options are kept in ``self.options``.
+    requests finish. Other keyword options (``lazy=``, ``timeout=``,
+    ``max_query_chars=`` ...; see :mod:`blendsql.options`) are validated and
+    kept in ``self.options``; an unknown name or a wrong type raises
+    :class:`blendsql.errors.OptionError` with a did-you-mean hint.
     """
 
     def __init__(self, db: Any, model: Model | str | None = None,
@@ -75,13 +93,14 @@ class BlendSQL:
                  allow_writes: bool = False, cache: bool | str = True,
                  progress: Callable[[str, int, int], None] | None = None,
                  **options: Any) -> None:
+        # checked before the database is opened: a typo leaves nothing behind
+        self.options = Options(options)
         self.db = db if isinstance(db, Database) else Database(db, allow_writes=allow_writes)
         self.registry = IngredientRegistry(builtin_ingredients())
         for item in ingredients:
             self.registry.add(item)
         self.cache: bool | str = cache
         self.progress = progress  # progress(ingredient, done, total), e.g. the CLI's bar
-        self.options = options
         self._model_arg = model
         self._model: Model | None = model if isinstance(model, Model) and not cache else None
         self._parse_cache: dict[tuple[str, tuple[tuple[str, int], ...]], exp.Expression] = {}
@@ -138,6 +157,7 @@ class BlendSQL:
 
         A copy of the session's cached parse: the caller may change it freely.
         """
+        _check_query(query, self.options)
         return self._parse_cached(query).copy()
 
     def _parse_cached(self, query: str) -> exp.Expression:
@@ -147,7 +167,8 @@ class BlendSQL:
         key = (query, tuple((i.name, id(i)) for i in self.registry))
         tree = self._parse_cache.get(key)
         if tree is None:
-            tree = _parser()(query, self.registry)
+            # the size limit is the session's max_query_chars, checked by the callers
+            tree = _parser()(query, self.registry, max_chars=None)
             if len(self._parse_cache) >= PARSE_CACHE_SIZE:
                 self._parse_cache.pop(next(iter(self._parse_cache)))
             self._parse_cache[key] = tree
@@ -159,11 +180,16 @@ class BlendSQL:
         """Run one BlendSQL query; return its Smoothie (rows, meta, trace).
 
         ``options`` override the session's for this query only (``lazy=False``,
-        ``cost_order=False``, ``prefilter=True``, ``enum_match=True``).
+        ``cost_order=False``, ``prefilter=True``, ``enum_match=True``; see
+        :mod:`blendsql.options`); unknown or mistyped ones raise ``OptionError``.
+        A query that is not text, is empty, holds several statements or is
+        longer than ``max_query_chars`` raises a ``ParseError`` before any work.
         """
         started = time.perf_counter()
+        run_options = self.options.merged(options, "execute()")
+        _check_query(query, run_options)
         run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
-                  bind_params(params), {**self.options, **options})
+                  bind_params(params), run_options)
         # one thread at a time; every statement under the time limit; a borrowed
         # connection is guarded only inside and given back as it came
         with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT)):
@@ -178,7 +204,8 @@ class BlendSQL:
             try:
                 tree = self._parse_cached(query) if isinstance(query, str) else query
             except ParseError as pe:
-                if not isinstance(query, str) or "{{" in query or "<<" in query:
+                if (not isinstance(query, str) or "{{" in query or "<<" in query
+                        or pe.code != "syntax"):  # empty / several statements: never SQLite's
                     raise
                 return to_smoothie(run, self._plain_fallback(run, query, params, pe), text,
                                    started)

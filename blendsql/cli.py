@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ingredient", action="append", default=[], metavar="MODULE:NAME",
                      help="register a custom ingredient class, from an importable module "
                      "or a .py file (repeatable)")
+    run.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                     help="an execution option, e.g. lazy=false, timeout=30, max_query_chars=None "
+                     "(repeatable; names and types as in blendsql.options)")
     run.add_argument("--trace", action="store_true", help="print the execution trace")
     run.add_argument("--no-cache", action="store_true", help="bypass the persistent model cache")
     run.add_argument("--format", choices=("table", "csv", "json"), default="table",
@@ -293,6 +296,21 @@ def _make_engine(db: Path | sqlite3.Connection, model: Any, ingredients: Sequenc
     return BlendSQL(str(db) if isinstance(db, Path) else db, **kwargs)
 
 
+def parse_options(specs: Sequence[str]) -> dict[str, Any]:
+    """``--option NAME=VALUE`` flags -> validated execute options (typed by blendsql.options)."""
+    from blendsql.errors import OptionError
+    from blendsql.options import parse_option_text
+
+    options: dict[str, Any] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name.strip():
+            raise OptionError(f"bad --option {spec!r}", option=name.strip(),
+                              hint="write --option NAME=VALUE, e.g. --option lazy=false")
+        options[name.strip()] = parse_option_text(name.strip(), value.strip())
+    return options
+
+
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any = None,
             ingredients: Sequence[Any] = ()) -> int:
     """``blendsql run``: execute, print rows + summary (+ trace)."""
@@ -302,11 +320,12 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any = 
     if model is None:
         model = resolve_model(args)
     extra = [load_ingredient(s) for s in args.ingredient]
+    options = parse_options(getattr(args, "option", []))
     show_progress = args.progress if args.progress is not None else out.isatty()
     bar = ProgressBar(err) if show_progress else None
     engine = _make_engine(db, model, [*ingredients, *extra], not args.no_cache, bar)
     try:
-        smoothie = engine.execute(query, params=params)
+        smoothie = engine.execute(query, params=params, **options)
     finally:
         if bar is not None:
             bar.close()

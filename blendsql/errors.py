@@ -7,6 +7,8 @@ re-raised as one of these with a hint.
 
 from __future__ import annotations
 
+import bisect
+
 
 class BlendSQLError(Exception):
     """Root of all blendsql errors."""
@@ -24,7 +26,12 @@ class ParseError(BlendSQLError):
     """The query text is not valid BlendSQL.
 
     Carries the 1-based ``line`` and ``column`` of the problem, the offending
-    source line and a caret under the column.
+    source line and a caret under the column. ``code`` says what kind of
+    problem it is, for programs: ``"syntax"`` (the default), ``"empty"``
+    (nothing but blanks / comments), ``"statements"`` (more than one
+    statement), ``"too_large"`` (longer than ``max_query_chars``),
+    ``"too_deep"`` (nesting beyond what can be parsed), ``"column_ref"``
+    (a malformed ``'table::column'``), ``"type"`` (not a string).
     """
 
     def __init__(
@@ -36,8 +43,10 @@ class ParseError(BlendSQLError):
         line: int | None = None,
         column: int | None = None,
         hint: str | None = None,
+        code: str = "syntax",
     ) -> None:
-        if position is not None and text:
+        self.code = code
+        if position is not None:  # an empty text too: it is line 1, column 1
             line, column = line_col(text, position)
         self.line = line
         self.column = column
@@ -57,10 +66,35 @@ class ParseError(BlendSQLError):
         where = f" (line {self.line}, column {self.column})" if self.line is not None else ""
         parts = [f"{self.message}{where}"]
         if self.source_line:
-            parts += ["  " + self.source_line, "  " + self.caret]
+            line, caret = _window(self.source_line, self.caret)
+            parts += ["  " + line, "  " + caret]
         if self.hint:
             parts.append(f"Hint: {self.hint}")
         return "\n".join(parts)
+
+
+class QueryTypeError(ParseError, TypeError):
+    """The query is not text (``None``, bytes, a number, a list...).
+
+    A :class:`ParseError` (code ``"type"``) and a ``TypeError``, so both
+    ``except`` clauses a caller may already have catch it.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint, code="type")
+
+
+class OptionError(BlendSQLError, TypeError):
+    """An unknown option name, or an option value of the wrong type or range.
+
+    Raised by ``BlendSQL(...)`` and ``execute(..., **options)`` before anything
+    runs (see :mod:`blendsql.options`); ``option`` is the offending name. Also
+    a ``TypeError``, as Python's own error for an unknown keyword argument is.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None, option: str = "") -> None:
+        self.option = option
+        super().__init__(message, hint=hint)
 
 
 class IngredientError(BlendSQLError):
@@ -84,6 +118,53 @@ class ExecutionError(BlendSQLError):
 
 class UnsafeQueryError(ExecutionError):
     """The query would write to the user's database and writes were not allowed."""
+
+
+_WIDTH = 120  # longest source line shown in a message; longer ones are cut around the caret
+
+
+def _window(line: str, caret: str) -> tuple[str, str]:
+    """A long source line cut to ``_WIDTH`` characters around the caret.
+
+    Why: a generated or pasted query can be one line of megabytes; the
+    message must stay readable (the full line is still ``source_line``).
+    """
+    if len(line) <= _WIDTH:
+        return line, caret
+    col = max(len(caret) - 1, 0)
+    start = max(0, min(col - _WIDTH // 2, len(line) - _WIDTH))
+    prefix = "..." if start else ""
+    suffix = "..." if start + _WIDTH < len(line) else ""
+    return prefix + line[start:start + _WIDTH] + suffix, " " * (len(prefix) + col - start) + "^"
+
+
+class LineIndex:
+    """(line, column) lookups for many offsets of one text in O(log n) each.
+
+    Why: the parser moves every AST node's position back to the user's
+    text; calling :func:`line_col` per node counted newlines from the start
+    each time, which made large queries quadratic (minutes for 1 MB).
+    """
+
+    def __init__(self, text: str) -> None:
+        self.size = len(text)
+        self.starts = [0] + [m + 1 for m in _newlines(text)]
+
+    def line_col(self, position: int) -> tuple[int, int]:
+        """1-based (line, column) of a 0-based offset, as :func:`line_col`."""
+        position = max(0, min(position, self.size))
+        line = bisect.bisect_right(self.starts, position)
+        return line, position - self.starts[line - 1] + 1
+
+
+def _newlines(text: str) -> list[int]:
+    """Offsets of every ``\\n`` in ``text`` (str.find runs in C)."""
+    out: list[int] = []
+    pos = text.find("\n")
+    while pos >= 0:
+        out.append(pos)
+        pos = text.find("\n", pos + 1)
+    return out
 
 
 def line_col(text: str, position: int) -> tuple[int, int]:

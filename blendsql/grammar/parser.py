@@ -29,10 +29,11 @@ from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import SqlglotError, TokenError
 
-from blendsql.errors import BlendSQLError, ParseError, line_col
+from blendsql.errors import BlendSQLError, LineIndex, ParseError, QueryTypeError
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.grammar.scanner import Arg, Block, Param, Semi, Text, nearest_name, scanner_for
 from blendsql.ingredients.base import IngredientRegistry
+from blendsql.options import DEFAULT_MAX_QUERY_CHARS
 
 _ING = "__bsql_ing"
 _JOIN_TABLE = "__bsql_jointable"
@@ -96,22 +97,27 @@ class _Ctx:
     blocks: dict[int, Block] = field(default_factory=dict)  # call id -> block
     param_ids: dict[int, int] = field(default_factory=dict)  # param.pos -> index
     join_form: set[int] = field(default_factory=set)
+    lone_call: Block | None = None  # the query is this one call: it means SELECT <call>
 
 
-def parse(text: str, registry: IngredientRegistry) -> exp.Expression:
+def parse(text: str, registry: IngredientRegistry, *,
+          max_chars: int | None = DEFAULT_MAX_QUERY_CHARS) -> exp.Expression:
     """Parse BlendSQL ``text`` into one sqlglot expression with :class:`IngredientCall` nodes.
 
     Raises :class:`blendsql.errors.ParseError` (never another exception type)
     with the 1-based line/column in ``text``, the source line, a caret and a hint.
+    ``max_chars``: longer texts are refused at once (``None``: no limit);
+    parsing is linear but costs roughly 10-50 microseconds per character.
     """
     try:
-        return _parse(text, registry)
+        return _parse(text, registry, max_chars)
     except BlendSQLError:
         raise
     except RecursionError:
         raise ParseError(
             "query nests too deeply to parse", text=text, position=0,
-            hint="reduce the nesting of parentheses / ingredient calls",
+            hint="reduce the nesting of parentheses / ingredient calls / NOT and CASE",
+            code="too_deep",
         ) from None
     except Exception as err:  # defensive: never leak an internal exception type
         raise ParseError(
@@ -120,17 +126,15 @@ def parse(text: str, registry: IngredientRegistry) -> exp.Expression:
         ) from None
 
 
-def _parse(text: str, registry: IngredientRegistry) -> exp.Expression:
-    if not isinstance(text, str):
-        raise ParseError(
-            f"a query must be a string, not {type(text).__name__}",
-            hint="pass the BlendSQL query text as str",
-        )
+def _parse(text: str, registry: IngredientRegistry, max_chars: int | None) -> exp.Expression:
+    check_query_type(text)
+    check_query_size(text, max_chars)
+    check_nesting(text)
     bare = [i.name for i in registry if getattr(i, "bare_call", False)]
     tokens = scanner_for(registry.names(), bare).scan(text)
     _check_single_statement(text, tokens)
     _check_adjacent_strings(text, tokens)
-    ctx = _Ctx(text, registry)
+    ctx = _Ctx(text, registry, lone_call=_lone_call(tokens))
     _number(ctx, tokens)
     splice = _Splice(text)
     _splice_top(ctx, splice, tokens)
@@ -141,9 +145,92 @@ def _parse(text: str, registry: IngredientRegistry) -> exp.Expression:
     return tree
 
 
+def check_query_type(query: object) -> None:
+    """A query is text; anything else is a :class:`QueryTypeError` with a hint."""
+    if isinstance(query, str):
+        return
+    name = type(query).__name__
+    if isinstance(query, (bytes, bytearray, memoryview)):
+        hint = "decode it first, e.g. query.decode('utf-8')"
+    elif query is None:
+        hint = "pass the BlendSQL query text as str (got None: is a variable unset?)"
+    else:
+        hint = "pass the BlendSQL query text as str (or a parsed sqlglot Expression)"
+    raise QueryTypeError(f"a query must be a string, not {name}", hint=hint)
+
+
+#: deepest parenthesis nesting accepted; deeper text is refused before parsing. The
+#: scanner and sqlglot recurse ~20 Python frames per level, so about 45 levels fit
+#: Python's default recursion limit; 32 leaves room for the caller and the planner.
+MAX_NESTING = 32
+
+# what can hide a parenthesis: strings, quoted identifiers, comments (maybe unterminated)
+_NEST_RE = re.compile(
+    r"'(?:[^']|'')*'?|\"(?:[^\"]|\"\")*\"?|`(?:[^`]|``)*`?|\[[^\]]*\]?"
+    r"|--[^\n]*|/\*[\s\S]*?(?:\*/|\Z)|[()]"
+)
+
+
+def check_nesting(text: str, limit: int = MAX_NESTING) -> None:
+    """Refuse parentheses nested deeper than ``limit``, pointing at the first too deep.
+
+    Why: the scanner, sqlglot and the planner recurse once (or more) per
+    level; 10,000 nested parentheses used to end in a RecursionError deep
+    inside a library. Real queries nest a handful of levels.
+    """
+    depth = 0
+    for m in _NEST_RE.finditer(text):
+        tok = m.group()
+        if tok == "(":
+            depth += 1
+            if depth > limit:
+                raise ParseError(
+                    f"parentheses nest more than {limit} levels deep", text=text,
+                    position=m.start(), code="too_deep",
+                    hint="flatten the expression (e.g. use IN (...) or a CTE via WITH) "
+                    "instead of nesting parentheses / subqueries / calls this deep",
+                )
+        elif tok == ")":
+            depth = max(depth - 1, 0)
+
+
+def check_query_size(text: str, max_chars: int | None) -> None:
+    """Refuse a query longer than ``max_chars`` characters (``None``: no limit).
+
+    Why: a multi-megabyte query is almost always a mistake (a data file
+    pasted in, a generated value list); refusing it costs nothing, while
+    parsing, planning and running it costs time and memory. The limit is the
+    ``max_query_chars`` option (:mod:`blendsql.options`).
+    """
+    if max_chars is None or len(text) <= max_chars:
+        return
+    raise ParseError(
+        f"query is {len(text):,} characters long, over the limit of {max_chars:,} "
+        "(max_query_chars)", text=text, position=max_chars, code="too_large",
+        hint="pass max_query_chars=N (or None for no limit) to BlendSQL(...) or execute(...); "
+        "long value lists belong in a table or in params",
+    )
+
+
+def _lone_call(tokens: list[Block | Param | Semi | Text]) -> Block | None:
+    """The block when the whole query is one ingredient call (blanks, comments and
+    a trailing ';' aside). Why: ``{{LLMQA('Who won?')}}`` alone is a natural
+    question over no table; it means ``SELECT {{LLMQA('Who won?')}}``."""
+    significant = [t for t in tokens if not isinstance(t, Semi) and not _is_blank(t)]
+    if len(significant) == 1 and isinstance(significant[0], Block):
+        return significant[0]
+    return None
+
+
+def _is_blank(tok: object) -> bool:
+    """Whitespace and comments (they separate nothing)."""
+    return isinstance(tok, Text) and (tok.kind == "comment" or not tok.text.strip())
+
+
 def _remap_positions(ctx: _Ctx, sp: _Splice, tree: exp.Expression) -> None:
     """sqlglot records token positions (meta line/col/start/end) in the spliced
     text; move them to the original text so later stages can point at it."""
+    lines = LineIndex(ctx.text)
     for node in tree.walk():
         meta = node._meta
         if not meta or "start" not in meta:
@@ -151,7 +238,7 @@ def _remap_positions(ctx: _Ctx, sp: _Splice, tree: exp.Expression) -> None:
         start = sp.to_original(int(meta["start"]))
         end = sp.to_original(int(meta.get("end", meta["start"])))
         meta["start"], meta["end"] = start, max(start, end)
-        meta["line"], meta["col"] = line_col(ctx.text, meta["end"])
+        meta["line"], meta["col"] = lines.line_col(meta["end"])
 
 
 # --------------------------------------------------------------------- scanning
@@ -166,23 +253,25 @@ def _check_single_statement(text: str, tokens: list[Block | Param | Semi | Text]
             if not significant:
                 raise ParseError(
                     "empty statement before ';'", text=text, position=tok.pos,
-                    hint="remove the ';' (a query is one SQL statement)",
+                    hint="remove the ';' (a query is one SQL statement)", code="empty",
                 )
             seen_semi = seen_semi or tok
             continue
         if isinstance(tok, Text) and (tok.kind == "comment" or not tok.text.strip()):
             continue
         if seen_semi is not None:
-            pos = tok.pos if not isinstance(tok, Block) else tok.start
+            pos = _skip_blank(text, tok.pos) if not isinstance(tok, Block) else tok.start
             raise ParseError(
                 "only one SQL statement per query", text=text, position=pos,
                 hint="split the text at ';' and run each statement separately",
+                code="statements",
             )
         significant = True
     if not significant:
         raise ParseError(
-            "empty query", text=text, position=len(text),
+            "empty query (nothing but blanks or comments)", text=text, position=len(text),
             hint="write a SELECT statement, e.g. SELECT * FROM t WHERE {{LLMMap('q', t.c)}} = TRUE",
+            code="empty",
         )
 
 
@@ -230,7 +319,8 @@ def _number(ctx: _Ctx, tokens: list[Block | Param | Semi | Text]) -> None:
 
 def _after_join(tokens: list[Block | Param | Semi | Text], i: int) -> bool:
     """True when the previous significant lexeme is the keyword JOIN."""
-    for tok in reversed(tokens[:i]):
+    for j in range(i - 1, -1, -1):  # no slice copy: this runs once per block
+        tok = tokens[j]
         if isinstance(tok, Text) and (tok.kind == "comment" or not tok.text.strip()):
             continue
         if isinstance(tok, Text) and tok.kind == "other":
@@ -248,6 +338,8 @@ def _splice_top(ctx: _Ctx, sp: _Splice, tokens: list[Block | Param | Semi | Text
     for tok in tokens:
         if isinstance(tok, Block):
             sp.copy(pos, tok.start)
+            if tok is ctx.lone_call:
+                sp.emit("SELECT ", tok.start)
             _splice_block(ctx, sp, tok)
             pos = tok.end
         elif isinstance(tok, Param):
@@ -287,8 +379,7 @@ def _splice_block(ctx: _Ctx, sp: _Splice, b: Block) -> None:
 
 def _check_arg_text(ctx: _Ctx, b: Block, arg: Arg) -> None:
     """Empty arguments and keywords without values are reported before sqlglot sees them."""
-    value = ctx.text[arg.value_start:arg.end]
-    if value.strip():
+    if arg.items or _skip_blank(ctx.text, arg.value_start) < arg.end:
         return
     if arg.keyword is not None:
         raise ParseError(
@@ -314,7 +405,9 @@ def _skip_ws(text: str, pos: int) -> int:
 def _sqlglot_parse(ctx: _Ctx, sp: _Splice) -> exp.Expression:
     spliced = sp.text
     try:
-        trees = [t for t in sqlglot.parse(spliced, read="sqlite") if t is not None]
+        # a comment after the final ';' comes back as an empty Semicolon statement
+        trees = [t for t in sqlglot.parse(spliced, read="sqlite")
+                 if t is not None and not isinstance(t, exp.Semicolon)]
     except SqlglotParseError as err:
         raise _map_sqlglot_error(ctx, sp, err) from None
     except TokenError as err:
@@ -328,12 +421,22 @@ def _sqlglot_parse(ctx: _Ctx, sp: _Splice) -> exp.Expression:
         raise ParseError(
             "expected exactly one SQL statement", text=ctx.text, position=0,
             hint="a query is one SELECT (or other) statement",
+            code="statements" if trees else "empty",
         )
     tree = trees[0]
     if not isinstance(tree, exp.Expression):
         raise ParseError("expected a SQL statement", text=ctx.text, position=0)
     if isinstance(tree, exp.Command):
         _check_command(ctx, tree)
+    if isinstance(tree, exp.Condition):
+        # sqlglot reads `x = 1` as a statement; SQLite does not (only a lone call
+        # is accepted as shorthand for SELECT <call>)
+        raise ParseError(
+            "a query must be a statement, not a bare expression", text=ctx.text,
+            position=_skip_blank(ctx.text, 0),
+            hint="write SELECT <expression> (a query that is only one ingredient call "
+            "may omit the SELECT)",
+        )
     return tree
 
 
@@ -452,7 +555,7 @@ def _restore_params(ctx: _Ctx, tree: exp.Expression) -> None:
         name = ph.name
         m = _Q_RE.match(name)
         if m:
-            ph.replace(exp.Placeholder(this=f"p{m.group(1)}"))
+            _swap(ph, exp.Placeholder(this=f"p{m.group(1)}"))
         elif name in generated:
             raise ParseError(
                 f"named parameter :{name} clashes with the name given to a '?' parameter",
@@ -484,9 +587,31 @@ def _restore_calls(ctx: _Ctx, sp: _Splice, tree: exp.Expression) -> None:
                 "JOIN {{LLMJoin(left_on='t1::a', right_on='t2::b')}} for a join",
             )
         call = _make_call(ctx, cid, list(found[cid].expressions))
-        found[cid].replace(call)
+        _swap(found[cid], call)
         if cid in ctx.join_form:
             _fix_join_table(ctx, cid, call, tree)
+
+
+def _swap(old: exp.Expression, new: exp.Expression) -> None:
+    """``old.replace(new)`` in O(1) when ``old`` sits in a list argument.
+
+    Why: sqlglot's ``replace`` re-parents every sibling in the list, so
+    replacing each of n calls / parameters in one long SELECT list or IN list
+    was O(n^2) (most of the time of a large query).
+    """
+    parent, key, index = old.parent, old.arg_key, old.index
+    siblings = parent.args.get(key) if parent is not None and key else None
+    if not (isinstance(siblings, list) and index is not None and index < len(siblings)
+            and siblings[index] is old):
+        old.replace(new)
+        return
+    node: Any = parent
+    while node is not None and getattr(node, "_hash", None) is not None:
+        node._hash = None  # as sqlglot's own set(): cached hashes are stale now
+        node = node.parent
+    siblings[index] = new
+    new.parent, new.arg_key, new.index = parent, key, index
+    old.parent = None
 
 
 def _make_call(ctx: _Ctx, cid: int, values: list[exp.Expression]) -> IngredientCall:
@@ -534,6 +659,7 @@ def _normalise_arg(ctx: _Ctx, b: Block, arg: Arg, value: exp.Expression) -> exp.
         col = _quoted_column(value.this)
         if col is not None:
             return col
+        _check_column_ref(ctx, arg, value.this)
     if (
         arg.keyword is None
         and isinstance(value, exp.EQ)
@@ -582,10 +708,54 @@ def _ancestors(node: exp.Expression, stop: exp.Expression) -> list[Any]:
     return out
 
 
+def _check_column_ref(ctx: _Ctx, arg: Arg, s: str) -> None:
+    """A string that is shaped like ``'table::column'`` but is not a valid one.
+
+    Why: ``'city::'`` used to reach the ingredient as the literal text, so a
+    typo silently changed the query's meaning. A string is a column-reference
+    *attempt* when it contains ``::`` and what precedes the first ``::`` is
+    empty or one identifier-like word (``'What is 10::20?'`` is not: its head
+    has spaces / starts with a digit, so it stays a string).
+    """
+    if "::" not in s:
+        return
+    head = s.split("::", 1)[0]
+    if head and not re.fullmatch(r"[A-Za-z_][\w.]*", head):
+        return
+    start = _skip_blank(ctx.text, arg.value_start)
+    first = ctx.text.find("::", start, arg.end)  # the literal's own '::' (no '' escapes before)
+    rest = s.split("::", 1)[1]
+    if not head:
+        message, where = f"column reference {s!r} has no table name before '::'", first
+    elif "::" in rest:
+        message, where = (f"column reference {s!r} has more than one '::'",
+                          ctx.text.find("::", first + 2, arg.end))
+    elif not rest.strip():
+        message, where = f"column reference {s!r} has no column name after '::'", first + 2
+    else:
+        message, where = (f"column reference {s!r} is not of the form 'table::column'",
+                          start)
+    example = f"'{head or 'table'}::column'"
+    raise ParseError(
+        message, text=ctx.text, position=where if where >= 0 else start, code="column_ref",
+        hint=f"a string with '::' names a column as 'table::column': write {example} (table "
+        "an identifier, column without ':'); to pass the text itself, split it, e.g. 'a:' || ':b'",
+    )
+
+
+def _skip_blank(text: str, pos: int) -> int:
+    """Skip whitespace and comments from ``pos``."""
+    m = _BLANK_RE.match(text, pos)
+    return m.end() if m else pos
+
+
+_BLANK_RE = re.compile(r"(?:\s+|--[^\n]*|/\*[\s\S]*?\*/)*")
+
+
 def _quoted_column(s: str) -> exp.Column | None:
     """``'t::c'`` -> ``Column(table=t, this=c)`` with ``meta['quoted_form']``."""
     m = _QUOTED_COL_RE.match(s)
-    if not m:
+    if not m or not m.group(2).strip():
         return None
     table, column = m.group(1), m.group(2)
     db = None

@@ -108,6 +108,7 @@ class Scanner:
             raise ParseError(
                 "query nests too deeply to parse", text=text, position=0,
                 hint="reduce the nesting of parentheses / ingredient calls",
+                code="too_deep",
             ) from None
         return list(result)
 
@@ -412,10 +413,7 @@ def _make_block_factory(names: frozenset[str]) -> Any:
                 position=marks["close"].pos,
                 hint=f"a call opened with '{brace}' ends with '{close}'",
             )
-        args = [t for t in inner if isinstance(t, Arg)]
-        if len(args) == 1 and not s[args[0].start:args[0].end].strip():
-            args = []
-        return Block(start, end, brace, name.text, name.pos, args)
+        return Block(start, end, brace, name.text, name.pos, _call_args(s, inner))
 
     return action
 
@@ -430,10 +428,32 @@ def _bare_block(s: str, start: int, end: int, inner: list[Any],
             position=len(s[:end].rstrip()),
             hint="end the call with ')'; check for an unclosed '(' or quote",
         )
+    return Block(start, end, "", name.text, name.pos, _call_args(s, inner))
+
+
+_BLANK_RE = re.compile(r"(?:\s+|--[^\n]*|/\*[\s\S]*?\*/)*")
+
+
+def _blank_arg(s: str, arg: Arg) -> bool:
+    """An argument with nothing but whitespace / comments in it."""
+    m = _BLANK_RE.match(s, arg.start, arg.end)
+    return not arg.items and m is not None and m.end() == arg.end
+
+
+def _call_args(s: str, inner: list[Any]) -> list[Arg]:
+    """The call's arguments: ``f()`` has none, and one trailing comma is allowed.
+
+    Why the trailing comma: queries are often written (and generated) one
+    argument per line, ``options=(1, 2, 3),`` then ``)``; Python accepts that.
+    Only a single trailing comma after a real argument is dropped, so ``f(,)``
+    and ``f(a,,)`` still report an empty argument.
+    """
     args = [t for t in inner if isinstance(t, Arg)]
-    if len(args) == 1 and not s[args[0].start:args[0].end].strip():
-        args = []
-    return Block(start, end, "", name.text, name.pos, args)
+    if len(args) == 1 and _blank_arg(s, args[0]):
+        return []
+    if len(args) >= 2 and _blank_arg(s, args[-1]) and not _blank_arg(s, args[-2]):
+        return args[:-1]
+    return args
 
 
 @lru_cache(maxsize=64)
