@@ -11,6 +11,7 @@ AST is plain SQLite: render it, run it, return a Smoothie.
 from __future__ import annotations
 
 import itertools
+import json
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -62,6 +63,7 @@ from blendsql.plan.aliases import projection_names, resolve_aliases
 from blendsql.plan.calls import (
     call_key,
     find_calls,
+    map_value,
     next_call,
     scope_of,
     source_names,
@@ -466,8 +468,9 @@ class Run:
         ing = self.registry.get(call.key_name)
         try:
             if isinstance(ing, MapIngredient):
-                _, vi = ing.bind(call.call_args, call.call_kwargs)
-                return map_candidate(call, call.call_args[vi])
+                value = map_value(call, self.registry)
+                return map_candidate(call, value) if value is not None else exp.select(
+                    exp.Literal.number(1))
             if isinstance(ing, JoinIngredient):
                 left, right, _ = join_sides(call)
                 cands = [join_side_candidate(call, left), join_side_candidate(call, right)]
@@ -503,11 +506,18 @@ class Run:
         """
         args = call.call_args
         try:
-            qi, vi = ing.bind(args, call.call_kwargs)
-            value_node = args[vi]
+            qi, _ = ing.bind(args, call.call_kwargs)
+            value_cols = ing.value_args(args, call.call_kwargs)
+            value_node = map_value(call, self.registry)
+            if value_node is None:
+                raise IndexError(qi)
         except (IndexError, TypeError, KeyError) as e:
             raise IngredientError(f"{call.name} needs a value argument",
                                   hint=f"write {call.name}('question', table.column)") from e
+        if len(value_cols) > 1:  # several columns: values are tuples (MapIngredient)
+            kw_names = {"value_names": [to_blendsql(args[i]) for i in value_cols]}
+        else:
+            kw_names = {}
         question = self.evaluate(args[qi], call) if qi is not None and qi < len(args) else None
         kw = self.kwargs_of(call)
         engine_kw = pop_engine_kwargs(kw)  # prefilter= is for the engine, not run()
@@ -518,9 +528,10 @@ class Run:
         def run_values(vals: list[Any]) -> list[Any]:
             missing = list(dict.fromkeys(v for v in vals if value_key(v) not in outputs))
             if missing:
-                out = self.invoke(ing, call, missing, lambda model, warns: ing.run(
-                    question, list(missing), model=model, db=self.db, constraint=constraint,
-                    warnings=warns, **kw),
+                given = [decode_tuple(v) for v in missing] if kw_names else list(missing)
+                out = self.invoke(ing, call, given, lambda model, warns: ing.run(
+                    question, given, model=model, db=self.db, constraint=constraint,
+                    warnings=warns, **kw_names, **kw),
                     len(missing))
                 if not isinstance(out, (list, tuple)) or len(out) != len(missing):
                     raise IngredientError(
@@ -655,6 +666,11 @@ class SharedCall:
     hint: Hint
     uses: int
     outputs: dict[Any, Any] = field(default_factory=dict)
+
+
+def decode_tuple(value: Any) -> tuple[Any, ...]:
+    """A several-column value (``json_array`` text, see ``plan.calls.tuple_value``) as a tuple."""
+    return tuple(json.loads(value))
 
 
 def value_key(value: Any) -> tuple[str, Any]:

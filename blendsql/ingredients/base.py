@@ -46,6 +46,16 @@ class MapIngredient(Ingredient):
     Query forms: ``{{Name('question', t.col)}}``, ``{{Name(t.col)}}`` and
     ``{{Name('question', 't::col', options=..., return_type=...)}}``.
     NULL inputs are never passed; they map to NULL.
+
+    Several value columns (``{{Name('Do these agree?', r1.text, r2.text)}}``,
+    every positional argument after the question): ``run`` then receives
+    ``values`` as distinct *tuples* (one item per column, in argument order)
+    and the keyword ``value_names`` (the columns' text, e.g. ``['r1.text',
+    'r2.text']``); it returns one output per tuple. A row with a NULL in any
+    of the columns is not passed and maps to NULL, as for one column. The
+    tuple travels through SQL as ``json_array(...)``, so values are what JSON
+    keeps (TEXT, INTEGER, REAL; a BLOB column cannot be one of several).
+    With one value column nothing changes: ``values`` holds plain values.
     """
 
     kind = "map"
@@ -58,6 +68,18 @@ class MapIngredient(Ingredient):
         if len(args) >= 2:
             return 0, 1
         return None, 0
+
+    def value_args(self, args: list[Any], kwargs: dict[str, Any]) -> list[int]:
+        """Indices of the value arguments (several: values become tuples, see above).
+
+        Default: the value argument :meth:`bind` names and every positional
+        argument after it. A subclass that overrides ``bind`` keeps exactly
+        the one value it names unless it overrides this too.
+        """
+        _, vi = self.bind(args, kwargs)
+        if type(self).bind is not MapIngredient.bind:
+            return [vi]
+        return list(range(vi, len(args))) or [vi]
 
     def run(self, question: str | None, values: list[Any], **kwargs: Any) -> list[Any]:
         raise NotImplementedError

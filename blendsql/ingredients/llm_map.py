@@ -42,6 +42,20 @@ def normalize_few_shot(examples: Any) -> list[tuple[str | None, Any, Any]]:
     return out
 
 
+def render_value(value: Any, names: Sequence[str] | None = None) -> str:
+    """A value as prompt text; a tuple (several value columns) as one line per column.
+
+    Why labelled lines: ``LLMMap('Do these two reviews agree?', r1.text, r2.text)``
+    must show the model both values and which is which.
+    """
+    if not isinstance(value, tuple):
+        return _llm.render_scalar(value)
+    labels = list(names or []) + [f"value {i + 1}" for i in range(len(names or []),
+                                                                  len(value))]
+    return "\n" + "\n".join(f"{label}: {_llm.render_scalar(v)}"
+                     for label, v in zip(labels, value, strict=False))
+
+
 class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
     """Answers ``question`` about each value: ``{{LLMMap('Is this a pitcher?', 'w::position')}}``.
 
@@ -55,6 +69,10 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
 
         LLMMap(name="IsPitcher", question="Is this position a pitcher?",
                few_shot=[("sp", True), ("1b", False)], return_type="bool")
+
+    Several value columns (``LLMMap('Do these two reviews agree?', r1.text,
+    r2.text)``): one request per distinct tuple, the prompt showing each
+    column's value on its own line, labelled by the column.
 
     Call keywords: ``options``, ``return_type``, ``example_outputs``,
     ``context`` (a table or text shown before the value), ``few_shot``,
@@ -87,8 +105,10 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         fields = self.prompt_fields(question, constraint, kwargs)
         template = self.setting(kwargs, "template", self.template)
 
+        names = kwargs.get("value_names")
+
         def prompt_for(value: Any) -> str:
-            text = _llm.render_scalar(value)
+            text = render_value(value, names)
 
             def build(scale: float) -> str:  # scale < 1 only when the prompt overflows n_ctx
                 f = fields if scale == 1.0 else self.prompt_fields(

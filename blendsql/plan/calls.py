@@ -8,7 +8,7 @@ must see) is plain SQL once the calls below it have become lookups.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from sqlglot import exp
 
@@ -239,14 +239,40 @@ def map_ingredient(call: IngredientCall, registry: IngredientRegistry) -> MapIng
 
 def map_value(call: IngredientCall, registry: IngredientRegistry) -> exp.Expression | None:
     """The value argument of a map call, or None (not a map, or arguments that do not
-    bind: the executor reports those when it computes the call)."""
+    bind: the executor reports those when it computes the call).
+
+    Several value arguments (``MapIngredient.value_args``) give one
+    :func:`tuple_value` expression, so every later stage (candidates,
+    lookups, lazy scans, late maps) handles one value per row as before.
+    """
     ing = map_ingredient(call, registry)
     if ing is None:
         return None
     try:
-        return call.call_args[ing.bind(call.call_args, call.call_kwargs)[1]]
+        idx = ing.value_args(call.call_args, call.call_kwargs)
+        nodes = [call.call_args[i] for i in idx]
     except (BlendSQLError, IndexError, TypeError, KeyError):
         return None
+    return nodes[0] if len(nodes) == 1 else tuple_value(nodes)
+
+
+TUPLE_META = "bsql_tuple"  # meta flag on a tuple_value expression
+
+
+def tuple_value(nodes: list[exp.Expression]) -> exp.Expression:
+    """``CASE WHEN a IS NOT NULL AND b IS NOT NULL THEN json_array(a, b) END``.
+
+    Why JSON: a row's several values become one TEXT value, distinct exactly
+    when the tuples are, that the engine decodes back into a tuple before
+    calling the ingredient; NULL when any part is NULL (never passed, maps
+    to NULL, like a NULL single value).
+    """
+    test = exp.and_(*[exp.Not(this=exp.Is(this=n.copy(), expression=exp.null()))
+                      for n in nodes])
+    arr = exp.Anonymous(this="json_array", expressions=[n.copy() for n in nodes])
+    case = exp.Case(ifs=[exp.If(this=test, true=arr)])
+    case.meta[TUPLE_META] = len(nodes)
+    return case
 
 
 def _column_source(col: exp.Column, scope: exp.Select | None) -> str:
@@ -301,4 +327,5 @@ def twins(call: IngredientCall,
     its scope and arguments stay as they are until the call is replaced.
     """
     key = key_of(call)
-    return [c for c in find_calls(call.root()) if c is call or key_of(c) == key]
+    root = cast(exp.Expression, call.root())
+    return [c for c in find_calls(root) if c is call or key_of(c) == key]

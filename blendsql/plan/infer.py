@@ -140,7 +140,7 @@ def combine_hints(hints: list[Hint]) -> tuple[Hint, bool]:
         column = next((h.column for h in informative if h.column is not None), None)
         return Hint(kind, column=column, values=values), False
     if kinds <= set(_NUMERIC_RANK):
-        return Hint(max(kinds, key=_NUMERIC_RANK.__getitem__)), False
+        return Hint(max((str(k) for k in kinds), key=_NUMERIC_RANK.__getitem__)), False
     if "list" in kinds:
         lists = [h for h in informative if h.kind == "list"]
         return lists[0], False

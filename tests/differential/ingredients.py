@@ -16,6 +16,7 @@ ingredient     kind    twin
 StartsWith     map     ``substr(CAST(x AS TEXT), 1, length(p)) = p``
 Length         map     ``length(x)``
 Upper          map     ``upper(x)``
+Concat         map     ``CAST(a AS TEXT) || sep || CAST(b AS TEXT)`` (several columns)
 CountRows      qa      ``(SELECT COUNT(*) FROM (<context subquery>))``
 MaxOption      qa      ``(SELECT MAX(col) FROM t)``
 FirstOption    qa      ``(SELECT MIN(col) FROM t)``
@@ -124,6 +125,20 @@ class Upper(Recorder, MapIngredient):
         return [ascii_upper(sqlite_text(v)) for v in values]
 
 
+class Concat(Recorder, MapIngredient):
+    """Several value columns joined by the question: ``Concat('|', a, b)``.
+
+    Twin: ``CAST(a AS TEXT) || '|' || CAST(b AS TEXT)`` (NULL when a part is NULL).
+    Each value it receives is a tuple; with one column, the value's text.
+    """
+
+    def run(self, question: str | None, values: list[Any], **kwargs: Any) -> list[Any]:
+        self.calls.append(Call(question, list(values)))
+        sep = "" if question is None else str(question)
+        return [sep.join(sqlite_text(p) for p in v) if isinstance(v, tuple) else sqlite_text(v)
+                for v in values]
+
+
 class CountRows(Recorder, QAIngredient):
     """Number of rows of the context table (0 without context)."""
 
@@ -206,6 +221,7 @@ ALL_INGREDIENTS: tuple[type[Recorder], ...] = (
     StartsWith,
     Length,
     Upper,
+    Concat,
     CountRows,
     MaxOption,
     FirstOption,

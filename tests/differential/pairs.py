@@ -46,6 +46,7 @@ class Pair:
     within: dict[str, str] = field(default_factory=dict)
     needs: dict[str, str] = field(default_factory=dict)
     cascade: tuple[tuple[str, str, str], ...] = ()
+    once: tuple[str, ...] = ()  # keys whose values are passed at most once in the query
 
 
 CS = "concert_singer"
@@ -1689,5 +1690,191 @@ PAIRS += [
         "map_projection_grouped_by_ordinal", WORLD,
         "SELECT {{Length(country.Region)}}, COUNT(*) FROM country GROUP BY 1",
         "SELECT length(Region), COUNT(*) FROM country GROUP BY 1",
+    ),
+]
+
+# ---------------------------------------------------------------- issue 10
+NLD = "SELECT DISTINCT Name FROM city WHERE CountryCode = 'NLD'"
+RECURSIVE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) "
+PAIRS += [
+    # 1. identical calls: one evaluation (each value once), one constraint
+    Pair(
+        "shared_call_where_and_select", WORLD,
+        "SELECT Name, {{Length(city.Name)}} AS n FROM city "
+        "WHERE CountryCode = 'NLD' AND {{Length(city.Name)}} > 8",
+        "SELECT Name, length(Name) AS n FROM city WHERE CountryCode = 'NLD' AND length(Name) > 8",
+        exact={"Length": NLD}, once=("Length",),
+    ),
+    Pair(
+        "shared_call_spelled_three_ways", WORLD,
+        "SELECT Name, {{Length('city::Name')}} FROM city "
+        "WHERE CountryCode = 'NLD' AND {{Length(Name)}} > 8 AND {{Length(city.Name)}} < 12",
+        "SELECT Name, length(Name) FROM city WHERE CountryCode = 'NLD' AND length(Name) > 8 "
+        "AND length(Name) < 12",
+        exact={"Length": NLD}, once=("Length",),
+    ),
+    Pair(
+        "shared_call_where_and_order_by", WORLD,
+        "SELECT Name FROM city WHERE CountryCode = 'NLD' AND {{Length(city.Name)}} > 8 "
+        "ORDER BY {{Length(city.Name)}} DESC, Name",
+        "SELECT Name FROM city WHERE CountryCode = 'NLD' AND length(Name) > 8 "
+        "ORDER BY length(Name) DESC, Name",
+        order="exact", exact={"Length": NLD},
+    ),
+    Pair(
+        "shared_call_outer_and_subquery", WORLD,
+        "SELECT Name FROM city WHERE CountryCode = 'NLD' AND {{StartsWith('A', city.Name)}} "
+        "AND ID IN (SELECT ID FROM city WHERE Population > 150000 "
+        "AND {{StartsWith('A', city.Name)}})",
+        "SELECT Name FROM city WHERE CountryCode = 'NLD' AND substr(Name, 1, 1) = 'A' "
+        "AND ID IN (SELECT ID FROM city WHERE Population > 150000 AND substr(Name, 1, 1) = 'A')",
+        needs={"StartsWith": "SELECT Name FROM city WHERE Population > 150000"},
+        once=("StartsWith",),
+    ),
+    # 2. a SELECT alias used in WHERE / inside a call, resolved as SQLite does
+    Pair(
+        "alias_of_call_in_where", WORLD,
+        "SELECT Name, {{StartsWith('N', city.District)}} AS f FROM city "
+        "WHERE CountryCode = 'NLD' AND f = TRUE",
+        "SELECT Name, substr(District, 1, 1) = 'N' AS f FROM city "
+        "WHERE CountryCode = 'NLD' AND f = TRUE",
+        exact={"StartsWith": "SELECT DISTINCT District FROM city WHERE CountryCode = 'NLD'"},
+        once=("StartsWith",),
+    ),
+    Pair(
+        "alias_of_call_in_where_limit", WORLD,
+        "SELECT Name, {{StartsWith('Z', city.District)}} AS f FROM city "
+        "WHERE f = TRUE AND CountryCode = 'NLD' LIMIT 2",
+        "SELECT Name, substr(District, 1, 1) = 'Z' AS f FROM city "
+        "WHERE f = TRUE AND CountryCode = 'NLD' LIMIT 2",
+        order="sample",
+        sample_of="SELECT Name, substr(District, 1, 1) = 'Z' AS f FROM city "
+        "WHERE f = TRUE AND CountryCode = 'NLD'",
+        within={"StartsWith": "SELECT DISTINCT District FROM city WHERE CountryCode = 'NLD'"},
+        once=("StartsWith",),
+    ),
+    Pair(
+        "alias_of_call_negated_in_where", WORLD,
+        "SELECT Name, {{StartsWith('Z', city.District)}} AS f FROM city "
+        "WHERE CountryCode = 'NLD' AND NOT f",
+        "SELECT Name, substr(District, 1, 1) = 'Z' AS f FROM city "
+        "WHERE CountryCode = 'NLD' AND NOT f",
+    ),
+    Pair(
+        "alias_inside_having_call", WORLD,
+        "SELECT {{StartsWith('N', city.CountryCode)}} AS g, COUNT(*) FROM city "
+        "GROUP BY g HAVING {{StartsWith('1', g)}}",
+        "SELECT substr(CountryCode, 1, 1) = 'N' AS g, COUNT(*) FROM city "
+        "GROUP BY g HAVING substr(CAST(g AS TEXT), 1, 1) = '1'",
+    ),
+    Pair(
+        "alias_of_plain_expression_inside_call", WORLD,
+        "SELECT upper(Name) AS u FROM city "
+        "WHERE CountryCode = 'NLD' AND {{StartsWith('A', u)}}",
+        "SELECT upper(Name) AS u FROM city WHERE CountryCode = 'NLD' AND substr(u, 1, 1) = 'A'",
+    ),
+    Pair(
+        "alias_shadowed_by_a_real_column", WORLD,
+        "SELECT {{Length(city.District)}} AS Name FROM city WHERE Name = 'Amsterdam'",
+        "SELECT length(District) AS Name FROM city WHERE Name = 'Amsterdam'",
+    ),
+    # 3. several value columns: the values are tuples
+    Pair(
+        "multi_column_map_in_where", WORLD,
+        "SELECT Name FROM city WHERE CountryCode = 'NLD' "
+        "AND {{Concat('|', city.Name, city.District)}} = 'Utrecht|Utrecht'",
+        "SELECT Name FROM city WHERE CountryCode = 'NLD' "
+        "AND CAST(Name AS TEXT) || '|' || CAST(District AS TEXT) = 'Utrecht|Utrecht'",
+    ),
+    Pair(
+        "multi_column_map_across_join", WORLD,
+        "SELECT a.Name, {{Concat('-', a.Name, b.Code)}} AS k FROM city AS a "
+        "JOIN country AS b ON a.CountryCode = b.Code WHERE b.Continent = 'Oceania'",
+        "SELECT a.Name, a.Name || '-' || b.Code FROM city AS a "
+        "JOIN country AS b ON a.CountryCode = b.Code WHERE b.Continent = 'Oceania'",
+    ),
+    Pair(
+        # IndepYear has NULLs: a tuple with a NULL part maps to NULL; REAL and INTEGER parts
+        "multi_column_map_nulls_and_numbers", WORLD,
+        "SELECT Name, {{Concat('/', country.Code, country.IndepYear, country.LifeExpectancy)}} "
+        "FROM country WHERE Continent = 'Africa'",
+        "SELECT Name, Code || '/' || CAST(IndepYear AS TEXT) || '/' || "
+        "CAST(LifeExpectancy AS TEXT) FROM country WHERE Continent = 'Africa'",
+    ),
+    Pair(
+        "multi_column_map_limit_lazy", WORLD,
+        "SELECT Name FROM city WHERE {{Concat('', city.CountryCode, city.District)}} "
+        "= 'NLDNoord-Holland' LIMIT 2",
+        "SELECT Name FROM city WHERE CountryCode || District = 'NLDNoord-Holland' LIMIT 2",
+        order="sample",
+        sample_of="SELECT Name FROM city WHERE CountryCode || District = 'NLDNoord-Holland'",
+    ),
+    # 4. options=(subquery): the subquery's distinct non-NULL values
+    Pair(
+        "options_subquery_qa", WORLD,
+        "SELECT Name FROM city WHERE Name = {{MaxOption('last?', options=("
+        "SELECT DISTINCT Name FROM city WHERE CountryCode = 'NLD'))}}",
+        "SELECT Name FROM city WHERE Name = (SELECT MAX(Name) FROM city "
+        "WHERE CountryCode = 'NLD')",
+    ),
+    Pair(
+        "options_subquery_with_nulls", WORLD,
+        "SELECT Name FROM country WHERE IndepYear = {{FirstOption('first?', options=("
+        "SELECT IndepYear FROM country WHERE Continent = 'Africa'))}}",
+        "SELECT Name FROM country WHERE IndepYear = (SELECT MIN(IndepYear) FROM country "
+        "WHERE Continent = 'Africa')",
+    ),
+    # 5. IN / NOT IN with a QA call (a scalar answer is a set of one)
+    Pair(
+        "in_qa_scalar_without_parens", WORLD,
+        "SELECT Name FROM city WHERE Name IN {{MaxOption('q', options=("
+        "SELECT Name FROM city WHERE CountryCode = 'NLD'))}}",
+        "SELECT Name FROM city WHERE Name IN (SELECT MAX(Name) FROM city "
+        "WHERE CountryCode = 'NLD')",
+    ),
+    Pair(
+        "not_in_qa_scalar_in_parens", WORLD,
+        "SELECT Name FROM city WHERE CountryCode = 'NLD' AND Name NOT IN "
+        "(<<FirstOption('q', options=(SELECT Name FROM city WHERE CountryCode = 'NLD'))>>)",
+        "SELECT Name FROM city WHERE CountryCode = 'NLD' AND Name NOT IN "
+        "(SELECT MIN(Name) FROM city WHERE CountryCode = 'NLD')",
+    ),
+    Pair(
+        "in_qa_count_in_list_position", WORLD,
+        "SELECT Name FROM city WHERE ID IN "
+        "{{CountRows('how many?', (SELECT 1 FROM city WHERE CountryCode = 'NLD'))}}",
+        "SELECT Name FROM city WHERE ID IN "
+        "(SELECT COUNT(*) FROM city WHERE CountryCode = 'NLD')",
+    ),
+    # 6. lazy scan over a (large) recursive CTE, read page by page
+    Pair(
+        "lazy_recursive_cte_pages", WORLD,
+        RECURSIVE + "SELECT x FROM c WHERE {{StartsWith('9', c.x)}} LIMIT 4",
+        RECURSIVE + "SELECT x FROM c WHERE substr(CAST(x AS TEXT), 1, 1) = '9' LIMIT 4",
+        order="sample",
+        sample_of=RECURSIVE + "SELECT x FROM c WHERE substr(CAST(x AS TEXT), 1, 1) = '9'",
+    ),
+    Pair(
+        "lazy_negative_filter", WORLD,
+        RECURSIVE + "SELECT x FROM c WHERE x > 5 AND NOT {{StartsWith('1', c.x)}} "
+        "LIMIT 3 OFFSET 2",
+        RECURSIVE + "SELECT x FROM c WHERE x > 5 AND NOT substr(CAST(x AS TEXT), 1, 1) = '1' "
+        "LIMIT 3 OFFSET 2",
+        order="sample",
+        sample_of=RECURSIVE + "SELECT x FROM c WHERE x > 5 "
+        "AND NOT substr(CAST(x AS TEXT), 1, 1) = '1'",
+    ),
+    # 7. many AND-ed ingredient filters (cost order estimates each once)
+    Pair(
+        "many_and_filters", WORLD,
+        "SELECT Name FROM city WHERE " + " AND ".join(
+            [f"{{{{Length(city.Name)}}}} > {k}" for k in range(3)]
+            + [f"{{{{StartsWith('{p}', city.CountryCode)}}}} = FALSE" for p in "ABCDEFG"]
+            + ["{{Upper(city.District)}} <> 'BUENOS AIRES'",
+               "{{StartsWith('S', city.District)}}"]),
+        "SELECT Name FROM city WHERE " + " AND ".join(
+            [f"length(Name) > {k}" for k in range(3)]
+            + [f"substr(CountryCode, 1, 1) <> '{p}'" for p in "ABCDEFG"]
+            + ["upper(District) <> 'BUENOS AIRES'", "substr(District, 1, 1) = 'S'"]),
     ),
 ]

@@ -15,9 +15,9 @@ import re
 import sqlite3
 from typing import Any
 
-from .ingredients import Length, StartsWith, Upper
+from .ingredients import Concat, Length, StartsWith, Upper
 
-MAP_INGREDIENTS = {cls.__name__.lower(): cls for cls in (StartsWith, Length, Upper)}
+MAP_INGREDIENTS = {cls.__name__.lower(): cls for cls in (StartsWith, Length, Upper, Concat)}
 ALL_NAMES_RE = re.compile(r"(?:\{\{|<<)\s*([A-Za-z_]\w*)\s*\(")
 PAPER_REF_RE = re.compile(r"^'(\w+)::(\w+)'$")
 
@@ -102,6 +102,8 @@ def _as_sql_function(cls: type) -> Any:
 
     def fn(*args: Any) -> Any:
         question, value = (None, args[0]) if len(args) == 1 else (args[0], args[1])
+        if len(args) > 2:  # several value columns: a tuple, NULL if any part is NULL
+            value = None if any(a is None for a in args[1:]) else tuple(args[1:])
         if value is None:
             return None
         return cls().run(question, [value])[0]

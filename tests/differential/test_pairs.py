@@ -36,11 +36,12 @@ from .reference import ingredient_names, is_map_only, register_maps, to_referenc
 PAIR_PARAMS = [pytest.param(p, id=p.id) for p in PAIRS]
 MAP_ONLY_PARAMS = [pytest.param(p, id=p.id) for p in PAIRS if is_map_only(p.query)]
 VALUE_PARAMS = [
-    pytest.param(p, id=p.id) for p in PAIRS if p.exact or p.within or p.needs or p.cascade
+    pytest.param(p, id=p.id) for p in PAIRS
+    if p.exact or p.within or p.needs or p.cascade or p.once
 ]
 CASCADE_PARAMS = [pytest.param(p, id=p.id) for p in PAIRS if p.cascade]
 KNOWN_NAMES = {"startswith", "length", "upper", "countrows", "maxoption", "firstoption",
-               "lowerjoin"}
+               "lowerjoin", "concat"}
 
 
 # ----------------------------------------------------------------- fixtures
@@ -181,6 +182,10 @@ def test_engine_passes_promised_values(pair: Pair) -> None:
         got = {normalise_cell(v) for v in _passed(ingredients, key)}
         missing = distinct_values(pair.db, sql) - got
         assert not missing, f"{pair.id} {key}: needed values never passed: {missing}"
+    for key in pair.once:  # identical calls share one evaluation: each value once overall
+        got = [repr(normalise_cell(v)) for v in _passed(ingredients, key)]
+        twice = sorted({v for v in got if got.count(v) > 1})
+        assert not twice, f"{pair.id} {key}: values passed more than once: {twice[:10]}"
 
 
 @pytest.mark.parametrize("pair", CASCADE_PARAMS)
