@@ -133,6 +133,7 @@ class Database:
         self.token = secrets.token_hex(6)  # makes engine object names unguessable
         self._lock = threading.RLock()
         self._depth = 0
+        self._owner: int | None = None  # thread holding the session
         self._engine = False
         self._denied: str | None = None
         self._borrowed: Borrowed | None = None
@@ -216,6 +217,7 @@ class Database:
             if timeout != "keep":
                 self.timeout = timeout  # type: ignore[assignment]
             self._depth += 1
+            self._owner = threading.get_ident()
             if self._depth == 1 and not self._owns:
                 self._borrowed = Borrowed(self.conn, self._authorize)
             yield self
@@ -223,6 +225,7 @@ class Database:
             self._depth -= 1
             self.timeout = saved
             if self._depth == 0:
+                self._owner = None
                 self._give_back()
             self._lock.release()
 
@@ -322,6 +325,8 @@ class Database:
         """
         if not self._engine:
             self._refuse_by_keyword(sql)
+        if self._owner == threading.get_ident():  # inside this thread's session already
+            return self._run(sql, params if params is not None else (), origin)
         with self.session():
             return self._run(sql, params if params is not None else (), origin)
 

@@ -23,9 +23,14 @@ def rows_to_frame(cols: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> pd.Da
     columns (nothing is known about their type).
     """
     names = list(cols)
-    if not rows:
-        frame = pd.DataFrame({i: pd.Series([], dtype=object) for i in range(len(names))})
-    else:
+    unique = len(set(names)) == len(names)
+    if rows:
+        if unique:  # the common case, one constructor call
+            return pd.DataFrame.from_records(list(rows), columns=names)
         frame = pd.DataFrame.from_records(list(rows), columns=range(len(names)))
-    frame.columns = pd.Index(names, dtype=object)
+    elif unique:
+        return pd.DataFrame({c: pd.Series([], dtype=object) for c in names}, columns=names)
+    else:
+        frame = pd.DataFrame({i: pd.Series([], dtype=object) for i in range(len(names))})
+    frame.columns = pd.Index(names, dtype=object)  # by position: duplicates kept
     return frame

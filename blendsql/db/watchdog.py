@@ -19,18 +19,18 @@ import itertools
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
 
 
-@dataclass(order=True)
 class Ticket:
     """One armed deadline; ``fired`` tells whether the watchdog interrupted it."""
 
-    deadline: float
-    seq: int
-    conn: sqlite3.Connection = field(compare=False, repr=False)
-    active: bool = field(default=True, compare=False)
-    fired: bool = field(default=False, compare=False)
+    __slots__ = ("deadline", "conn", "active", "fired")
+
+    def __init__(self, deadline: float, conn: sqlite3.Connection) -> None:
+        self.deadline = deadline
+        self.conn = conn
+        self.active = True
+        self.fired = False
 
 
 class Watchdog:
@@ -38,25 +38,25 @@ class Watchdog:
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
-        self._heap: list[Ticket] = []
+        self._heap: list[tuple[float, int, Ticket]] = []
         self._seq = itertools.count()
         self._active = 0
         self._thread: threading.Thread | None = None
 
     def arm(self, conn: sqlite3.Connection, seconds: float) -> Ticket:
         """Interrupt ``conn`` after ``seconds`` unless :meth:`disarm` comes first."""
-        ticket = Ticket(time.monotonic() + seconds, next(self._seq), conn)
+        ticket = Ticket(time.monotonic() + seconds, conn)
         with self._cond:
-            heapq.heappush(self._heap, ticket)
+            heapq.heappush(self._heap, (ticket.deadline, next(self._seq), ticket))
             self._active += 1
             if len(self._heap) > 64 and len(self._heap) > 4 * self._active:
-                self._heap = [t for t in self._heap if t.active]
+                self._heap = [e for e in self._heap if e[2].active]
                 heapq.heapify(self._heap)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="blendsql-watchdog",
                                                 daemon=True)
                 self._thread.start()
-            elif self._heap[0] is ticket:
+            elif self._heap[0][2] is ticket:
                 self._cond.notify()
         return ticket
 
@@ -71,12 +71,12 @@ class Watchdog:
     def _loop(self) -> None:
         with self._cond:
             while True:
-                while self._heap and not self._heap[0].active:
+                while self._heap and not self._heap[0][2].active:
                     heapq.heappop(self._heap)
                 if not self._heap:
                     self._cond.wait()
                     continue
-                first = self._heap[0]
+                first = self._heap[0][2]
                 delay = first.deadline - time.monotonic()
                 if delay > 0:
                     self._cond.wait(delay)
