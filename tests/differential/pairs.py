@@ -1878,3 +1878,51 @@ PAIRS += [
             + ["upper(District) <> 'BUENOS AIRES'", "substr(District, 1, 1) = 'S'"]),
     ),
 ]
+PAIRS += [
+    Pair(
+        "multi_column_map_group_by_key", WORLD,
+        "SELECT {{Concat('|', country.Continent, country.Region)}} AS k, COUNT(*) "
+        "FROM country GROUP BY k",
+        "SELECT Continent || '|' || Region AS k, COUNT(*) FROM country GROUP BY k",
+    ),
+    Pair(
+        "multi_column_map_order_by", WORLD,
+        "SELECT Name FROM city WHERE CountryCode = 'NLD' "
+        "ORDER BY {{Concat('', city.District, city.Name)}} LIMIT 5",
+        "SELECT Name FROM city WHERE CountryCode = 'NLD' ORDER BY District || Name LIMIT 5",
+        order="exact",
+    ),
+    Pair(
+        "shared_qa_select_and_where", WORLD,
+        "SELECT Name, {{CountRows('n?', (SELECT 1 FROM city WHERE CountryCode = 'NLD'))}} "
+        "FROM city WHERE ID < {{CountRows('n?', (SELECT 1 FROM city WHERE CountryCode = 'NLD'))}}",
+        "SELECT Name, (SELECT COUNT(*) FROM city WHERE CountryCode = 'NLD') FROM city "
+        "WHERE ID < (SELECT COUNT(*) FROM city WHERE CountryCode = 'NLD')",
+    ),
+    Pair(
+        "shared_call_select_where_group_by", WORLD,
+        "SELECT {{Length(city.District)}} AS n, COUNT(*) FROM city "
+        "WHERE CountryCode = 'NLD' AND {{Length(city.District)}} > 7 "
+        "GROUP BY {{Length(city.District)}}",
+        "SELECT length(District) AS n, COUNT(*) FROM city "
+        "WHERE CountryCode = 'NLD' AND length(District) > 7 GROUP BY length(District)",
+        once=("Length",),
+    ),
+    Pair(
+        "alias_of_call_in_where_with_join", WORLD,
+        "SELECT ci.Name, {{StartsWith('N', ci.District)}} AS north FROM city AS ci "
+        "JOIN country AS co ON ci.CountryCode = co.Code "
+        "WHERE co.Code = 'NLD' AND north",
+        "SELECT ci.Name, substr(ci.District, 1, 1) = 'N' AS north FROM city AS ci "
+        "JOIN country AS co ON ci.CountryCode = co.Code WHERE co.Code = 'NLD' AND north",
+        once=("StartsWith",),
+    ),
+    Pair(
+        "alias_of_call_in_where_or", WORLD,
+        "SELECT Name, {{Length(city.Name)}} AS n FROM city "
+        "WHERE CountryCode = 'NLD' AND (n < 5 OR n > 12)",
+        "SELECT Name, length(Name) AS n FROM city "
+        "WHERE CountryCode = 'NLD' AND (n < 5 OR n > 12)",
+        once=("Length",),
+    ),
+]
