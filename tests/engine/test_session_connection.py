@@ -85,6 +85,12 @@ class Recorder:
 
     def __init__(self) -> None:
         self.calls = 0
+        self.steps = 0
+
+    def progress(self) -> int:
+        """The user's progress handler: counts, never interrupts."""
+        self.steps += 1
+        return 0
 
     def __call__(self, action: int, arg1: Any, arg2: Any, dbname: Any, source: Any) -> int:
         self.calls += 1
@@ -104,6 +110,7 @@ def _user_connection(world: Path, pending: bool) -> tuple[sqlite3.Connection, Re
                     "VALUES ('Pending', 'NLD', 'x', 1)")
     rec = Recorder()
     con.set_authorizer(rec)
+    con.set_progress_handler(rec.progress, 50)
     return con, rec
 
 
@@ -148,6 +155,11 @@ def test_handed_in_connection_comes_back_as_it_came(world: Path, pending: bool,
     # ... and ours is gone: the user can write on their own connection again
     con.execute("UPDATE city SET Population = Population + 1 WHERE ID = 1")
     con.rollback()
+    # their function and progress handler are still theirs
+    assert con.execute("SELECT user_fn(41) + 1").fetchone() == (42,)
+    steps = rec.steps
+    con.execute("SELECT COUNT(*) FROM city WHERE Name LIKE '%a%'").fetchone()
+    assert rec.steps > steps
 
 
 def test_user_authorizer_applies_to_blendsql_queries(world: Path) -> None:

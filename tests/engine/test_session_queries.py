@@ -60,6 +60,7 @@ POISON = [
     "CREATE TEMP VIEW city AS SELECT 'POISON' AS Name",
     "CREATE TEMP VIEW v AS SELECT 1",
     "CREATE TEMP TRIGGER t AFTER INSERT ON city BEGIN SELECT 1; END",
+    "CREATE VIRTUAL TABLE temp.city USING fts5(Name)",
     "ATTACH DATABASE ':memory:' AS other",
     "PRAGMA foreign_keys = ON",
     "PRAGMA case_sensitive_like = 1",
@@ -90,6 +91,33 @@ def test_a_query_cannot_change_what_the_next_one_sees(world: Path, sql: str,
     # the engine's own temp objects still work
     s = b.execute("SELECT Name FROM city WHERE {{StartsWith('Am', city.Name)}} = TRUE")
     assert len(s.df) > 0
+
+
+@pytest.mark.parametrize("allow_writes", [False, True])
+@pytest.mark.parametrize("sql", [
+    "INSERT INTO temp.scratch VALUES (2)",
+    "INSERT INTO scratch VALUES (2)",
+    "UPDATE scratch SET a = 5",
+    "DELETE FROM temp.scratch",
+    "DROP TABLE temp.scratch",
+    "ALTER TABLE scratch ADD COLUMN b",
+    "CREATE INDEX temp.i ON scratch (a)",
+    "CREATE TEMP VIEW v AS SELECT * FROM scratch",
+    "DETACH DATABASE temp",
+])
+def test_a_users_own_temp_objects_are_not_changed_either(world: Path, sql: str,
+                                                         allow_writes: bool) -> None:
+    con = sqlite3.connect(world)
+    con.execute("CREATE TEMP TABLE scratch (a)")
+    con.execute("INSERT INTO scratch VALUES (1)")
+    con.commit()
+    schema = con.execute("SELECT * FROM sqlite_temp_master").fetchall()
+    b = BlendSQL(con, allow_writes=allow_writes)
+    with pytest.raises(UnsafeQueryError):
+        b.execute(sql)
+    assert con.execute("SELECT * FROM sqlite_temp_master").fetchall() == schema
+    assert con.execute("SELECT * FROM scratch").fetchall() == [(1,)]
+    assert not con.in_transaction
 
 
 def test_temp_writes_refused_also_through_ingredient_queries(world: Path) -> None:
