@@ -80,6 +80,10 @@ class Borrowed:
     def __init__(self, conn: sqlite3.Connection, ours: Authorizer) -> None:
         self.conn = conn
         self.in_transaction = conn.in_transaction
+        # how rows and text come back is the user's choice for their own reads; the
+        # engine reads plain tuples and str (a bytes text_factory broke lookups)
+        self.row_factory, self.text_factory = conn.row_factory, conn.text_factory
+        conn.row_factory, conn.text_factory = None, str
         known, self.previous = swap_authorizer(conn, ours)
         if not known and not Borrowed._warned:
             Borrowed._warned = True
@@ -103,8 +107,10 @@ class Borrowed:
         return verdict if isinstance(verdict, int) else sqlite3.SQLITE_DENY
 
     def restore(self) -> None:
-        """Put the user's authorizer back (never raises: used on error paths too)."""
+        """Put the user's authorizer and factories back (never raises: used on error
+        paths too)."""
         try:
             self.conn.set_authorizer(self.previous)
         except sqlite3.Error:
             pass
+        self.conn.row_factory, self.conn.text_factory = self.row_factory, self.text_factory

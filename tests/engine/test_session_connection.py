@@ -169,6 +169,24 @@ def test_user_authorizer_applies_to_blendsql_queries(world: Path) -> None:
         b.execute("SELECT Code2 FROM country WHERE {{StartsWith('A', country.Name)}} = TRUE")
 
 
+@pytest.mark.parametrize("factories", [
+    (sqlite3.Row, str),
+    (None, bytes),
+    (lambda cur, row: dict(zip([d[0] for d in cur.description], row, strict=True)), str),
+], ids=["Row", "bytes text", "dict rows"])
+def test_users_row_and_text_factories_neither_break_queries_nor_get_lost(
+        world: Path, factories: tuple[Any, Any]) -> None:
+    """Before: a bytes text_factory gave wrong (empty) results, a dict row_factory a
+    KeyError."""
+    plain = BlendSQL(str(world), ingredients=INGREDIENTS)
+    con = sqlite3.connect(world)
+    con.row_factory, con.text_factory = factories
+    b = BlendSQL(con, ingredients=INGREDIENTS)
+    for q in INGREDIENT_QUERIES:
+        assert b.execute(q).df.values.tolist() == plain.execute(q).df.values.tolist()
+    assert (con.row_factory, con.text_factory) == factories
+
+
 def test_connection_without_authorizer_gets_none_back(world: Path) -> None:
     con = sqlite3.connect(world)
     b = BlendSQL(con, ingredients=INGREDIENTS)
