@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 import sqlite3
 import threading
 import time
@@ -91,4 +92,15 @@ class Watchdog:
                     pass  # closed meanwhile: nothing is running on it
 
 
+    def _after_fork(self) -> None:
+        """In a forked child the thread is gone: start afresh (armed tickets were the
+        parent's)."""
+        self._cond = threading.Condition(threading.Lock())
+        self._heap = []
+        self._active = 0
+        self._thread = None
+
+
 WATCHDOG = Watchdog()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=WATCHDOG._after_fork)
