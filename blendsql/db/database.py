@@ -219,7 +219,12 @@ class Database:
             self._depth += 1
             self._owner = threading.get_ident()
             if self._depth == 1 and not self._owns:
-                self._borrowed = Borrowed(self.conn, self._authorize)
+                try:
+                    self._borrowed = Borrowed(self.conn, self._authorize)
+                except sqlite3.ProgrammingError as e:  # e.g. the user closed it
+                    raise ExecutionError(f"cannot use the connection handed to BlendSQL: {e}",
+                                         hint="keep the sqlite3.Connection open while the "
+                                         "BlendSQL session uses it") from None
             yield self
         finally:
             self._depth -= 1

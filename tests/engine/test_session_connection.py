@@ -231,3 +231,12 @@ def test_opened_file_other_writer_after_failures(world: Path) -> None:
         assert not b.db.conn.in_transaction
         _other_process_can_write(world)
     assert b.db.conn.execute("SELECT COUNT(*) FROM sqlite_temp_master").fetchone() == (0,)
+
+
+def test_a_closed_handed_in_connection_is_a_clear_error(world: Path) -> None:
+    con = sqlite3.connect(world)
+    b = BlendSQL(con, ingredients=INGREDIENTS)
+    con.close()
+    with pytest.raises(BlendSQLError) as info:
+        b.execute(INGREDIENT_QUERIES[0])
+    assert info.value.hint
