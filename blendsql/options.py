@@ -23,6 +23,7 @@ Decisions:
 from __future__ import annotations
 
 import difflib
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -57,10 +58,10 @@ class OptionSpec:
 
 
 def _positive(value: Any) -> str | None:
-    """Limits must be positive numbers (``None`` means no limit)."""
-    if value is None or value > 0:
+    """Limits must be positive, finite numbers (``None`` means no limit where allowed)."""
+    if value is None or (value > 0 and math.isfinite(value)):
         return None
-    return "must be greater than 0"
+    return "must be a positive, finite number"
 
 
 def _spec(name: str, types: tuple[type, ...], default: Any, doc: str, **kw: Any) -> OptionSpec:
@@ -90,10 +91,13 @@ _SPECS: list[OptionSpec] = [
           choices=("embedding", "hashing", "model")),
     _spec("enum_threshold", _NUMBER, 0.5,
           "minimum similarity for enum_match's embedding rewrite"),
-    _spec("timeout", _NUMBER, None,
-          "time limit in seconds for each SQL statement (None: no limit)", check=_positive),
-    _spec("model_timeout", _NUMBER, None,
-          "time limit in seconds for each model request (None: no limit)", check=_positive),
+    # defaults mirror blendsql.db.database.DEFAULT_TIMEOUT and blendsql.models.base
+    # .DEFAULT_TIMEOUT (tests keep them equal); the engine applies its own default
+    _spec("timeout", _NUMBER, 300.0,
+          "time limit in seconds for each SQL statement (None: no limit)", check=_positive,
+          nullable=True),
+    _spec("model_timeout", _NUMBER, 120.0,
+          "time limit in seconds for each model request", check=_positive),
     _spec("max_query_chars", (int,), DEFAULT_MAX_QUERY_CHARS,
           "longest query text accepted in characters; longer ones are refused before "
           "parsing (None: no limit)", check=_positive, nullable=True),

@@ -76,6 +76,7 @@ def test_unknown_execute_option_is_refused_before_running():
     ("timeout", -1), ("timeout", 0), ("model_timeout", [1]), ("enum_threshold", "0.5"),
     ("enum_match", "fuzzy"), ("prefilter_embedder", "minilm"), ("max_query_chars", 1.5),
     ("max_query_chars", 0), ("late_maps", "false"), ("preaggregate", 1),
+    ("model_timeout", None), ("timeout", float("inf")), ("model_timeout", float("nan")),
 ])
 def test_wrong_type_or_value_is_refused(name, value):
     with pytest.raises(OptionError) as info:
@@ -88,6 +89,7 @@ def test_wrong_type_or_value_is_refused(name, value):
     ("prefilter", None), ("prefilter_cache", False), ("prefilter_cache", Path("x.sqlite")),
     ("enum_match", "Model"), ("enum_match", True), ("enum_threshold", 0.3),
     ("enum_threshold", 1), ("timeout", 2.5), ("timeout", None), ("model_timeout", 30),
+    ("model_timeout", 0.5),
     ("max_query_chars", 10), ("max_query_chars", None), ("late_maps", False),
     ("preaggregate", False), ("prefilter_embedder", "hashing"),
 ])
@@ -110,6 +112,14 @@ def test_options_stay_a_validating_dict():
     assert opts.merged({"lazy": True}) == {"lazy": True, "cost_order": False, "timeout": 3}
     assert opts == {"lazy": False, "cost_order": False, "timeout": 3}  # merged copies
     assert opts.effective()["preaggregate"] is True
+
+
+def test_declared_defaults_match_the_engine_defaults():
+    from blendsql.db import database
+    from blendsql.models import base
+
+    assert KNOWN["timeout"].default == database.DEFAULT_TIMEOUT
+    assert KNOWN["model_timeout"].default == base.DEFAULT_TIMEOUT
 
 
 def test_validate_and_check_option_name_the_call():

@@ -226,7 +226,8 @@ def _build(names: frozenset[str], bare: frozenset[str] = frozenset()) -> Scanner
         + pp.Opt(_mark("rparen", pp.Literal(")")))
     ).set_parse_action(_check_group)
     # leading blanks and an optional `name=` in one element
-    lead = pp.Regex(rf"\s*{_NAME_RE}\s*=(?!=)|\s+").set_parse_action(_lead)
+    # (comments may precede the keyword: one argument per line, each commented)
+    lead = pp.Regex(rf"{_BLANKS}{_NAME_RE}\s*=(?!=)|\s+").set_parse_action(_lead)
     arg = pp.Located(pp.Opt(lead) + pp.ZeroOrMore(arg_token))
     arg.set_parse_action(_make_arg)
     arglist = arg + pp.ZeroOrMore(pp.Suppress(",") + arg)
@@ -259,13 +260,17 @@ def _build(names: frozenset[str], bare: frozenset[str] = frozenset()) -> Scanner
     return Scanner(names, top)
 
 
+_BLANKS = r"(?:\s|--[^\n]*|/\*[\s\S]*?\*/)*"
+_KEYWORD_RE = re.compile(rf"({_NAME_RE})\s*=$")
+
+
 def _lead(s: str, loc: int, toks: pp.ParseResults) -> list[Any]:
-    """Blanks before an argument, with its ``name=`` keyword when there is one."""
+    """Blanks / comments before an argument, with its ``name=`` keyword when there is one."""
     text = str(toks[0])
-    if "=" not in text:
+    m = _KEYWORD_RE.search(text)
+    if m is None:
         return []
-    name_pos = loc + len(text) - len(text.lstrip())
-    return [_Mark("kw", name_pos, text.strip())]
+    return [_Mark("kw", loc + m.start(1), text[m.start(1):])]
 
 
 def _group_marks(compiled: re.Pattern[str]) -> Any:

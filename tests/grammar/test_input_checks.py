@@ -268,3 +268,15 @@ def test_deep_nesting_is_a_clear_error(query, registry):
         parse(query, registry)
     err = info.value
     assert err.code == "too_deep" and err.hint and err.line == 1 and err.column is not None
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT {{LLMQA('q',\n  -- the options\n  options=('a', 'b'),\n)}}",
+    "SELECT {{LLMQA('q', /* options= */ options = ('a', 'b'))}}",
+    "SELECT {{LLMQA('q', /* one */ -- two\n options=('a', 'b'))}}",
+])
+def test_comment_before_a_keyword_keeps_it_a_keyword(query, registry):
+    # it used to become the positional comparison (options = ('a', 'b'))
+    call = parse(query, registry).find(IngredientCall)
+    assert list(call.call_kwargs) == ["options"] and len(call.call_args) == 1
+    assert call == parse("SELECT {{LLMQA('q', options=('a', 'b'))}}", registry).find(IngredientCall)
