@@ -3,9 +3,12 @@
 Reads ../shared/data/spider (dev.json with gold SQL, dev_ids.txt,
 database/<db>/<db>.sqlite). Questions whose index is in ``dev_ids.txt`` are
 for tuning and few-shot examples only; ``--split report`` (the default) scores
-the others. ``--n`` questions are drawn from the split with a seeded sample
-(``--seed``), then sorted by index (so questions on one database run together
-and llama.cpp reuses the schema prefix of the prompt).
+the others. ``--n`` questions are the first n ids of the split (``--pick first``, the
+default: Spider dev is ordered by database, so questions on one database run
+together and llama.cpp reuses the schema prefix of the prompt — on a loaded
+2-core machine this is what makes n in the hundreds feasible), or a seeded
+sample sorted by index (``--pick sample --seed S``), which spreads over all
+20 databases.
 
 Modes, side by side on the same questions (``--modes``):
 
@@ -70,12 +73,17 @@ MODES = ("direct", "parser", "grammar", "permissive", "zeroshot")
 # ---------------------------------------------------------------- data
 
 
-def load_split(data: Path, split: str, n: int, seed: int) -> list[tuple[int, dict[str, Any]]]:
-    """``n`` questions of the split (seeded sample, sorted by index)."""
+def load_split(data: Path, split: str, n: int, seed: int,
+               pick: str = "first") -> list[tuple[int, dict[str, Any]]]:
+    """``n`` questions of the split: the first ``n`` by index, or a seeded sample
+    (sorted by index)."""
     raw = json.loads((data / "spider" / "dev.json").read_text())
     dev = {int(x) for x in (data / "spider" / "dev_ids.txt").read_text().split()}
     ids = [i for i in range(len(raw)) if (i in dev) == (split == "dev")]
-    picked = sorted(random.Random(seed).sample(ids, min(n, len(ids))))
+    if pick == "first":
+        picked = ids[:n]
+    else:
+        picked = sorted(random.Random(seed).sample(ids, min(n, len(ids))))
     return [(i, raw[i]) for i in picked]
 
 
@@ -249,6 +257,35 @@ def build_pool(data: Path, out: Path, seconds: float) -> int:
     return len(examples)
 
 
+# ---------------------------------------------------------------- combining runs
+
+
+def combine(parts: list[Path], out: Path) -> dict[str, Any]:
+    """One summary from runs of single modes (run as parallel processes): every
+    mode scored on the questions all runs finished, plus each run's own summary."""
+    rows: dict[int, dict[str, Any]] = {}
+    meta: dict[str, Any] = {}
+    modes: list[str] = []
+    for part in parts:
+        summary = json.loads(part.with_suffix(".json").read_text())
+        meta.setdefault("runs", []).append({k: summary[k] for k in ("command", "n", "date",
+                                                                    "run_seconds_this_session")})
+        for key in ("benchmark", "split", "pick", "seed", "model", "machine", "metric", "data",
+                    "allow_twins", "query_seconds"):
+            meta.setdefault(key, summary.get(key))
+        modes += [m for m in summary["modes"] if m not in modes]
+        for line in part.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                rows.setdefault(r["id"], {}).update(r)
+    common = [r for r in rows.values() if all(m in r for m in modes)]
+    combined = {**meta, "n": len(common), "modes_on_common_questions": summarize(common, modes),
+                "ids": sorted(r["id"] for r in common),
+                "command": "python benchmarks/spider.py --combine " + " ".join(map(str, parts))}
+    out.write_text(json.dumps(combined, indent=2) + "\n")
+    return combined
+
+
 # ---------------------------------------------------------------- run
 
 
@@ -291,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", help="GGUF path (the evaluation model); required unless --build-pool")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pick", choices=["first", "sample"], default="first",
+                    help="first n ids of the split (few databases: the schema prefix is reused), "
+                         "or a seeded sample")
     ap.add_argument("--split", choices=["report", "dev"], default="report")
     ap.add_argument("--modes", default="direct,parser")
     ap.add_argument("--n-ctx", type=int, default=4096)
@@ -303,7 +343,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="JSONL (default results/spider[_dev].jsonl)")
     ap.add_argument("--build-pool", type=Path, metavar="JSON",
                     help="write the few-shot pool from the dev ids to JSON and exit")
+    ap.add_argument("--combine", type=Path, nargs="+", metavar="JSONL",
+                    help="merge single-mode runs (scored on the questions all finished) into --out "
+                         "(default results/spider.json) and exit")
     args = ap.parse_args(argv)
+    if args.combine:
+        print(json.dumps(combine(args.combine, args.out or RESULTS / "spider.json"), indent=2))
+        return 0
     if args.build_pool:
         print(f"{build_pool(args.data, args.build_pool, args.query_seconds)} examples", file=sys.stderr)
         return 0
@@ -321,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     models = {m: LlamaCpp(model_path, n_ctx=args.n_ctx, n_threads=args.threads,
                            timeout=args.timeout) for m in modes}
     pool = load_examples()
-    items = load_split(args.data, args.split, args.n, args.seed)
+    items = load_split(args.data, args.split, args.n, args.seed, args.pick)
     done: dict[int, dict[str, Any]] = {}
     if out.exists():
         for line in out.read_text().splitlines():
@@ -336,7 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = [done[i] for i, _ in items if i in done]
         summary = {
             "benchmark": f"Spider dev, {'dev ids (tuning)' if args.split == 'dev' else 'report split (not in dev_ids.txt)'}",
-            "split": args.split, "n": len(rows), "requested_n": args.n, "seed": args.seed,
+            "split": args.split, "n": len(rows), "requested_n": args.n, "pick": args.pick,
+            "seed": args.seed if args.pick == "sample" else None,
             "model": {"file": model_path.name, "sha256": sha}, "command": command,
             "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "run_seconds_this_session": round(time.perf_counter() - started, 1),

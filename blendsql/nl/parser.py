@@ -126,7 +126,7 @@ class Parser:
         model: Model,
         *,
         examples: Sequence[Example] | None = None,
-        n_examples: int = 4,
+        n_examples: int = 3,
         max_retries: int = 2,
         decoding: Decoding | None = None,
         constrained: bool | None = None,
