@@ -8,6 +8,9 @@ at every step (time ~ n^3); now each call is estimated once.
 
     python benchmarks/many_filters.py                 # writes benchmarks/results/many_filters.json
     python benchmarks/many_filters.py --label before  # another label / output key
+
+The "before" numbers were taken with the same script on a git worktree of commit
+54a11ff (``PYTHONPATH=<worktree> python benchmarks/many_filters.py --label before``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import platform
 import random
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,8 +81,17 @@ def main() -> None:
             print(f"{args.label}: {n:3d} filters  {best:7.3f} s  {sql} traced statements",
                   flush=True)
     data: dict[str, Any] = json.loads(out_path.read_text()) if out_path.exists() else {}
+    import blendsql
+
+    src = Path(blendsql.__file__).resolve().parents[1]
+    commit = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
     data[args.label] = {
         "results": results,
+        "code": {"blendsql_from": str(src), "commit": commit,
+                 "dirty_tree": bool(subprocess.run(
+                     ["git", "-C", str(src), "status", "--porcelain", "--", "blendsql"],
+                     capture_output=True, text=True).stdout.strip())},
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "machine": {"platform": platform.platform(), "python": platform.python_version(),
                     "processor": platform.processor() or platform.machine(),
