@@ -183,6 +183,41 @@ def _lexer(other: str, extra: list[tuple[str, str]]) -> pp.ParserElement:
     return pp.Regex(plain).set_parse_action(action)
 
 
+# lexemes that never end a run of plain text: everything but ?, ;, }} and the errors
+_RUN_SAFE = ("string", "dq", "bt", "br", "line_comment", "block_comment")
+
+
+def _run_lexer(other: str, singles: str) -> pp.ParserElement:
+    """One element for a whole run of plain lexemes (text, strings, comments...).
+
+    Why: matching each lexeme as its own pyparsing token cost most of the
+    parse time of large queries (a long IN list is two tokens per value).
+    The run is matched by one C-level regex and split into the same
+    :class:`Text` tokens the one-lexeme element produces; it stops before
+    anything else (``?``, ``;``, ``}}``, blocks, unterminated quotes), which
+    the other elements then handle as before.
+    """
+    groups = [("other", other), *((n, rx) for n, rx in _LEXEMES if n in _RUN_SAFE),
+              ("other1", singles)]
+    split = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in groups))
+    run = "(?:" + "|".join(f"(?:{rx})" for _, rx in groups) + ")+"
+
+    def action(s: str, loc: int, toks: pp.ParseResults) -> list[Text]:
+        end = loc + len(toks[0])
+        out: list[Text] = []
+        pos = loc
+        while pos < end:
+            m = split.match(s, pos, end)
+            if m is None or m.end() == pos:  # pragma: no cover - the run matched these
+                raise ParseError("could not scan the query", text=s, position=pos,
+                                 hint="please report this query")
+            out.append(Text(pos, m.group(), _KINDS.get(m.lastgroup or "", "other")))
+            pos = m.end()
+        return out
+
+    return pp.Regex(run).set_parse_action(action)
+
+
 def _bare_head(bare: frozenset[str]) -> str:
     """Regex of a bare call's head (``ANSWER`` before ``(``), or "" without bare names.
 
@@ -250,11 +285,12 @@ def _build(names: frozenset[str], bare: frozenset[str] = frozenset()) -> Scanner
     block <<= pp.Located(braced).set_parse_action(_make_block_factory(names))
 
     # --- top level ----------------------------------------------------------
+    top_other = _text_run(r"[^'\"`\[\-/{}<?;]", bare_head)
     top_lex = _lexer(
-        _text_run(r"[^'\"`\[\-/{}<?;]", bare_head),
-        [("semi", ";"), ("stray", r"\}\}"), ("other1", singles + r"|\}")],
+        top_other, [("semi", ";"), ("stray", r"\}\}"), ("other1", singles + r"|\}")],
     )
-    token = (block | top_lex) if bare_head else (top_lex | block)
+    top_run = _run_lexer(top_other, singles + r"|\}(?!\})")
+    token = (block | top_run | top_lex) if bare_head else (top_run | top_lex | block)
     top = pp.ZeroOrMore(token) + pp.StringEnd()
     top.streamline()
     return Scanner(names, top)
