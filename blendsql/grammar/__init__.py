@@ -25,7 +25,24 @@ Decisions worth knowing (each one is tested in ``tests/grammar``):
   ``JOIN t2 ON <call(t1.a, t2.b)>`` with ``meta['join_form']`` and
   ``meta['join_keys']`` (how the two sides were written) and renders back in
   its original form; only join ingredients may follow ``JOIN`` directly.
-- Refused with a ParseError: two string literals in a row (``'a' 'b'``,
+- A query that is only one ingredient call (blanks, comments and a final
+  ``;`` aside), e.g. ``{{LLMQA('Who won?')}}``, means ``SELECT <call>``.
+- One trailing comma in an argument list is allowed (``f(a, b,)``); ``f(a,,)``
+  and ``f(,)`` are "empty argument" errors. Comments may precede ``key=``.
+- A string argument that contains ``::`` and whose part before the first
+  ``::`` is empty or one identifier-like word is a column-reference attempt:
+  if it is not a valid ``'table::column'`` (``'city::'``, ``'::col'``,
+  ``'a::b::c'``) it is a ParseError (code ``column_ref``). Other strings with
+  ``::`` (``'What is 10::20?'``) stay strings; ``'a:' || ':b'`` passes any text.
+- Limits, checked before parsing with a caret at the spot: ``max_chars``
+  (default 100,000 characters, ``None``: none; the session option
+  ``max_query_chars``) and parentheses nested more than ``MAX_NESTING`` (32)
+  deep. Parsing itself is linear in the text size.
+- Every ParseError has a ``code``: ``syntax``, ``empty``, ``statements``,
+  ``too_large``, ``too_deep``, ``column_ref`` or ``type`` (a non-string query:
+  :class:`blendsql.errors.QueryTypeError`, also a ``TypeError``).
+- Refused with a ParseError: a bare expression as a query (``{{QA()}} = 1``),
+  empty / comment-only text, two string literals in a row (``'a' 'b'``,
   which SQLite reads as an alias and sqlglot as a concatenation), an
   ingredient used as a table (``FROM {{...}}``), more than one statement, and
   text sqlglot can only keep as an unparsed command.
