@@ -134,7 +134,9 @@ class FunctionModel(Model):
     Each request may take at most ``timeout`` seconds: a batch runs in a worker
     thread, and a request still running at its deadline raises
     :class:`~blendsql.errors.ModelTimeoutError` (the stuck thread is left
-    behind as a daemon: Python cannot stop a running function).
+    behind as a daemon: Python cannot stop a running function). So ``fn`` runs
+    outside the caller's thread: a ``sqlite3`` connection it uses must be opened
+    with ``check_same_thread=False`` (or inside ``fn``).
     """
 
     def __init__(self, fn: Callable[[Request], Any], name: str = "function",
