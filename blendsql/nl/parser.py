@@ -71,6 +71,7 @@ Answer with one query only, no explanation."""
 PLAIN_GUIDE = "Write one SQLite query that answers the question. Answer with the query only, no explanation."
 
 EMPTY_RESULT = "the query returned no rows"
+RETRY_TEMPERATURE = 0.7
 
 
 @dataclass(frozen=True)
@@ -243,11 +244,10 @@ class Parser:
 
 
 def _fits(program: str, names: set[str]) -> bool:
-    """True when every table the program reads is one of ``names`` (lower-cased)."""
-    from blendsql.nl.fewshot import identifiers
+    """True when the program reads only tables of ``names`` and names something of it."""
+    from blendsql.nl.fewshot import fits_schema, identifiers
 
-    used = {m.lower() for m in re.findall(r"\b(?:FROM|JOIN)\s+([A-Za-z_][A-Za-z0-9_]*)", program, re.I)}
-    return bool(names) and used <= names and bool(identifiers(program) & names)
+    return fits_schema(program, names) and bool(identifiers(program) & names)
 
 
 R = TypeVar("R", bound=ParseResult)
@@ -275,8 +275,12 @@ def generate_program(
     """
     retry: tuple[str, str] | None = None
     fallback: str | None = None
+    repeated = False
     for _ in range(tries):
-        req = Request(prompt=prompt_for(retry), constraint=constraint, max_tokens=max_tokens)
+        # a model that repeated a failing program under greedy decoding will repeat it
+        # again: sample instead (seeded, so runs stay reproducible)
+        req = Request(prompt=prompt_for(retry), constraint=constraint, max_tokens=max_tokens,
+                      temperature=RETRY_TEMPERATURE if repeated else 0.0)
         resp = model.generate([req])[0]
         result.prompt_tokens += resp.usage.prompt_tokens
         result.completion_tokens += resp.usage.completion_tokens
@@ -291,6 +295,7 @@ def generate_program(
             return result
         if retry is not None and retry[0] == program and error == EMPTY_RESULT:
             break  # the model insists: the empty result is its answer
+        repeated = retry is not None and retry[0] == program
         retry = (program, _feedback(error))
     result.program = fallback
     return result
