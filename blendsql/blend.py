@@ -217,7 +217,9 @@ class BlendSQL:
             else:
                 df = execute_tree(run, tree, self._parse_expr, memo=isinstance(query, str))
             return to_smoothie(run, df, text, started)
-        except BlendSQLError:
+        except BlendSQLError as e:
+            if e.trace is None:
+                e.trace = list(run.trace)  # what ran before the failure, for explaining it
             raise
         except (KeyError, IndexError, TypeError, ValueError, AttributeError,
                 AssertionError, RecursionError) as e:

@@ -8,10 +8,18 @@ re-raised as one of these with a hint.
 from __future__ import annotations
 
 import bisect
+from typing import Any
 
 
 class BlendSQLError(Exception):
-    """Root of all blendsql errors."""
+    """Root of all blendsql errors.
+
+    ``trace`` is set by ``BlendSQL.execute`` when a query fails: the steps that
+    ran before the failure, ending with an ``error`` step naming the ingredient
+    that failed (e.g. a model that timed out), so a failed run is explainable too.
+    """
+
+    trace: list[Any] | None = None
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         self.message = message

@@ -32,7 +32,8 @@ class TraceStep:
     """One thing the engine did, in order.
 
     ``kind`` is one of: ``parse``, ``plan``, ``sql``, ``temp_table``,
-    ``ingredient``, ``retrieval``, ``warning``.
+    ``ingredient``, ``retrieval``, ``warning``, ``error`` (the failure that
+    ended a run; found in ``BlendSQLError.trace``).
     """
 
     kind: str

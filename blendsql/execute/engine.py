@@ -424,14 +424,19 @@ class Run:
         t0 = time.perf_counter()
         try:
             out = fn(model, warnings)
-        except BlendSQLError:
-            raise
         except Exception as e:  # noqa: BLE001 - user code: report, never leak
-            raise IngredientError(
+            err = e if isinstance(e, BlendSQLError) else IngredientError(
                 f"ingredient {call.name} failed: {type(e).__name__}: {e}",
                 hint=f"the error came from {type(ing).__name__}.run while evaluating "
                 f"{self.call_text(call)}",
-            ) from e
+            )
+            self.trace.append(TraceStep(  # BlendSQLError.trace ends with what failed
+                "error", f"{call.name}: {err.message}", seconds=time.perf_counter() - t0,
+                ingredient=call.name, details={"call": self.call_text(call),
+                                               "error": type(err).__name__}))
+            if err is e:
+                raise
+            raise err from e
         seconds = time.perf_counter() - t0
         used: Counters = self.model.snapshot().minus(before)
         m = self.meta

@@ -89,3 +89,32 @@ def test_function_errors_still_reach_the_caller():
 def test_timeout_is_validated(bad):
     with pytest.raises(ModelError, match="timeout"):
         FunctionModel(lambda r: "x", timeout=bad)
+
+
+def test_timeout_is_reported_in_the_failed_runs_trace():
+    release = threading.Event()
+    df = pd.DataFrame({"x": ["a", "b"]})
+    try:
+        bsql = BlendSQL({"w": df}, model=FunctionModel(_stuck(release), timeout=0.2))
+        with pytest.raises(ModelTimeoutError) as e:
+            bsql.execute("SELECT {{LLMMap('Is it?', w.x)}} AS y FROM w")
+    finally:
+        release.set()
+    trace = e.value.trace
+    assert trace is not None and trace[-1].kind == "error"
+    assert trace[-1].ingredient == "LLMMap" and "0.2 s" in trace[-1].summary
+    assert trace[-1].details["error"] == "ModelTimeoutError"
+    assert any(s.kind == "parse" for s in trace)  # the steps before the failure are kept
+
+
+def test_ingredient_crash_is_in_the_trace_too():
+    from blendsql.ingredients.base import MapIngredient
+
+    class Boom(MapIngredient):
+        def run(self, question, values, **kwargs):
+            raise ZeroDivisionError("x")
+
+    bsql = BlendSQL({"w": pd.DataFrame({"x": ["a"]})}, ingredients=[Boom])
+    with pytest.raises(BlendSQLError) as e:
+        bsql.execute("SELECT {{Boom('q', w.x)}} FROM w")
+    assert e.value.trace[-1].kind == "error" and "ZeroDivisionError" in e.value.trace[-1].summary
