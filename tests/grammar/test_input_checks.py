@@ -280,3 +280,27 @@ def test_comment_before_a_keyword_keeps_it_a_keyword(query, registry):
     call = parse(query, registry).find(IngredientCall)
     assert list(call.call_kwargs) == ["options"] and len(call.call_args) == 1
     assert call == parse("SELECT {{LLMQA('q', options=('a', 'b'))}}", registry).find(IngredientCall)
+
+
+def _with_trailing_commas(query: str, registry) -> str:
+    """``query`` with a ',' after the last argument of every call (nested ones too)."""
+    from blendsql.grammar.parser import _walk
+    from blendsql.grammar.scanner import Block, scanner_for
+
+    bare = [i.name for i in registry if getattr(i, "bare_call", False)]
+    blocks = [b for b in _walk(scanner_for(registry.names(), bare).scan(query))
+              if isinstance(b, Block) and b.args]
+    for pos in sorted({b.args[-1].end for b in blocks}, reverse=True):
+        query = query[:pos] + "," + query[pos:]
+    return query
+
+
+def test_trailing_comma_in_every_fixture_call_changes_nothing(registry):
+    from .fixtures import roundtrip_queries
+
+    changed = 0
+    for query in roundtrip_queries():
+        with_commas = _with_trailing_commas(query, registry)
+        changed += with_commas != query
+        assert parse(with_commas, registry) == parse(query, registry), with_commas
+    assert changed >= 40
