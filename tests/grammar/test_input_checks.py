@@ -7,6 +7,7 @@ strings, very large and very deeply nested queries.
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -304,3 +305,26 @@ def test_trailing_comma_in_every_fixture_call_changes_nothing(registry):
         changed += with_commas != query
         assert parse(with_commas, registry) == parse(query, registry), with_commas
     assert changed >= 40
+
+
+@pytest.mark.parametrize("broken", ["{t}::", "::{c}", "{t}::{c}::x", "{t}::{c}:"])
+def test_every_fixture_column_reference_broken_is_an_error(broken, registry):
+    from .fixtures import roundtrip_queries
+
+    seen = 0
+    for query in roundtrip_queries():
+        for m in re.finditer(r"'([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)::([^':]+)'", query):
+            bad = broken.format(t=m.group(1), c=m.group(2))
+            text = query[:m.start()] + f"'{bad}'" + query[m.end():]
+            with pytest.raises(ParseError) as info:
+                parse(text, registry)
+            assert info.value.code == "column_ref", text
+            assert m.start() <= _offset(text, info.value) <= m.start() + len(bad) + 1, str(info.value)
+            seen += 1
+    assert seen >= 10
+
+
+def _offset(text: str, err: ParseError) -> int:
+    """0-based offset of an error's (line, column)."""
+    lines = text.split("\n")
+    return sum(len(ln) + 1 for ln in lines[: err.line - 1]) + err.column - 1
