@@ -21,6 +21,7 @@ from blendsql.models.constraints import Constraint, Text
 # purpose: a 7B model on a slow CPU can need a minute for a long answer, but a
 # hung model must still end the query instead of blocking it forever.
 DEFAULT_TIMEOUT = 120.0
+_MAX_WAIT = 3600.0  # one wait at a time: threading refuses waits past TIMEOUT_MAX
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ class _Batch:
     def run_within(self, timeout: float, name: str) -> None:
         """Run the batch; raise the worker's error, or a timeout for a stuck request."""
         threading.Thread(target=self._work, name=f"blendsql-{name}", daemon=True).start()
-        while not self.done.wait(max(0.0, self.started + timeout - time.monotonic())):
+        while not self.done.wait(min(_MAX_WAIT, max(0.0, self.started + timeout - time.monotonic()))):
             if time.monotonic() - self.started >= timeout and not self.done.is_set():
                 n = len(self.out) + 1
                 raise ModelTimeoutError(

@@ -371,7 +371,7 @@ class LlamaCpp(Model):
         if switch is None:
             yield
             return
-        timer = threading.Timer(self.timeout, switch.trip)
+        timer = threading.Timer(min(self.timeout, threading.TIMEOUT_MAX / 2), switch.trip)
         timer.daemon = True
         timer.start()
         try:

@@ -118,3 +118,9 @@ def test_ingredient_crash_is_in_the_trace_too():
     with pytest.raises(BlendSQLError) as e:
         bsql.execute("SELECT {{Boom('q', w.x)}} FROM w")
     assert e.value.trace[-1].kind == "error" and "ZeroDivisionError" in e.value.trace[-1].summary
+
+
+def test_a_huge_time_limit_is_accepted_and_used():
+    # threading refuses waits past TIMEOUT_MAX; a generous limit must still work
+    out = FunctionModel(lambda r: "ok", timeout=1e15).generate([Request("x")])
+    assert out[0].value == "ok"
