@@ -55,6 +55,8 @@ def _convert(v: Any, notes: list[str] | None) -> Any:
         return _text(v.to_json(orient="records", default_handler=str), notes)
     if isinstance(v, (list, tuple, dict, set, frozenset)):
         return _text(json.dumps(_jsonable(v, notes), allow_nan=False), notes)
+    if _is_array(v):  # a numpy array / pandas Series: its items as a JSON list
+        return _convert(list(v.tolist()), notes)
     unwrapped = _numpy_item(v)
     if unwrapped is not v:
         return _convert(unwrapped, notes)
@@ -121,6 +123,12 @@ def _numpy_item(v: Any) -> Any:
     return v if type(out) is type(v) else out  # e.g. longdouble.item() is itself
 
 
+def _is_array(v: Any) -> bool:
+    """A numpy array of any shape or a pandas Series / Index (not a numpy scalar)."""
+    return isinstance(v, (pd.Series, pd.Index)) or (
+        type(v).__name__ == "ndarray" and callable(getattr(v, "tolist", None)))
+
+
 def _safe_str(v: Any) -> str:
     try:
         return str(v)
@@ -145,6 +153,8 @@ def _jsonable(v: Any, notes: list[str] | None) -> Any:
         return [_jsonable(x, notes) for x in sorted(v, key=_sort_key)]
     if isinstance(v, (list, tuple)):
         return [_jsonable(x, notes) for x in v]
+    if _is_array(v):
+        return [_jsonable(x, notes) for x in v.tolist()]
     if isinstance(v, decimal.Decimal):
         return _jsonable(_decimal(v, notes), notes)
     if isinstance(v, (bytes, bytearray)):

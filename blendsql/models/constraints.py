@@ -73,8 +73,13 @@ class Choice(Constraint):
     def check(self, value: Any) -> Any:
         """A number or boolean counts when its text is an option (options are text)."""
         v = plain_scalar(value)
-        if isinstance(v, bool):
-            return self.parse("true" if v else "false")
+        if isinstance(v, bool):  # true / false, else the options' yes / no spelling
+            for word in (("true", "yes") if v else ("false", "no")):
+                try:
+                    return self.parse(word)
+                except ValueError:
+                    continue
+            raise ValueError(f"{v} is not one of {len(self.options)} options")
         if isinstance(v, float) and _finite(v) and v.is_integer():
             v = int(v)
         if isinstance(v, (str, int)) or (isinstance(v, float) and _finite(v)):

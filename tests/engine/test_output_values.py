@@ -30,7 +30,8 @@ ODD_VALUES: list[Any] = [
     np.float32(0.5), np.float64("nan"), np.bool_(True), np.longdouble(1.5), {"a": 1, 2: {3, 1}},
     {1, 2, 3}, frozenset({"b", "a"}), ({"x"}, 2), [float("nan"), 2**70], {(1, 2): "t"},
     dt.date(2024, 1, 2), dt.datetime(2024, 1, 2, 3, 4, 5), 1 + 2j, bytearray(b"ab"),
-    pd.Timestamp("2024-01-02"), pd.NA, object(),
+    pd.Timestamp("2024-01-02"), pd.NA, object(), np.array([1, 2**63 - 1]), np.zeros((2, 2)),
+    pd.Series([1.5, None]),
 ]
 
 
@@ -51,6 +52,11 @@ def test_big_integers_become_real_like_sqlite_literals():
     assert to_sqlite(2**64 + 1) == literal == 2.0**64
     assert to_sqlite(10**400) == math.inf and to_sqlite(-(10**400)) == -math.inf
     assert to_sqlite(2**63 - 1) == 2**63 - 1 and type(to_sqlite(2**63 - 1)) is int
+
+
+def test_arrays_are_json_lists():
+    assert json.loads(to_sqlite(np.array([[1, 2], [3, 4]]))) == [[1, 2], [3, 4]]
+    assert json.loads(to_sqlite(pd.Series([1.5, float("nan")]))) == [1.5, None]
 
 
 def test_containers_are_deterministic_valid_json():

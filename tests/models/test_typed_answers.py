@@ -38,6 +38,8 @@ CASES: list[tuple[Constraint, list[tuple[Any, Any]], list[Any]]] = [
      [42, 4.2, True, ["Asia"], {"a": 1}, "Mars"]),
     (Choice(("1", "2", "true")), [(2, "2"), (np.int64(1), "1"), (1.0, "1"), (True, "true")],
      [3, 2.5, False]),
+    (Choice(("Yes", "No")), [(True, "Yes"), (np.bool_(False), "No"), ("yes", "Yes")],
+     [1, "maybe"]),
     (Bool(), [(True, True), (np.bool_(False), False), (1, True), ("no", False)],
      [2, 0.5, "maybe", [True], float("nan")]),
     (Int(), [(7, 7), (np.int32(-3), -3), (4.0, 4), (decimal.Decimal("12"), 12), ("1,200", 1200)],
