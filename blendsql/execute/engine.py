@@ -14,7 +14,8 @@ import itertools
 import json
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,6 +128,40 @@ class Run:
         self.run_id = f"{secrets.token_hex(4)}_{next(_RUN_IDS)}"
         self._n = itertools.count()
         self._texts: dict[int, str] = {}
+        self._label: tuple[str, str] | None = None  # (kind, summary) of the next statements
+        self._cleaning = False
+
+    # -- the one traced path to the database ---------------------------------------------
+
+    @contextmanager
+    def labelled(self, kind: str, summary: str) -> Iterator[None]:
+        """Statements run inside get this trace kind and summary (see :meth:`on_statement`)."""
+        saved, self._label = self._label, (kind, summary)
+        try:
+            yield
+        finally:
+            self._label = saved
+
+    def on_statement(self, sql: str, rows: int | None, seconds: float, engine: bool,
+                     error: str | None) -> None:
+        """Record one statement the database ran (``Database.tracing``'s hook).
+
+        Why every statement: a cost scan or a schema probe costs time too, and a
+        trace that shows only some statements hides where it went. Unlabelled
+        statements are the engine's temp objects (``temp_table``) or someone
+        else's reads (an ingredient's, ``sql``). Statements of the cleanup run
+        after the result is complete; they are listed in the last step's
+        ``details["cleanup"]`` so the trace still ends with the final query.
+        """
+        details: dict[str, Any] = {"error": error} if error else {}
+        if self._cleaning and self.trace:
+            self.trace[-1].details.setdefault("cleanup", []).append(
+                {"sql": sql, "rows": rows, "seconds": seconds, **details})
+            return
+        kind, summary = self._label or (
+            ("temp_table", sql.split("(", 1)[0][:60]) if engine else ("sql", "statement"))
+        self.trace.append(TraceStep(kind, summary, sql=sql, rows_out=rows, seconds=seconds,
+                                    details=details))
 
     def call_text(self, call: IngredientCall) -> str:
         """BlendSQL text of a call, rendered once per call (for traces and hints)."""
@@ -141,17 +176,20 @@ class Run:
 
     # -- SQL ----------------------------------------------------------------------
 
-    def sql(self, tree: exp.Expression | str, summary: str) -> tuple[list[str], list[tuple]]:
-        """Run one statement with the session's bindings, traced."""
+    def sql(self, tree: exp.Expression | str, summary: str, *, kind: str = "sql",
+            params: Mapping[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
+        """Run one statement with the session's bindings (or ``params``), traced.
+
+        ``kind``: ``sql`` for the query's own work, ``plan`` for probes made
+        to plan it (costs, column names, samples).
+        """
         text = tree if isinstance(tree, str) else render(tree)
-        t0 = time.perf_counter()
+        binds = self._bindings(text) if params is None else params
         try:
-            cols, rows = self.db.execute(text, self._bindings(text), origin=self.param_origin)
+            with self.labelled(kind, summary):
+                return self.db.execute(text, binds, origin=self.param_origin)
         except ExecutionError as e:
             raise self._lookup_error(e, text) from None
-        self.trace.append(TraceStep("sql", summary, sql=text, rows_out=len(rows),
-                                    seconds=time.perf_counter() - t0))
-        return cols, rows
 
     def _lookup_error(self, e: ExecutionError, text: str) -> ExecutionError:
         """``e``, or, when one of this run's lookup functions failed, an error that
@@ -172,7 +210,9 @@ class Run:
             return first_column(self.sql(render(cand, copy=False), summary)[1])
         assert isinstance(cand, exp.Select)
         as_json = json_candidate(cand)
-        if as_json is not None and json_ready(lambda q: self.db.execute(q)[1], cand):
+        if as_json is not None and json_ready(
+                lambda q: self.sql(q, "column type and size (for collecting)", kind="plan")[1],
+                cand):
             try:
                 _, rows = self.sql(render(as_json, copy=False), summary)
             except ExecutionError:
@@ -216,11 +256,13 @@ class Run:
         """
         name = self.db.temp_name(kind)
         cols = ["k", "v"] if key else ["v"]
-        seconds = self.db.create_temp_table(name, cols, rows if key else [(r[1],) for r in rows],
-                                            primary_key="k" if key and index else None)
+        start = len(self.trace)
+        with self.labelled("temp_table", f"temp.{name}"):
+            self.db.create_temp_table(name, cols, rows if key else [(r[1],) for r in rows],
+                                      primary_key="k" if key and index else None)
         self.temp_tables.append(name)  # after success: a failed CREATE made nothing of ours
-        self.trace.append(TraceStep("temp_table", f"temp.{name}", rows_out=len(rows),
-                                    seconds=seconds))
+        if len(self.trace) > start:  # the statements' steps: the first one counts the rows
+            self.trace[start].rows_out = len(rows)
         return name
 
     def map_lookup_node(self, pairs: list[tuple[Any, Any]], value: exp.Expression,
@@ -248,8 +290,12 @@ class Run:
 
     def cleanup(self) -> None:
         """Drop every temp table and lookup function of this run (also after errors)."""
-        for name in self.temp_tables:
-            self.db.drop_temp_table(name)
+        self._cleaning = True
+        try:
+            for name in self.temp_tables:
+                self.db.drop_temp_table(name)
+        finally:
+            self._cleaning = False
         self.temp_tables.clear()
         for name in self.functions:
             self.db.release_function(name)  # the name is reused: the count stays constant
@@ -530,19 +576,24 @@ class Run:
         constraint = self.constraint_for(call, kw, shared.hint)
         outputs = shared.outputs
 
+        def run_batch(vals: list[Any]) -> list[Any]:
+            given = [decode_tuple(v) for v in vals] if kw_names else list(vals)
+            out = self.invoke(ing, call, given, lambda model, warns: ing.run(
+                question, given, model=model, db=self.db, constraint=constraint,
+                warnings=warns, **kw_names, **kw),
+                len(vals))
+            if not isinstance(out, (list, tuple)) or len(out) != len(vals):
+                raise IngredientError(
+                    f"{call.name} returned {_describe(out)} for {len(vals)} values",
+                    hint="a map ingredient's run() returns a list as long as `values`")
+            return list(out)
+
         def run_values(vals: list[Any]) -> list[Any]:
+            if shared.uses <= 1:  # no identical call shares the outputs: no keyed store
+                return run_batch(vals)
             missing = list(dict.fromkeys(v for v in vals if value_key(v) not in outputs))
             if missing:
-                given = [decode_tuple(v) for v in missing] if kw_names else list(missing)
-                out = self.invoke(ing, call, given, lambda model, warns: ing.run(
-                    question, given, model=model, db=self.db, constraint=constraint,
-                    warnings=warns, **kw_names, **kw),
-                    len(missing))
-                if not isinstance(out, (list, tuple)) or len(out) != len(missing):
-                    raise IngredientError(
-                        f"{call.name} returned {_describe(out)} for {len(missing)} values",
-                        hint="a map ingredient's run() returns a list as long as `values`")
-                for v, o in zip(missing, out, strict=True):
+                for v, o in zip(missing, run_batch(missing), strict=True):
                     outputs[value_key(v)] = o
             return [outputs[value_key(v)] for v in vals]
 
@@ -815,7 +866,8 @@ def source_columns(run: Run, scope: exp.Select, src: exp.Expression) -> set[str]
     text = table.sql(dialect="sqlite")
     if text not in cache:
         try:
-            cols = run.db.execute(f"SELECT * FROM {text} LIMIT 0")[0]
+            cols = run.sql(f"SELECT * FROM {text} LIMIT 0", f"column names of {text}",
+                           kind="plan")[0]
             cache[text] = {str(c).lower() for c in cols}
         except BlendSQLError:
             cache[text] = None
