@@ -23,7 +23,7 @@ from typing import Any, Literal
 from urllib.parse import urlparse
 
 from blendsql.errors import BlendSQLError, ModelError
-from blendsql.models.base import Model, Request, Response, Usage
+from blendsql.models.base import Model, Request, Response, Usage, check_timeout
 from blendsql.models.constraints import (
     Bool,
     Choice,
@@ -251,6 +251,7 @@ class OpenAI(Model):
     ) -> None:
         if server_kind not in _KINDS:
             raise ModelError(f"unknown server_kind {server_kind!r}", hint="use one of: " + ", ".join(_KINDS))
+        timeout = check_timeout(timeout)
         import openai
 
         self.model = model

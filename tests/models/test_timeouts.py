@@ -124,3 +124,12 @@ def test_a_huge_time_limit_is_accepted_and_used():
     # threading refuses waits past TIMEOUT_MAX; a generous limit must still work
     out = FunctionModel(lambda r: "ok", timeout=1e15).generate([Request("x")])
     assert out[0].value == "ok"
+
+
+@pytest.mark.parametrize("bad", [0, -5, float("nan"), float("inf"), "60", None])
+def test_openai_timeout_is_validated(bad):
+    pytest.importorskip("openai")
+    from blendsql.models import OpenAI
+
+    with pytest.raises(ModelError, match="timeout"):
+        OpenAI("m", base_url="http://127.0.0.1:9/v1", timeout=bad)
