@@ -116,6 +116,19 @@ def user_param(name: str) -> str:
     return f"the value you passed for parameter {name!r}"
 
 
+def _engine_own(action: int, dbname: str | None) -> bool:
+    """True for what the engine does to its own temp objects and transactions.
+
+    Why the user's authorizer is not asked about these: it guards the user's
+    data, and a denial here would leave an engine temp table behind on the
+    user's connection (its cleanup refused). Reads of the user's tables, even
+    in engine mode, still go to the user's authorizer.
+    """
+    return (action in _TEMP_ACTIONS
+            or action in (sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT)
+            or (action in _WRITE_ACTIONS and dbname == "temp"))
+
+
 class Database:
     """A SQLite connection with write protection, a session lock and engine temp tables.
 
@@ -271,7 +284,7 @@ class Database:
             self._denied = problem
             return sqlite3.SQLITE_DENY
         borrowed = self._borrowed
-        if borrowed is not None:
+        if borrowed is not None and not (self._engine and _engine_own(action, dbname)):
             return borrowed.user_authorizer(action, arg1, arg2, dbname, source)
         return sqlite3.SQLITE_OK
 
