@@ -153,7 +153,7 @@ class FunctionModel(Model):
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         if not requests:
             return []
-        batch = _Batch(self._answer, list(requests))
+        batch = TimedBatch(self._answer, list(requests))
         batch.run_within(self.timeout, self.name)
         return batch.out
 
@@ -170,7 +170,7 @@ class FunctionModel(Model):
         return Response(text, value, usage, time.perf_counter() - t0, error=err)
 
 
-class _Batch:
+class TimedBatch:
     """Answers a batch in one daemon worker thread, watched request by request.
 
     Why one thread per batch, not per request: a map over 100k values must not
@@ -186,6 +186,7 @@ class _Batch:
         self.error: BaseException | None = None
         self.started = time.monotonic()  # when the current request began
         self.done = threading.Event()
+        self.thread: threading.Thread | None = None  # the worker (still alive after a timeout)
 
     def _work(self) -> None:
         try:
@@ -199,14 +200,14 @@ class _Batch:
 
     def run_within(self, timeout: float, name: str) -> None:
         """Run the batch; raise the worker's error, or a timeout for a stuck request."""
-        threading.Thread(target=self._work, name=f"blendsql-{name}", daemon=True).start()
+        self.thread = threading.Thread(target=self._work, name=f"blendsql-{name}", daemon=True)
+        self.thread.start()
         while not self.done.wait(min(_MAX_WAIT, max(0.0, self.started + timeout - time.monotonic()))):
             if time.monotonic() - self.started >= timeout and not self.done.is_set():
                 n = len(self.out) + 1
                 raise ModelTimeoutError(
                     f"model {name!r} did not answer request {n} of {len(self.requests)} "
                     f"within {timeout:g} s",
-                    hint="the function may be stuck; raise FunctionModel(..., timeout=) "
-                    "if it is just slow")
+                    hint="the model may be stuck; raise its timeout= if it is just slow")
         if self.error is not None:
             raise self.error

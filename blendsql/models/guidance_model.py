@@ -11,12 +11,22 @@ default llama.cpp path compiles to GBNF directly and is faster.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from blendsql.errors import ModelError
-from blendsql.models.base import Model, Request, Response, Usage, parse_response
+from blendsql.errors import ModelError, ModelTimeoutError
+from blendsql.models.base import (
+    DEFAULT_TIMEOUT,
+    Model,
+    Request,
+    Response,
+    TimedBatch,
+    Usage,
+    check_timeout,
+    parse_response,
+)
 from blendsql.models.constraints import (
     Bool,
     Choice,
@@ -65,9 +75,15 @@ class Guidance(Model):
 
     ``chat=True`` sends the request's messages through the model's chat template
     (guidance role blocks); ``chat=False`` feeds the plain prompt text.
+
+    Each request may take ``timeout`` seconds; past it, ``ModelTimeoutError``.
+    guidance cannot be interrupted, so the request keeps running in its worker
+    thread, and the model refuses new requests until it ends (two requests at
+    once on one engine could crash it).
     """
 
-    def __init__(self, model: Any, *, name: str | None = None, chat: bool = True) -> None:
+    def __init__(self, model: Any, *, name: str | None = None, chat: bool = True,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
         self._g = _import_guidance()
         if not isinstance(model, self._g.models.Model):
             raise ModelError(f"Guidance() expects a guidance model, got {type(model).__name__}",
@@ -75,6 +91,8 @@ class Guidance(Model):
         self.lm = model
         self.chat = chat
         self.name = name or f"guidance:{type(model).__name__}"
+        self.timeout = check_timeout(timeout)
+        self._stuck: threading.Thread | None = None  # a request still running past its limit
 
     def identity(self) -> str:
         engine = getattr(self.lm, "_interpreter", None)
@@ -84,7 +102,18 @@ class Guidance(Model):
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         # guidance models are stateful engines: requests run one after another
-        return [self._one(r) for r in requests]
+        if not requests:
+            return []
+        if self._stuck is not None and self._stuck.is_alive():
+            raise ModelError(f"{self.name} is still running a request that timed out",
+                             hint="wait for it to end, or load a new guidance model")
+        batch = TimedBatch(self._one, list(requests))
+        try:
+            batch.run_within(self.timeout, self.name)
+        except ModelTimeoutError:
+            self._stuck = batch.thread
+            raise
+        return batch.out
 
     def _prompted(self, req: Request) -> Any:
         """The base model with the request's prompt appended (chat roles if enabled)."""

@@ -133,3 +133,29 @@ def test_openai_timeout_is_validated(bad):
 
     with pytest.raises(ModelError, match="timeout"):
         OpenAI("m", base_url="http://127.0.0.1:9/v1", timeout=bad)
+
+
+def test_guidance_request_past_its_limit_raises_and_blocks_reuse_until_it_ends():
+    pytest.importorskip("guidance")
+    from blendsql.models.base import Response
+    from blendsql.models.guidance_model import Guidance
+
+    g = Guidance.__new__(Guidance)  # no real guidance engine needed to test the limit
+    g.name, g.timeout, g._stuck = "guidance:fake", 0.2, None
+    release = threading.Event()
+
+    def one(req: Request) -> Response:
+        release.wait(30)
+        return Response("x", "x")
+
+    g._one = one  # type: ignore[method-assign]
+    try:
+        with pytest.raises(ModelTimeoutError):
+            g.generate([Request("a")])
+        with pytest.raises(ModelError, match="still running"):  # never two requests at once
+            g.generate([Request("b")])
+    finally:
+        release.set()
+    assert g._stuck is not None
+    g._stuck.join(10)
+    assert g.generate([Request("c")])[0].value == "x"
