@@ -231,10 +231,8 @@ class BlendSQL:
 
     def _plain(self, run: Run, query: str, params: Any) -> Any:
         """A query without ingredients runs as written, with the user's params."""
-        t0 = time.perf_counter()
-        cols, rows = self.db.execute(query, params)
-        run.trace.append(TraceStep("sql", "query (no ingredients)", sql=query,
-                                   rows_out=len(rows), seconds=time.perf_counter() - t0))
+        with run.labelled("sql", "query (no ingredients)"):  # traced by the database
+            cols, rows = self.db.execute(query, params)
         return rows_to_frame(cols, rows)
 
     def _plain_fallback(self, run: Run, query: str, params: Any, err: ParseError) -> Any:

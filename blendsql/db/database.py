@@ -44,7 +44,7 @@ from blendsql.db.handover import Borrowed
 from blendsql.db.statements import TRANSACTION_KEYWORDS, leading_keyword
 from blendsql.db.temp_rows import quote, row_selects
 from blendsql.db.watchdog import WATCHDOG
-from blendsql.errors import ExecutionError, UnsafeQueryError
+from blendsql.errors import BlendSQLError, ExecutionError, UnsafeQueryError
 
 #: default time limit (seconds) for one SQL statement; the ``timeout`` option overrides it
 DEFAULT_TIMEOUT = 300.0
@@ -109,6 +109,8 @@ class SessionBusyError(ExecutionError, TimeoutError):
 
 
 ParamOrigin = Callable[[str], str]
+#: ``hook(sql, rows or None, seconds, engine_mode, error or None)``, see Database.tracing
+StatementHook = Callable[[str, "int | None", float, bool, "str | None"], None]
 
 
 def user_param(name: str) -> str:
@@ -153,6 +155,8 @@ class Database:
         self._names = itertools.count()
         self._free_functions: list[str] = []
         self._owns = True
+        # called after every statement (see tracing()): the one traced path to SQLite
+        self.tracer: StatementHook | None = None
         self.path: str | None = None
         self.conn: sqlite3.Connection
         if isinstance(source, Database):
@@ -348,8 +352,39 @@ class Database:
         with self.session():
             return self._run(sql, params if params is not None else (), origin)
 
+    @contextmanager
+    def tracing(self, hook: StatementHook | None) -> Iterator[None]:
+        """Report every statement run inside to ``hook(sql, rows, seconds, engine, error)``.
+
+        Why here: every statement, whoever issues it (the engine's candidate
+        queries, cost scans, schema probes, temp objects, an ingredient's own
+        reads), passes through :meth:`_run` or :meth:`drop_temp_table`, so a
+        trace built from this hook cannot miss one. ``rows`` is None and
+        ``error`` the message when the statement failed.
+        """
+        saved, self.tracer = self.tracer, hook
+        try:
+            yield
+        finally:
+            self.tracer = saved
+
     def _run(self, sql: str, params: Any, origin: ParamOrigin,
              ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """One statement (:meth:`_run_statement`), reported to the tracer if any."""
+        hook = self.tracer
+        if hook is None:
+            return self._run_statement(sql, params, origin)
+        t0 = time.perf_counter()
+        try:
+            cols, rows = self._run_statement(sql, params, origin)
+        except BlendSQLError as e:
+            hook(sql, None, time.perf_counter() - t0, self._engine, e.message)
+            raise
+        hook(sql, len(rows), time.perf_counter() - t0, self._engine, None)
+        return cols, rows
+
+    def _run_statement(self, sql: str, params: Any, origin: ParamOrigin,
+                       ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """One statement under the time limit; commit only what it began."""
         conn = self.conn
         began_outside = not conn.in_transaction
@@ -537,11 +572,16 @@ class Database:
         Only call it with names this engine created (a failed CREATE created
         nothing, so its name must not be dropped: it may be a user's table).
         """
+        sql = f"DROP TABLE IF EXISTS temp.{quote(name)}"
         with self.session(), self.engine():
+            t0 = time.perf_counter()
+            error = None
             try:
-                self.conn.execute(f"DROP TABLE IF EXISTS temp.{quote(name)}")
-            except sqlite3.Error:
-                pass
+                self.conn.execute(sql)
+            except sqlite3.Error as e:
+                error = str(e)
+            if self.tracer is not None:
+                self.tracer(sql, None if error else 0, time.perf_counter() - t0, True, error)
 
     # -- engine functions -------------------------------------------------------------
 

@@ -72,7 +72,7 @@ def cost_estimate(run: Run, call: IngredientCall) -> CostEstimate | None:
     count_sql = (f"WITH __bsql_cost(__v) AS ({sql}) "
                  "SELECT COUNT(*), AVG(LENGTH(CAST(__v AS TEXT))) FROM __bsql_cost")
     try:
-        _, rows = run.db.execute(count_sql, run._bindings(sql))
+        _, rows = run.sql(count_sql, f"cost estimate for {call.name}", kind="plan")
     except BlendSQLError:
         memo[call.call_id] = None
         return None
@@ -93,8 +93,9 @@ def vocabulary_of(run: Run, table: str, column: str) -> list[Any] | None:
     ident = '"' + column.replace('"', '""') + '"'
     tab = '"' + table.replace('"', '""') + '"'
     try:
-        _, rows = run.db.execute(
-            f"SELECT DISTINCT {ident} FROM {tab} WHERE {ident} IS NOT NULL LIMIT {MAX_VALUES + 1}")
+        _, rows = run.sql(
+            f"SELECT DISTINCT {ident} FROM {tab} WHERE {ident} IS NOT NULL LIMIT {MAX_VALUES + 1}",
+            f"vocabulary of {table}.{column}", kind="plan")
     except BlendSQLError:
         return None
     return [r[0] for r in rows] if len(rows) <= MAX_VALUES else None

@@ -81,7 +81,8 @@ def _source_columns(run: Run, scope: exp.Select) -> frozenset[str] | None:
     from blendsql.execute.engine import render
 
     try:
-        cols, _ = run.db.execute(render(source_query(scope), copy=False))
+        cols, _ = run.sql(render(source_query(scope), copy=False), "columns of the sources",
+                          kind="plan")
     except (ExecutionError, AttributeError):
         return None
     return frozenset(c.lower() for c in cols)
@@ -105,7 +106,7 @@ def _collation_in_schema(run: Run, tree: exp.Expression) -> bool:
     q = (f"SELECT sql FROM sqlite_master WHERE lower(name) IN ({marks}) UNION ALL "
          f"SELECT sql FROM sqlite_temp_master WHERE lower(name) IN ({marks})")
     try:
-        _, rows = run.db.execute(q, binds)
+        _, rows = run.sql(q, "declared collations", kind="plan", params=binds)
     except (ExecutionError, AttributeError):
         return True
     return any(r[0] and "collate" in str(r[0]).lower() for r in rows)
@@ -122,7 +123,8 @@ def _near_unique(run: Run, plan: PreaggPlan, call: IngredientCall) -> bool:
     from blendsql.execute.engine import render
 
     try:
-        _, rows = run.db.execute(render(sample_query(plan), copy=False))
+        _, rows = run.sql(render(sample_query(plan), copy=False),
+                          f"how distinct the values of {call.name} are (sample)", kind="plan")
     except ExecutionError:
         return True  # let the usual plan run (and report) it
     n, distinct = rows[0]
@@ -166,12 +168,16 @@ def _apply(run: Run, tree: exp.Expression, ing: MapIngredient, call: IngredientC
     from blendsql.execute.engine import render
 
     run_values = run.map_runner(ing, call)[3]
+    start = len(run.trace)
     table = _create(run, plan.columns, render(plan.inner, copy=False),
                     f"partial aggregates by the value of {call.name}")
     if table is None:
         return None  # e.g. a correlated reference: plan the call as usual
-    n_rows = run.db.execute(f"SELECT count(*) FROM {render(temp_table_node(table))}")[1][0][0]
-    run.trace[-1].rows_out = n_rows
+    created = run.trace[start] if len(run.trace) > start else None
+    n_rows = run.sql(f"SELECT count(*) FROM {render(temp_table_node(table))}",
+                     "rows in the partial table", kind="plan")[1][0][0]
+    if created is not None:
+        created.rows_out = n_rows
     key = exp.column(f"{KEY}0")
     values = run.candidate_values(
         exp.select(key.copy()).distinct(copy=False).from_(temp_table_node(table), copy=False)
@@ -201,13 +207,12 @@ def _create(run: Run, columns: list[str], inner: str, summary: str) -> str | Non
     cols = ", ".join(f'+"{c}" AS "{c}"' for c in columns)
     select = f"SELECT {cols} FROM ({inner})"
     try:
-        seconds = run.db.create_temp_table_as(name, select, run._bindings(select),
-                                              origin=run.param_origin)
+        with run.labelled("sql", summary):  # traced by the database's hook
+            run.db.create_temp_table_as(name, select, run._bindings(select),
+                                        origin=run.param_origin)
     except QueryTimeoutError:
         raise
     except ExecutionError:
         return None
     run.temp_tables.append(name)
-    run.trace.append(TraceStep("sql", summary, sql=f"CREATE TEMP TABLE {name} AS {select}",
-                               seconds=seconds))
     return name
