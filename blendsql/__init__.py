@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from blendsql.errors import BlendSQLError
+from blendsql.budget import Budget, Prices
+from blendsql.errors import BlendSQLError, BudgetExceededError
 from blendsql.smoothie import Meta, Smoothie, TraceStep
 
 __version__ = "0.2.0"
-__all__ = ["BlendSQL", "BlendSQLError", "Meta", "Smoothie", "TraceStep", "__version__"]
+__all__ = ["BlendSQL", "BlendSQLError", "Budget", "BudgetExceededError", "Meta", "Prices",
+           "Smoothie", "TraceStep", "__version__"]
 
 if TYPE_CHECKING:
     from blendsql.blend import BlendSQL

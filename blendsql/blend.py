@@ -190,9 +190,11 @@ class BlendSQL:
         _check_query(query, run_options)
         run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
                   bind_params(params), run_options)
+        run.model.budget = run_options.get("budget")  # enforced around every request batch
         # one thread at a time; every statement under the time limit; a borrowed
         # connection is guarded only inside and given back as it came
-        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT)):
+        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT)), \
+                self.db.tracing(run.on_statement):  # every statement becomes a trace step
             return self._run(run, query, params, started)
 
     def _run(self, run: Run, query: str | exp.Expression, params: Any,

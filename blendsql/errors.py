@@ -120,6 +120,24 @@ class ModelTimeoutError(ModelError, TimeoutError):
     """
 
 
+class BudgetExceededError(BlendSQLError):
+    """A query would spend more than its ``Budget`` (model calls, prompt tokens, dollars).
+
+    Raised before the first model call when the plan's estimate is over the
+    budget, and before any request batch that would pass a limit: the query
+    stops, and no partial result is returned. ``limit`` names the limit
+    (``model_calls``, ``prompt_tokens``, ``dollars``), ``allowed`` its value and
+    ``amount`` what the query would have reached.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None, limit: str = "",
+                 allowed: float = 0.0, amount: float = 0.0) -> None:
+        self.limit = limit
+        self.allowed = allowed
+        self.amount = amount
+        super().__init__(message, hint=hint)
+
+
 class ExecutionError(BlendSQLError):
     """The database refused a statement, or a plan could not be executed."""
 

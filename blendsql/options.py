@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from blendsql.budget import Budget
 from blendsql.errors import OptionError
 
 #: default for ``max_query_chars``: longer queries are refused before parsing. Parsing
@@ -98,6 +99,9 @@ _SPECS: list[OptionSpec] = [
           nullable=True),
     _spec("model_timeout", _NUMBER, 120.0,
           "time limit in seconds for each model request", check=_positive),
+    _spec("budget", (Budget,), None,
+          "most a query may spend on the model: Budget(model_calls=, prompt_tokens=, "
+          "dollars=); checked against the plan's estimate and before every request batch"),
     _spec("max_query_chars", (int,), DEFAULT_MAX_QUERY_CHARS,
           "longest query text accepted in characters; longer ones are refused before "
           "parsing (None: no limit)", check=_positive, nullable=True),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from blendsql.budget import Budget, batch_size, prices_of
 from blendsql.models.base import Model, Request, Response
 
 
@@ -46,6 +47,7 @@ class MeteredModel(Model):
         self.progress = progress
         self.chunk = chunk
         self.label = ""  # the ingredient currently running (set by the engine)
+        self.budget: Budget | None = None  # checked around every request batch
 
     @property
     def inner(self) -> Model:
@@ -64,6 +66,8 @@ class MeteredModel(Model):
         return self.inner.count_tokens(text)
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
+        if self.budget is not None and requests:
+            self._check_batch(requests)
         responses = self._generate(requests)
         c = self.counters
         for req, resp in zip(requests, responses, strict=False):
@@ -76,7 +80,22 @@ class MeteredModel(Model):
             c.prompt_tokens += resp.usage.prompt_tokens
             c.completion_tokens += resp.usage.completion_tokens
             c.cached_tokens += resp.usage.cached_tokens
+        if self.budget is not None:  # tokens are known only now
+            self.budget.check_used(c.model_calls, c.prompt_tokens, c.completion_tokens,
+                                   prices_of(self.inner))
         return responses
+
+    def _check_batch(self, requests: Sequence[Request]) -> None:
+        """Refuse a batch that would take the query past its budget (before sending it).
+
+        Every request counts as a call here (the cache may answer some: the
+        check errs on the side of the limit).
+        """
+        assert self.budget is not None
+        n, prompt, completion = batch_size(requests, self.inner.count_tokens)
+        c = self.counters
+        self.budget.check_batch(c.model_calls, c.prompt_tokens, c.completion_tokens,
+                                n, prompt, completion, prices_of(self.inner))
 
     def _generate(self, requests: Sequence[Request]) -> list[Response]:
         """One batch; in chunks reporting ``progress(label, done, total)`` when asked to.
