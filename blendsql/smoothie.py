@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pandas as pd
+
+HTML_MAX_ROWS = 20  # rows in the Jupyter table (the counters give the full count)
+TEXT_MAX_ROWS = 30  # rows in str(smoothie)
 
 
 @dataclass
@@ -86,23 +88,36 @@ class Smoothie:
         )
 
     def __str__(self) -> str:
-        table = self.df.to_string(index=False, max_rows=30) if len(self.df.columns) else "(no columns)"
-        steps = "\n".join(f"  {i + 1}. {s.line()}" for i, s in enumerate(self.trace))
-        return f"{table}\n\n{self.summary()}\nTrace:\n{steps}"
+        """Rows (at most ``TEXT_MAX_ROWS``), the counters and one line per trace step."""
+        return "\n\n".join([text_table(self.df), self.summary(),
+                             "Trace:\n" + "\n".join(
+                                 f"  {i + 1}. {s.line()}" for i, s in enumerate(self.trace))])
 
     def __repr__(self) -> str:
         return f"<Smoothie {self.summary()}>"
 
+    def to_html(self, max_rows: int = HTML_MAX_ROWS) -> str:
+        """The Jupyter view: result table, counters, a collapsible trace with time bars.
+
+        Self-contained HTML (inline CSS, no script), so it also works in an
+        nbconvert export and on the ``blendsql serve`` page.
+        """
+        from blendsql._display import smoothie_html
+
+        return smoothie_html(self, max_rows=max_rows)
+
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{i + 1}</td><td>{html.escape(s.kind)}</td><td>{html.escape(s.summary)}</td>"
-            f"<td>{'' if s.rows_out is None else s.rows_out}</td><td>{s.model_calls}</td>"
-            f"<td>{s.prompt_tokens}+{s.completion_tokens}</td><td>{s.seconds * 1000:.1f}</td></tr>"
-            for i, s in enumerate(self.trace)
-        )
-        return (
-            f"<div class='blendsql-smoothie'>{self.df.to_html(index=False, max_rows=50)}"
-            f"<p><b>{html.escape(self.summary())}</b></p>"
-            "<details><summary>Trace</summary><table><tr><th>#</th><th>step</th><th>what</th>"
-            f"<th>rows</th><th>calls</th><th>tokens</th><th>ms</th></tr>{rows}</table></details></div>"
-        )
+        return self.to_html()
+
+
+def text_table(df: pd.DataFrame, max_rows: int = TEXT_MAX_ROWS) -> str:
+    """The rows for a terminal; says how many were left out rather than eliding silently."""
+    if not len(df.columns):
+        return "(no columns)"
+    if df.empty:
+        return "(no rows)\n" + "  ".join(str(c) for c in df.columns)
+    shown = df.head(max_rows)
+    text = str(shown.to_string(index=False))
+    if len(df) > max_rows:
+        text += f"\n... showing {max_rows} of {len(df)} rows"
+    return text

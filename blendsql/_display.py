@@ -1,0 +1,200 @@
+"""HTML for a Smoothie: what a person sees in Jupyter, an nbconvert export and ``blendsql serve``.
+
+Plain HTML with one scoped ``<style>`` block and inline widths: no script, so
+the trace still expands (``<details>``) where JavaScript is off or stripped.
+Every value that came from the data, the query or a model is escaped here and
+clipped, because a cell or a prompt can be arbitrarily long and may hold markup.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from blendsql.smoothie import Meta, Smoothie, TraceStep
+
+CELL_CHARS = 200  # a table cell / one ingredient value
+PROMPT_CHARS = 2000  # one prompt
+SQL_CHARS = 4000  # one statement
+MAX_PAIRS = 20  # ingredient inputs -> outputs shown per step
+MAX_PROMPTS = 3  # prompts shown per step
+
+CSS = """
+.blendsql-smoothie{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;
+  line-height:1.4;max-width:100%}
+.blendsql-smoothie table{border-collapse:collapse;margin:4px 0}
+.blendsql-smoothie th,.blendsql-smoothie td{border-bottom:1px solid rgba(128,128,128,.3);
+  padding:3px 8px;text-align:left;vertical-align:top}
+.blendsql-smoothie th{font-weight:600}
+.blendsql-smoothie td.num{text-align:right;font-variant-numeric:tabular-nums}
+.blendsql-smoothie .bsql-null{opacity:.5;font-style:italic}
+.blendsql-smoothie .bsql-note{opacity:.75;margin:2px 0 6px}
+.blendsql-smoothie .bsql-meta{display:flex;flex-wrap:wrap;gap:6px;margin:6px 0}
+.blendsql-smoothie .bsql-chip{border:1px solid rgba(128,128,128,.4);border-radius:10px;
+  padding:1px 8px;white-space:nowrap}
+.blendsql-smoothie details>summary{cursor:pointer}
+.blendsql-smoothie .bsql-trace>summary{font-weight:600;margin:4px 0}
+.blendsql-smoothie .bsql-kind{border-radius:4px;padding:0 5px;font-size:12px;
+  background:rgba(128,128,128,.18)}
+.blendsql-smoothie .bsql-kind-ingredient{background:rgba(46,160,67,.25)}
+.blendsql-smoothie .bsql-kind-sql,.blendsql-smoothie .bsql-kind-temp_table{background:rgba(56,132,244,.22)}
+.blendsql-smoothie .bsql-kind-error,.blendsql-smoothie .bsql-kind-warning{background:rgba(230,60,60,.3)}
+.blendsql-smoothie pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;padding:4px 6px;
+  background:rgba(128,128,128,.1);border-radius:4px;max-height:24em;overflow:auto}
+.blendsql-smoothie .bsql-bar{display:inline-block;height:10px;min-width:1px;
+  background:rgba(244,140,36,.85);vertical-align:middle;margin-right:6px}
+.blendsql-smoothie .bsql-barbox{display:inline-block;width:120px}
+"""
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    return text if len(text) <= limit else f"{text[:limit]}… (+{len(text) - limit} chars)"
+
+
+def esc(value: Any, limit: int = CELL_CHARS) -> str:
+    """A value as escaped, clipped text (the one door model and data output goes through)."""
+    return html.escape(clip(str(value), limit))
+
+
+def _is_null(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _cell(value: Any) -> str:
+    if _is_null(value):
+        return "<td class='bsql-null'>NULL</td>"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"<td class='num'>{esc(value)}</td>"
+    return f"<td>{esc(value)}</td>"
+
+
+def rows_html(df: Any, max_rows: int) -> str:
+    """The first ``max_rows`` rows as a table, and a line with the full row count."""
+    n = len(df)
+    if not len(df.columns):
+        return "<p class='bsql-note'>(no columns)</p>"
+    head = "".join(f"<th>{esc(c)}</th>" for c in df.columns)
+    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>"
+                   for row in df.head(max_rows).itertuples(index=False, name=None))
+    if n == 0:
+        note = "no rows"
+    elif n > max_rows:
+        note = f"showing {max_rows} of {n} rows"
+    else:
+        note = f"{n} row{'s' if n != 1 else ''}"
+    return (f"<table class='bsql-rows'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            f"<p class='bsql-note'>{note} × {len(df.columns)} column"
+            f"{'s' if len(df.columns) != 1 else ''}</p>")
+
+
+def meta_html(meta: Meta, rows: int) -> str:
+    """The counters as a row of chips; the rarely non-zero ones only when they are not."""
+    chips: list[tuple[str, str]] = [
+        (str(rows), "rows"),
+        (str(meta.model_calls), "model calls"),
+        (str(meta.cache_hits), "cache hits"),
+        (f"{meta.prompt_tokens}+{meta.completion_tokens}", "tokens (prompt+completion)"),
+        (str(meta.values_passed), "values passed"),
+        (str(meta.ingredient_calls), "ingredient calls"),
+    ]
+    if meta.cached_tokens:
+        chips.append((str(meta.cached_tokens), "cached tokens"))
+    if meta.planner_misses:
+        chips.append((str(meta.planner_misses), "planner misses"))
+    chips.append((f"{meta.seconds:.3f} s", "total"))
+    return "<div class='bsql-meta'>" + "".join(
+        f"<span class='bsql-chip'><b>{html.escape(v)}</b> {html.escape(label)}</span>"
+        for v, label in chips) + "</div>"
+
+
+def _pairs_html(step: TraceStep) -> str:
+    """An ingredient's inputs next to its outputs (or whichever list it has)."""
+    ins, outs = step.inputs, step.outputs
+    if ins is None and outs is None:
+        return ""
+    if ins is not None and outs is not None and len(ins) == len(outs):
+        rows = list(zip(ins, outs, strict=True))
+        head = "<tr><th>input</th><th>output</th></tr>"
+        body = "".join(f"<tr><td>{esc(i)}</td><td>{esc(o)}</td></tr>" for i, o in rows[:MAX_PAIRS])
+        total = len(rows)
+    else:
+        lists = [("inputs", ins or []), ("outputs", outs or [])]
+        head = ""
+        body = "".join(f"<tr><th>{name}</th><td>{esc(json.dumps(vals[:MAX_PAIRS], default=str), 2000)}"
+                       "</td></tr>" for name, vals in lists if vals)
+        total = max(len(ins or []), len(outs or []))
+    more = (f"<p class='bsql-note'>… {total - MAX_PAIRS} more</p>" if total > MAX_PAIRS else "")
+    return f"<table class='bsql-io'>{head}{body}</table>{more}"
+
+
+def _prompts_html(prompts: Sequence[str] | None) -> str:
+    if not prompts:
+        return ""
+    shown = "".join(f"<pre class='bsql-prompt'>{esc(p, PROMPT_CHARS)}</pre>"
+                    for p in prompts[:MAX_PROMPTS])
+    more = (f"<p class='bsql-note'>… {len(prompts) - MAX_PROMPTS} more prompt(s)</p>"
+            if len(prompts) > MAX_PROMPTS else "")
+    return f"<div class='bsql-note'>prompts ({len(prompts)}):</div>{shown}{more}"
+
+
+def step_body(step: TraceStep) -> str:
+    """What a step's expander holds: SQL, values in and out, prompts, details."""
+    parts: list[str] = []
+    if step.sql:
+        parts.append(f"<pre class='bsql-sql'>{esc(step.sql, SQL_CHARS)}</pre>")
+    parts.append(_pairs_html(step))
+    parts.append(_prompts_html(step.prompts))
+    if step.details:
+        text = json.dumps(step.details, default=str, indent=1, ensure_ascii=False)
+        parts.append(f"<pre class='bsql-details'>{esc(text, SQL_CHARS)}</pre>")
+    return "".join(parts)
+
+
+def _bar(seconds: float, longest: float) -> str:
+    """Time as an inline bar scaled to the slowest step, then milliseconds."""
+    pct = 0.0 if longest <= 0 else max(0.0, min(100.0, 100.0 * seconds / longest))
+    return (f"<span class='bsql-barbox'><span class='bsql-bar' style='width:{pct:.1f}%'></span>"
+            f"</span>{seconds * 1000:.1f} ms")
+
+
+def _step_row(i: int, step: TraceStep, longest: float) -> str:
+    body = step_body(step)
+    summary = esc(step.summary, 300)
+    what = (f"<details class='bsql-step'><summary>{summary}</summary>{body}</details>"
+            if body else summary)
+    kind = html.escape(step.kind)
+    tokens = (f"{step.prompt_tokens}+{step.completion_tokens}"
+              if step.prompt_tokens or step.completion_tokens else "")
+    return (f"<tr><td class='num'>{i}</td>"
+            f"<td><span class='bsql-kind bsql-kind-{kind}'>{kind}</span></td>"
+            f"<td>{what}</td><td class='num'>{'' if step.rows_out is None else step.rows_out}</td>"
+            f"<td class='num'>{step.model_calls or ''}</td><td class='num'>{tokens}</td>"
+            f"<td>{_bar(step.seconds, longest)}</td></tr>")
+
+
+def trace_html(trace: Sequence[TraceStep], open_: bool = False) -> str:
+    """The steps as a collapsible table (also used for a failed run's ``error.trace``)."""
+    total = sum(s.seconds for s in trace)
+    longest = max((s.seconds for s in trace), default=0.0)
+    rows = "".join(_step_row(i, s, longest) for i, s in enumerate(trace, 1))
+    head = ("<tr><th>#</th><th>kind</th><th>step</th><th>rows</th><th>calls</th>"
+            "<th>tokens</th><th>time</th></tr>")
+    return (f"<details class='bsql-trace'{' open' if open_ else ''}><summary>Trace: "
+            f"{len(trace)} step{'s' if len(trace) != 1 else ''}, {total * 1000:.1f} ms</summary>"
+            f"<table class='bsql-steps'><thead>{head}</thead><tbody>{rows}</tbody></table></details>")
+
+
+def wrap(inner: str) -> str:
+    """The scoped style and container every blendsql HTML fragment sits in."""
+    return f"<div class='blendsql-smoothie'><style>{CSS}</style>{inner}</div>"
+
+
+def smoothie_html(smoothie: Smoothie, max_rows: int = 20) -> str:
+    """Result table, counters and trace: the whole Jupyter view of one run."""
+    return wrap(rows_html(smoothie.df, max_rows) + meta_html(smoothie.meta, len(smoothie.df))
+                + trace_html(smoothie.trace))
