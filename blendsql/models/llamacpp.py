@@ -119,8 +119,9 @@ def default_threads(cores: int, load: float) -> int:
 
     Why not every core: llama.cpp splits each matmul across its threads and
     waits for the slowest, so one thread sharing a core with another busy
-    process stalls them all (measured: 5.4 s instead of 0.08 s for a short
-    call on 2 cores with one busy job). Why the 1-minute load average: it is
+    process stalls them all (2 cores, one busy process: a short call took a
+    median 6.2 s with 2 prompt threads, 0.59 s with 1; see
+    ``benchmarks/threads_under_load.py``). Why the 1-minute load average: it is
     what the OS reports cheaply everywhere; a machine that gets busier later
     is still better served than by taking every core. At least one thread.
     """
