@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from blendsql.budget import Budget, Prices, prices_of
 from blendsql.db.database import (
     DEFAULT_TIMEOUT,
     Database,
@@ -30,12 +31,14 @@ from blendsql.errors import (
     UnsafeQueryError,
 )
 from blendsql.execute.engine import Run, bind_params, execute_tree, to_smoothie
+from blendsql.execute.explain import build_plan
 from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.grammar.parser import check_query_size, check_query_type
 from blendsql.ingredients.base import Ingredient, IngredientRegistry
 from blendsql.models.base import Model
 from blendsql.options import DEFAULT_MAX_QUERY_CHARS, Options
+from blendsql.plan.steps import Plan
 from blendsql.smoothie import Smoothie, TraceStep
 
 PARSE_CACHE_SIZE = 256
@@ -217,6 +220,7 @@ class BlendSQL:
                     and not run.options.get("enum_match")):
                 df = self._plain(run, query, params)
             else:
+                self._check_budget(run, query)
                 df = execute_tree(run, tree, self._parse_expr, memo=isinstance(query, str))
             return to_smoothie(run, df, text, started)
         except BlendSQLError as e:
@@ -230,6 +234,78 @@ class BlendSQL:
                                  hint="this is a bug in blendsql; please report the query") from e
         finally:
             run.cleanup()
+
+    # -- plans and budgets -------------------------------------------------------------
+
+    def plan(self, query: str | exp.Expression,
+             params: Sequence[Any] | Mapping[str, Any] | None = None,
+             **options: Any) -> Plan:
+        """The query's plan: ordered steps with SQL and estimates, no model called.
+
+        Runs the query's plain candidate queries on the database to count the
+        values each ingredient call would receive (see
+        :mod:`blendsql.execute.explain`). ``str(plan)`` prints it; in Jupyter
+        it renders as a table. Options as for :meth:`execute`.
+        """
+        run_options = self.options.merged(options, "plan()")
+        _check_query(query, run_options)
+        run = Run(self.db, self.registry, MeteredModel(lambda: self.model), bind_params(params),
+                  run_options)
+        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT)), \
+                self.db.tracing(run.on_statement):
+            try:
+                return self._build_plan(run, query)
+            finally:
+                run.cleanup()
+
+    def _build_plan(self, run: Run, query: str | exp.Expression) -> Plan:
+        text = query if isinstance(query, str) else query.sql(dialect="sqlite")
+        tree = self._parse_cached(query) if isinstance(query, str) else query
+        try:
+            plan = build_plan(run, tree, self._parse_expr, text, self._declared_prices())
+        except BlendSQLError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError,
+                AssertionError, RecursionError) as e:
+            raise ExecutionError(f"internal error while planning the query: "
+                                 f"{type(e).__name__}: {e}",
+                                 hint="this is a bug in blendsql; please report the query") from e
+        plan.trace = run.trace
+        if run.options.get("enum_match"):
+            plan.notes.append("enum_match may rewrite literals (and call the model) before "
+                              "these steps; not estimated")
+        return plan
+
+    def _declared_prices(self) -> Prices | None:
+        """Prices of the session model when it is given (never loads one)."""
+        model = self._model if self._model is not None else self._model_arg
+        return prices_of(model) if isinstance(model, Model) else None
+
+    def _check_budget(self, run: Run, query: str | exp.Expression) -> None:
+        """Before the first model call: refuse a plan whose estimate exceeds the budget.
+
+        Model calls are checked against the plan's lower bound (what the query
+        certainly costs); prompt tokens and dollars are rough estimates here and
+        are enforced exactly before each request batch instead (``MeteredModel``).
+        """
+        budget: Budget | None = run.options.get("budget")
+        if budget is None or budget.model_calls is None:
+            return
+        planner = Run(self.db, self.registry, run.model, dict(run.params), run.options)
+        t0 = time.perf_counter()
+        with self.db.tracing(planner.on_statement):
+            try:
+                plan = self._build_plan(planner, query)
+            finally:
+                planner.cleanup()
+        for step in planner.trace:  # the planning statements, in this run's trace too
+            step.kind = "plan" if step.kind == "sql" else step.kind
+            run.trace.append(step)
+        total = plan.total
+        run.trace.append(TraceStep("plan", f"budget check ({budget.describe()}): "
+                                   f"{total.describe()}", seconds=time.perf_counter() - t0,
+                                   details={"plan": str(plan)}))
+        budget.check_estimate(int(total.model_calls.low), 0, None, str(plan))
 
     def _plain(self, run: Run, query: str, params: Any) -> Any:
         """A query without ingredients runs as written, with the user's params."""

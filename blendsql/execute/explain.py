@@ -1,0 +1,282 @@
+"""Building a query's :class:`~blendsql.plan.steps.Plan` without calling any model.
+
+Why a dry run of the engine's own loop: the estimate must count what the
+engine will really do, so it uses the same preparation (macros, aliases),
+the same late-map rule, the same choice of the next call (``next_call``
+with the same cost estimates) and the same candidate queries. Instead of
+computing a call, it runs the call's candidate query on the database to
+count the distinct values the call would receive, records a step, and puts
+a marker (``__bsql_planned_<id>()``) where the engine would put a lookup of
+the outputs. A later candidate query that contains a marker depends on an
+earlier call's outputs: its size is then bounded (0 .. the candidate with
+every call relaxed, run on the prepared tree), not guessed.
+
+Model calls per step: a map ingredient that needs a model sends one
+request per new distinct value (``LLMMap``), a join one per left value,
+a QA one; an ingredient may declare otherwise with a method
+``estimate_model_calls(n_values) -> int``. Values already computed for an
+identical call (same ``call_key``) are not counted again, as the engine
+shares them. Prompt tokens are estimated from the question and the values'
+average length (``blendsql.plan.order.tokens_per_value``), a rough figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlglot import exp
+
+from blendsql.budget import Prices
+from blendsql.errors import BlendSQLError
+from blendsql.execute.engine import Run, join_sides, prepare, render
+from blendsql.execute.optimise import call_cost
+from blendsql.execute.project import plan_late_maps
+from blendsql.grammar.nodes import IngredientCall
+from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
+from blendsql.plan.calls import find_calls, map_value, next_call
+from blendsql.plan.candidates import join_side_candidate, map_candidate
+from blendsql.plan.infer import infer_hint, literal_value
+from blendsql.plan.lazy import conjunct_atom, lazy_plan
+from blendsql.plan.lookup import filter_atom, replace_call
+from blendsql.plan.order import tokens_per_value
+from blendsql.plan.preagg import grouped_scope
+from blendsql.plan.steps import Bound, Estimate, Plan, Step
+
+MARKER = "__bsql_planned_"
+
+
+def _marked(sql: str | None) -> bool:
+    """True when SQL holds a marker of a planned call (its output is unknown)."""
+    return sql is not None and MARKER in sql.lower()
+
+
+def build_plan(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp.Expression],
+               query: str, prices: Prices | None = None) -> Plan:
+    """The plan of ``tree`` (a parsed query): steps in the engine's order, with estimates.
+
+    ``prices``: the model's declared prices, for dollar estimates (the model
+    is never loaded for a plan).
+    """
+    return _Planner(run, query, prices).build(tree, parse_expr)
+
+
+class _Planner:
+    """One dry run; ``seen`` holds, per call key, the values counted already."""
+
+    def __init__(self, run: Run, query: str, prices: Prices | None) -> None:
+        self.run = run
+        self.plan = Plan(query)
+        self.seen: dict[str, set[Any]] = {}
+        self.inexact_keys: set[str] = set()  # call keys whose earlier counts were bounds
+        self.base: exp.Expression | None = None
+        self.prices = prices
+
+    # -- the loop --------------------------------------------------------------------
+
+    def build(self, tree: exp.Expression, parse_expr: Callable[[str], exp.Expression]) -> Plan:
+        run = self.run
+        tree = prepare(run, tree, parse_expr)
+        tree, late, late_plan = plan_late_maps(run, tree)
+        self.base = tree
+        ready: set[int] = set()
+        cost = (lambda c: call_cost(run, c)) if run.options.get("cost_order", True) else None
+        calls = find_calls(tree)
+        while calls:
+            call = next_call(tree, run.registry, run.readiness_candidate, cost=cost,
+                             known_ready=ready)
+            if call is None:
+                self.plan.notes.append("the remaining calls cannot be ordered (a correlated "
+                                       "argument?); the query will fail when run")
+                break
+            self.step_for(tree, call)
+            tree = replace_call(tree, call.call_id,
+                                exp.Anonymous(this=f"{MARKER}{call.call_id}", expressions=[]))
+            calls = find_calls(tree)
+        final_sql = render(tree)
+        depends = _marked(final_sql)
+        self.plan.steps.append(Step(
+            "final", "final query" + (" (on the lookups of the steps above)" if depends else ""),
+            sql=final_sql))
+        for m in late:
+            self.late_step(m.call, tree if not depends else None, late_plan)
+        return self.plan
+
+    # -- steps -----------------------------------------------------------------------
+
+    def step_for(self, tree: exp.Expression, call: IngredientCall) -> None:
+        ing = self.run.registry.get(call.key_name)
+        if isinstance(ing, MapIngredient):
+            self.map_step(tree, ing, call)
+        elif isinstance(ing, QAIngredient):
+            self.qa_step(ing, call)
+        elif isinstance(ing, JoinIngredient):
+            self.join_step(ing, call)
+
+    def map_step(self, tree: exp.Expression, ing: MapIngredient, call: IngredientCall) -> None:
+        value = map_value(call, self.run.registry)
+        if value is None:
+            self.plan.notes.append(f"{call.name}: no value argument (fails when run)")
+            return
+        cand = map_candidate(call, value)
+        sql = render(cand)
+        kind, why = "call", ""
+        if self.run.options.get("lazy", True) and self._lazy(call, value):
+            kind, why = "lazy_scan", "stops once LIMIT rows qualify (upper bound: every candidate)"
+        elif self.run.options.get("preaggregate", True) and grouped_scope(call) is not None:
+            kind = "preaggregate"
+        self._collect_and_call(call, ing, cand, sql, kind, why)
+
+    def _lazy(self, call: IngredientCall, value: exp.Expression) -> bool:
+        atom = filter_atom(call) or conjunct_atom(call)
+        try:
+            return lazy_plan(call, value, atom) is not None
+        except (BlendSQLError, KeyError, TypeError, ValueError):
+            return False
+
+    def _collect_and_call(self, call: IngredientCall, ing: MapIngredient, cand: exp.Expression,
+                          sql: str, kind: str, why: str) -> None:
+        key = self.run.call_key(call)
+        if _marked(sql):  # the engine's candidate will hold an earlier call's lookup
+            values, n, high = None, 0, self._upper(call)
+            why = why or "sees only the rows that earlier ingredient steps pass"
+        else:
+            values = self.run.candidate_values(cand.copy(), f"plan: candidate values for "
+                                               f"{call.name}")
+            n, high = len(values), len(values)
+        if values is not None:
+            done = self.seen.setdefault(key, set())
+            new = [v for v in values if (type(v).__name__, v) not in done]
+            done.update((type(v).__name__, v) for v in values)
+            n = high = len(new)
+            if key in self.inexact_keys and new:
+                n = 0  # an identical call may already have computed some of them
+                why = why or "an identical call may already have computed some values"
+        else:
+            self.inexact_keys.add(key)
+        low = 0 if why else n
+        vb = Bound(low, high)
+        self.add_call_step(kind, call, ing, vb, sql, why, avg_len=self._avg_len(values))
+
+    def _upper(self, call: IngredientCall) -> float | None:
+        """Distinct values of the call's candidate on the prepared tree (all calls
+        relaxed): a superset of what any evaluation order passes; None if unknown."""
+        assert self.base is not None
+        orig = next((c for c in find_calls(self.base) if c.call_id == call.call_id), None)
+        value = map_value(orig, self.run.registry) if orig is not None else None
+        if orig is None or value is None:
+            return None
+        cand = map_candidate(orig, value)
+        if cand.find(IngredientCall) is not None:
+            return None
+        try:
+            return len(self.run.candidate_values(cand, f"plan: upper bound for {call.name}"))
+        except BlendSQLError:
+            return None
+
+    @staticmethod
+    def _avg_len(values: list[Any] | None) -> float:
+        if not values:
+            return 12.0
+        return sum(len(str(v)) for v in values) / len(values)
+
+    def add_call_step(self, kind: str, call: IngredientCall, ing: Any, values: Bound,
+                      sql: str | None, why: str, avg_len: float = 12.0,
+                      calls: Bound | None = None) -> None:
+        needs = bool(getattr(ing, "needs_model", False))
+        per = getattr(ing, "estimate_model_calls", None)
+        if calls is None:
+            if not needs:
+                calls = Bound(0, 0)
+            elif callable(per):
+                calls = Bound(per(values.low), None if values.high is None else per(values.high))
+            else:
+                calls = values
+        question = next((literal_value(a) for a in call.call_args
+                         if isinstance(a, exp.Literal) and a.is_string), "")
+        per_call = tokens_per_value(len(str(question or "")), avg_len)
+        tokens = Bound(round(calls.low * per_call),
+                       None if calls.high is None else round(calls.high * per_call))
+        dollars = None
+        if self.prices is not None:
+            dollars = Bound(self.prices.cost(tokens.low, 0), None if tokens.high is None
+                            else self.prices.cost(tokens.high, calls.high or 0))
+        hint = infer_hint(call)
+        summary = {
+            "call": f"call {call.name} on {values} value(s)",
+            "lazy_scan": f"scan lazily under LIMIT, calling {call.name} on at most "
+                         f"{values} value(s)",
+            "preaggregate": f"pre-aggregate by the value of {call.name}, then call it on "
+                            f"{values} group key(s)",
+            "late_map": f"call {call.name} on the final rows' {values} value(s)",
+        }[kind]
+        self.plan.steps.append(Step(
+            kind, summary, sql=sql, estimate=Estimate(values, calls, tokens, dollars),
+            ingredient=call.name, constraint=hint.kind if hint.kind != "none" else None,
+            depends_on=why, details={"call": self.run.call_text(call)}))
+
+    def qa_step(self, ing: QAIngredient, call: IngredientCall) -> None:
+        key = self.run.call_key(call)
+        first = key not in self.seen
+        self.seen.setdefault(key, set())
+        context = next((a for a in call.call_args[1:] if a.find(exp.Select)), None)
+        sql = None
+        if context is not None:
+            select = context.find(exp.Select)
+            sql = render(select) if select is not None else None
+        n = 1 if first else 0
+        self.add_call_step("call", call, ing, Bound.exact(n), sql,
+                           "" if not _marked(sql) else "its context holds "
+                           "an earlier call's output", avg_len=200.0)
+
+    def join_step(self, ing: JoinIngredient, call: IngredientCall) -> None:
+        try:
+            left, right, _ = join_sides(call)
+            cands = [join_side_candidate(call, left), join_side_candidate(call, right)]
+        except BlendSQLError:
+            self.plan.notes.append(f"{call.name}: arguments do not bind (fails when run)")
+            return
+        sizes: list[int | None] = []
+        for side, cand in zip(("left", "right"), cands, strict=True):
+            sql = render(cand)
+            if _marked(sql) or cand.find(IngredientCall) is not None:
+                sizes.append(None)
+                continue
+            _, rows = self.run.sql(sql, f"plan: {side} values for {call.name}", kind="plan")
+            sizes.append(len({r[0] for r in rows if r[0] is not None}))
+        lv, rv = sizes
+        if lv is None or rv is None:
+            values = Bound(0, None)
+            calls = Bound(0, None)
+            why = "a side depends on an earlier call's outputs"
+        else:
+            values = Bound.exact(lv + rv)
+            calls = Bound.exact(lv if lv and rv else 0)
+            why = ""
+        self.add_call_step("call", call, ing, values, " ;\n".join(render(c) for c in cands),
+                           why, calls=calls)
+
+    def late_step(self, call: IngredientCall, final: exp.Expression | None,
+                  late_plan: Any) -> None:
+        """A projection-only map: its values are the final rows' distinct values."""
+        ing = self.run.registry.get(call.key_name)
+        index = next((i for i, c in (late_plan.deferred if late_plan else [])
+                      if c.call_id == call.call_id), None)
+        values: Bound
+        why = ""
+        vals: list[Any] | None = None
+        if final is not None and index is not None:
+            _, rows = self.run.sql(render(final), f"plan: final rows for {call.name}",
+                                   kind="plan")
+            vals = list(dict.fromkeys(r[index] for r in rows if r[index] is not None))
+            key = self.run.call_key(call)
+            done = self.seen.setdefault(key, set())
+            new = [v for v in vals if (type(v).__name__, v) not in done]
+            done.update((type(v).__name__, v) for v in vals)
+            values = Bound.exact(len(new))
+        else:
+            values = Bound(0, self._upper(call))
+            why = "the final rows depend on earlier ingredient steps"
+        self.add_call_step("late_map", call, ing, values, None, why,
+                           avg_len=self._avg_len(vals))
+

@@ -1,0 +1,124 @@
+"""BlendSQL.plan: estimates equal the real work, or bound it, on call_economy's suite.
+
+Each benchmark query runs twice: with its deterministic recording
+ingredients (values passed), and with the model-backed built-ins
+(``LLMMap`` / ``LLMQA``) over a deterministic FunctionModel (model calls).
+The plan is made first, and must not call the model.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from blendsql import BlendSQL, Budget, BudgetExceededError
+from blendsql.models.base import FunctionModel, Request
+from blendsql.models.constraints import Bool, Choice, Float, Int
+from blendsql.plan.steps import Plan
+
+cases_mod = pytest.importorskip("benchmarks.call_economy")
+CASES = [c for c in cases_mod.CASES if not c.db.startswith("hybridqa:")]
+SPIDER: Path = cases_mod.SPIDER
+# a size that depends on an earlier ingredient's outputs is a bound, by design
+DEPENDENT = {"cascade_two_maps", "cascade_join_two_maps", "qa_and_map"}
+
+
+def answer(req: Request) -> Any:
+    """A deterministic answer of the right type (by a checksum of the prompt)."""
+    h = zlib.crc32((req.prompt or str(req.messages)).encode())
+    c = req.constraint
+    if isinstance(c, Bool):
+        return "true" if h % 3 == 0 else "false"
+    if isinstance(c, (Int, Float)):
+        return str(h % 40)
+    if isinstance(c, Choice):
+        return c.options[h % len(c.options)]
+    return f"a{h % 7}"
+
+
+def llm_variant(sql: str) -> str:
+    """The case with model-backed built-ins in place of the recording ingredients."""
+    return re.sub(r"\{\{CountCtx\(", "{{LLMQA(",
+                  re.sub(r"\{\{(IsPrefix|TextLen)\(", "{{LLMMap(", sql))
+
+
+class NoModel(FunctionModel):
+    """Fails if planning ever sends a request."""
+
+    def __init__(self) -> None:
+        super().__init__(self._refuse, name="no-model")
+
+    @staticmethod
+    def _refuse(req: Request) -> Any:
+        raise AssertionError("a plan must not call the model")
+
+
+def _db(case: Any) -> Path:
+    return SPIDER / case.db / f"{case.db}.sqlite"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_estimated_values_match_the_recording_ingredients(case: Any) -> None:
+    b = BlendSQL(_db(case), ingredients=cases_mod.fresh_ingredients(), cache=False)
+    plan = b.plan(case.sql)
+    assert isinstance(plan, Plan)
+    actual = b.execute(case.sql).meta.values_passed
+    est = plan.total.values
+    assert est.contains(actual), f"{case.id}: {est} vs {actual}\n{plan}"
+    if not case.limit and case.id not in DEPENDENT:
+        assert est.is_exact and est.low == actual, f"{case.id}\n{plan}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_estimated_model_calls_match_a_real_run(case: Any) -> None:
+    sql = llm_variant(case.sql)
+    planner = BlendSQL(_db(case), model=NoModel(), cache=False)
+    plan = planner.plan(sql)
+    runner = BlendSQL(_db(case), model=FunctionModel(answer), cache=False)
+    actual = runner.execute(sql).meta.model_calls
+    est = plan.model_calls
+    assert actual > 0
+    assert est.high is None or est.high >= actual, f"{case.id}: {est} vs {actual}\n{plan}"
+    assert est.low <= actual, f"{case.id}: {est} vs {actual}\n{plan}"
+    if not case.limit and case.id not in DEPENDENT:
+        assert est.is_exact and est.low == actual, f"{case.id}: {est} vs {actual}\n{plan}"
+
+
+def test_plan_prints_and_renders() -> None:
+    case = next(c for c in CASES if c.id == "cascade_two_maps")
+    plan = BlendSQL(_db(case), ingredients=cases_mod.fresh_ingredients()).plan(case.sql)
+    text = str(plan)
+    assert plan.kinds() == ["call", "call", "final"]
+    assert "bound: sees only the rows that earlier ingredient steps pass" in text
+    assert "SELECT DISTINCT" in text and "total:" in text
+    assert "<table>" in plan._repr_html_()
+    assert any(t.kind == "sql" and t.sql for t in plan.trace), "planning statements are traced"
+
+
+def test_step_kinds_for_limit_group_and_projection() -> None:
+    by_id = {c.id: c for c in CASES}
+    kinds = {}
+    for cid in ("limit_simple", "select_map_group", "select_map", "qa_context_select"):
+        case = by_id[cid]
+        b = BlendSQL(_db(case), ingredients=cases_mod.fresh_ingredients())
+        kinds[cid] = b.plan(case.sql).kinds()
+    assert kinds["limit_simple"] == ["lazy_scan", "final"]
+    assert kinds["select_map_group"] == ["preaggregate", "final"]
+    assert kinds["select_map"] == ["final", "late_map"]
+    assert kinds["qa_context_select"] == ["call", "final"]
+
+
+def test_over_budget_estimate_raises_before_any_model_call() -> None:
+    case = next(c for c in CASES if c.id == "and_filter_city")
+    sql = llm_variant(case.sql)
+    plan = BlendSQL(_db(case), model=NoModel(), cache=False).plan(sql)
+    calls = int(plan.model_calls.low)
+    b = BlendSQL(_db(case), model=NoModel(), cache=False)
+    with pytest.raises(BudgetExceededError) as info:
+        b.execute(sql, budget=Budget(model_calls=calls - 1))
+    assert "estimate" in info.value.message and f"{calls} model call(s)" in info.value.message
+    assert "[call] call LLMMap" in info.value.message  # the plan is in the message
