@@ -27,10 +27,11 @@ CSS = """
 .blendsql-smoothie{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;
   line-height:1.4;max-width:100%}
 .blendsql-smoothie table{border-collapse:collapse;margin:4px 0}
-.blendsql-smoothie th,.blendsql-smoothie td{border-bottom:1px solid rgba(128,128,128,.3);
+/* the doubled class outranks Jupyter's right-aligned table cells */
+.blendsql-smoothie.blendsql-smoothie th,.blendsql-smoothie.blendsql-smoothie td{border-bottom:1px solid rgba(128,128,128,.3);
   padding:3px 8px;text-align:left;vertical-align:top}
 .blendsql-smoothie th{font-weight:600}
-.blendsql-smoothie td.num{text-align:right;font-variant-numeric:tabular-nums}
+.blendsql-smoothie.blendsql-smoothie td.num{text-align:right;font-variant-numeric:tabular-nums}
 .blendsql-smoothie .bsql-null{opacity:.5;font-style:italic}
 .blendsql-smoothie .bsql-note{opacity:.75;margin:2px 0 6px}
 .blendsql-smoothie .bsql-meta{display:flex;flex-wrap:wrap;gap:6px;margin:6px 0}
@@ -48,6 +49,7 @@ CSS = """
 .blendsql-smoothie .bsql-bar{display:inline-block;height:10px;min-width:1px;
   background:rgba(244,140,36,.85);vertical-align:middle;margin-right:6px}
 .blendsql-smoothie .bsql-barbox{display:inline-block;width:120px}
+.blendsql-smoothie td.bsql-time{white-space:nowrap}
 """
 
 
@@ -174,7 +176,7 @@ def _step_row(i: int, step: TraceStep, longest: float) -> str:
             f"<td><span class='bsql-kind bsql-kind-{kind}'>{kind}</span></td>"
             f"<td>{what}</td><td class='num'>{'' if step.rows_out is None else step.rows_out}</td>"
             f"<td class='num'>{step.model_calls or ''}</td><td class='num'>{tokens}</td>"
-            f"<td>{_bar(step.seconds, longest)}</td></tr>")
+            f"<td class='bsql-time'>{_bar(step.seconds, longest)}</td></tr>")
 
 
 def trace_html(trace: Sequence[TraceStep], open_: bool = False) -> str:

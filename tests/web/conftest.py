@@ -1,0 +1,61 @@
+"""Headless Chromium for tests that check what a person sees.
+
+Debian's ``chromium`` (``/usr/bin/chromium``) driven by Playwright; Playwright's
+own browser download is never used. Missing either one skips with the command
+that installs it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path(os.environ.get("BLENDSQL_CHROMIUM", "/usr/bin/chromium"))
+PAGE_TIMEOUT_MS = 20_000  # every wait on the page is bounded; a loaded machine is slow, not stuck
+
+
+def _sync_playwright() -> Any:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed: pip install -e '.[browser]' "
+                    "(never `playwright install`; the tests use Debian's chromium)")
+    return sync_playwright
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    """One headless Chromium for the session (started once: it takes seconds)."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium "
+                    "(or set BLENDSQL_CHROMIUM to a Chromium binary)")
+    with _sync_playwright()() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                     args=["--no-sandbox", "--disable-gpu"], timeout=60_000)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    """A fresh page that cannot reach the network (only file: and 127.0.0.1 load)."""
+    context = chromium.new_context(viewport={"width": 1100, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(PAGE_TIMEOUT_MS)
+
+    def offline(route: Any) -> None:
+        url = route.request.url
+        local = url.startswith(("file:", "data:", "about:", "http://127.0.0.1"))
+        route.continue_() if local else route.abort()
+
+    pg.route("**/*", offline)
+    try:
+        yield pg
+    finally:
+        context.close()
