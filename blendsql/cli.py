@@ -3,6 +3,7 @@
     blendsql run example "SELECT name FROM w WHERE {{LLMMap('Is this a pitcher?', w.position)}}"
     blendsql run my.db @query.sql --base-url http://localhost:8080/v1 --model-name qwen --trace
     blendsql schema example
+    blendsql explain example "SELECT name FROM w WHERE {{LLMMap('Is this a pitcher?', w.position)}}"
 
 Errors a user can fix (``BlendSQLError``) print as a message and a hint, exit
 code 2, no traceback. Models come from ``--model`` (a GGUF file) or
@@ -75,6 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
     prog.add_argument("--progress", dest="progress", action="store_true", default=None,
                       help="show a progress bar on stderr (default: when stdout is a terminal)")
     prog.add_argument("--no-progress", dest="progress", action="store_false")
+
+    explain = sub.add_parser("explain", help="show a query's plan and estimated cost "
+                             "(values, model calls, prompt tokens) without calling a model")
+    explain.add_argument("db", help="SQLite file, CSV file, or 'example'")
+    explain.add_argument("query", help="query text, '@file.sql' to read a file, or '-' for stdin")
+    explain.add_argument("--params", metavar="JSON",
+                         help="query parameters: a JSON list for '?' or an object for ':name'")
+    explain.add_argument("--ingredient", action="append", default=[], metavar="MODULE:NAME",
+                         help="register a custom ingredient class (repeatable)")
+    explain.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                         help="an option, as for run (repeatable)")
 
     schema = sub.add_parser("schema", help="list the tables and columns of a database")
     schema.add_argument("db", help="SQLite file, CSV file, or 'example'")
@@ -339,6 +351,21 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any = 
     return 0
 
 
+def cmd_explain(args: argparse.Namespace, out: TextIO, *, model: Any = None,
+                ingredients: Sequence[Any] = ()) -> int:
+    """``blendsql explain``: print ``BlendSQL.plan(query)`` (no model is loaded or called)."""
+    db = open_source(args.db)
+    engine = _make_engine(db, model, [*ingredients, *(load_ingredient(s) for s in args.ingredient)],
+                          False, None)
+    try:
+        plan = engine.plan(read_query(args.query), params=parse_params(args.params),
+                           **parse_options(args.option))
+    finally:
+        engine.close()
+    print(plan, file=out)
+    return 0
+
+
 def _shadow_tables(names: Sequence[str], fts: Sequence[str]) -> set[str]:
     """FTS5's internal tables (``documents_data`` ...), hidden from the schema listing."""
     suffixes = ("_data", "_idx", "_content", "_docsize", "_config")
@@ -425,6 +452,8 @@ def main(argv: Sequence[str] | None = None, *, model: Any = None,
     try:
         if args.command == "run":
             return cmd_run(args, out, err, model=model, ingredients=ingredients)
+        if args.command == "explain":
+            return cmd_explain(args, out, model=model, ingredients=ingredients)
         if args.command == "chat":
             return cmd_chat(args, out, err, model=model)
         return cmd_schema(args, out, err)

@@ -22,6 +22,7 @@ average length (``blendsql.plan.order.tokens_per_value``), a rough figure.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,9 @@ from blendsql.plan.preagg import grouped_scope
 from blendsql.plan.steps import Bound, Estimate, Plan, Step
 
 MARKER = "__bsql_planned_"
+
+
+_MARK_RE = re.compile(MARKER + r"(\d+)\(\)", re.IGNORECASE)
 
 
 def _marked(sql: str | None) -> bool:
@@ -100,7 +104,19 @@ class _Planner:
             sql=final_sql))
         for m in late:
             self.late_step(m.call, tree if not depends else None, late_plan)
+        self._readable_markers()
         return self.plan
+
+    def _readable_markers(self) -> None:
+        """Show a planned call's output in step SQL as ``<output of step N>``."""
+        number = {s.details.get("call_id"): i + 1 for i, s in enumerate(self.plan.steps)}
+
+        def name(m: re.Match[str]) -> str:
+            return f"<output of step {number.get(int(m.group(1)), '?')}>"
+
+        for step in self.plan.steps:
+            if step.sql:
+                step.sql = _MARK_RE.sub(name, step.sql)
 
     # -- steps -----------------------------------------------------------------------
 
@@ -213,7 +229,7 @@ class _Planner:
         self.plan.steps.append(Step(
             kind, summary, sql=sql, estimate=Estimate(values, calls, tokens, dollars),
             ingredient=call.name, constraint=hint.kind if hint.kind != "none" else None,
-            depends_on=why, details={"call": self.run.call_text(call)}))
+            depends_on=why, details={"call": self.run.call_text(call), "call_id": call.call_id}))
 
     def qa_step(self, ing: QAIngredient, call: IngredientCall) -> None:
         key = self.run.call_key(call)
