@@ -194,6 +194,7 @@ class BlendSQL:
         run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
                   bind_params(params), run_options)
         run.model.budget = run_options.get("budget")  # enforced around every request batch
+        run.model.request_timeout = run_options.get("model_timeout")  # None: each backend's
         # one thread at a time; every statement under the time limit; a borrowed
         # connection is guarded only inside and given back as it came
         with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT)), \

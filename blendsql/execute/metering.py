@@ -9,7 +9,7 @@ that caused them, without ingredients having to report anything.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from blendsql.budget import Budget, batch_size, prices_of
 from blendsql.models.base import Model, Request, Response
@@ -48,6 +48,8 @@ class MeteredModel(Model):
         self.chunk = chunk
         self.label = ""  # the ingredient currently running (set by the engine)
         self.budget: Budget | None = None  # checked around every request batch
+        # the ``model_timeout`` option: stamped on each request that has no limit of its own
+        self.request_timeout: float | None = None
 
     @property
     def inner(self) -> Model:
@@ -66,6 +68,9 @@ class MeteredModel(Model):
         return self.inner.count_tokens(text)
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
+        if self.request_timeout is not None:
+            requests = [r if r.timeout is not None else replace(r, timeout=self.request_timeout)
+                        for r in requests]
         if self.budget is not None and requests:
             self._check_batch(requests)
         responses = self._generate(requests)

@@ -34,6 +34,9 @@ class Request:
     max_tokens: int = 64
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
+    # seconds this request may take (the engine's ``model_timeout`` option); None: the
+    # backend's own ``timeout``. Not part of :meth:`key`: it does not change the answer.
+    timeout: float | None = None
 
     def as_messages(self) -> list[dict[str, str]]:
         if self.messages:
@@ -123,6 +126,11 @@ def check_timeout(timeout: Any) -> float:
     return float(timeout)
 
 
+def time_limit(req: Request, default: float) -> float:
+    """The time limit of one request: its own (set by the engine) or the backend's."""
+    return req.timeout if req.timeout is not None else default
+
+
 class FunctionModel(Model):
     """A Python callable as a model, for tests and rules.
 
@@ -198,16 +206,22 @@ class TimedBatch:
         finally:
             self.done.set()
 
+    def _limit(self, default: float) -> float:
+        """The time limit of the request running now (``default`` unless it has one)."""
+        current = self.requests[min(len(self.out), len(self.requests) - 1)]
+        return time_limit(current, default)
+
     def run_within(self, timeout: float, name: str) -> None:
         """Run the batch; raise the worker's error, or a timeout for a stuck request."""
         self.thread = threading.Thread(target=self._work, name=f"blendsql-{name}", daemon=True)
         self.thread.start()
-        while not self.done.wait(min(_MAX_WAIT, max(0.0, self.started + timeout - time.monotonic()))):
-            if time.monotonic() - self.started >= timeout and not self.done.is_set():
+        while not self.done.wait(min(_MAX_WAIT, max(
+                0.0, self.started + (limit := self._limit(timeout)) - time.monotonic()))):
+            if time.monotonic() - self.started >= limit and not self.done.is_set():
                 n = len(self.out) + 1
                 raise ModelTimeoutError(
                     f"model {name!r} did not answer request {n} of {len(self.requests)} "
-                    f"within {timeout:g} s",
+                    f"within {limit:g} s",
                     hint="the model may be stuck; raise its timeout= if it is just slow")
         if self.error is not None:
             raise self.error

@@ -49,6 +49,7 @@ from blendsql.models.base import (
     Usage,
     check_timeout,
     parse_response,
+    time_limit,
 )
 from blendsql.models.constraints import Choice, Constraint, Text
 from blendsql.models.gbnf import max_output_bytes, to_gbnf, validate
@@ -345,7 +346,7 @@ class LlamaCpp(Model):
         t0 = time.perf_counter()
         grammar = self._grammar(req.constraint)
         max_tokens = _token_budget(req)
-        with self._deadline():
+        with self._deadline(time_limit(req, self.timeout)):
             out, cached = self._complete(req, grammar, max_tokens)
             text = out["choices"][0]["message"]["content"] or ""
             if (out["choices"][0].get("finish_reason") == "length"
@@ -359,8 +360,8 @@ class LlamaCpp(Model):
         return Response(text, value, usage, time.perf_counter() - t0, error=err)
 
     @contextmanager
-    def _deadline(self) -> Iterator[None]:
-        """Abort llama.cpp when one request runs past ``timeout`` seconds.
+    def _deadline(self, seconds: float) -> Iterator[None]:
+        """Abort llama.cpp when one request runs past ``seconds``.
 
         A timer flips the abort switch; llama.cpp checks it between graph
         nodes, so a stuck decode or a long prompt evaluation ends within
@@ -372,7 +373,7 @@ class LlamaCpp(Model):
         if switch is None:
             yield
             return
-        timer = threading.Timer(min(self.timeout, threading.TIMEOUT_MAX / 2), switch.trip)
+        timer = threading.Timer(min(seconds, threading.TIMEOUT_MAX / 2), switch.trip)
         timer.daemon = True
         timer.start()
         try:
@@ -382,7 +383,7 @@ class LlamaCpp(Model):
                 raise
             llm.reset()
             raise ModelTimeoutError(
-                f"llama.cpp did not finish a request within {self.timeout:g} s",
+                f"llama.cpp did not finish a request within {seconds:g} s",
                 hint="raise LlamaCpp(..., timeout=), shorten the prompt, or use fewer "
                 "max_tokens") from e
         finally:

@@ -365,6 +365,8 @@ class OpenAI(Model):
         }
         if req.stop:
             kwargs["stop"] = list(req.stop[:4])
+        if req.timeout is not None:  # the engine's model_timeout for this request
+            kwargs["timeout"] = req.timeout
         kwargs.update(plan.create_kwargs)
         if plan.extra_body:
             kwargs["extra_body"] = plan.extra_body

@@ -177,3 +177,14 @@ def test_test_server_starts_without_extra_buffer_types_on_amx(monkeypatch):
     assert flag == "-c" and "use_extra_bufts = False" in code and "llama_cpp.server" in code
     monkeypatch.setenv(EXTRA_BUFTS_ENV, "1")
     assert server_launcher() == ["-m", "llama_cpp.server"]
+
+
+@pytest.mark.model
+def test_llamacpp_honours_a_requests_own_time_limit(safe_model):
+    """The engine's ``model_timeout`` reaches llama.cpp as ``Request.timeout``."""
+    assert safe_model.timeout >= 60
+    with pytest.raises(ModelTimeoutError, match="1e-06 s"):
+        safe_model.generate([Request("Write a long story about the sea. " * 20, max_tokens=200,
+                                     timeout=1e-6)])
+    [r] = safe_model.generate([Request("Name a colour.", constraint=Choice(("red", "blue")))])
+    assert r.error is None
