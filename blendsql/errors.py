@@ -164,6 +164,18 @@ def _window(line: str, caret: str) -> tuple[str, str]:
     return prefix + line[start:start + _WIDTH] + suffix, " " * (len(prefix) + col - start) + "^"
 
 
+class QueryTimeoutError(ExecutionError, TimeoutError):
+    """A SQL statement ran past the session's time limit (the ``timeout`` option)."""
+
+
+class TooManyRowsError(ExecutionError):
+    """A statement returned more rows than the session accepts (``Database.max_rows``)."""
+
+
+class SessionBusyError(ExecutionError, TimeoutError):
+    """Another thread used the session for longer than this one was willing to wait."""
+
+
 class LineIndex:
     """(line, column) lookups for many offsets of one text in O(log n) each.
 

@@ -44,7 +44,14 @@ from blendsql.db.handover import Borrowed
 from blendsql.db.statements import TRANSACTION_KEYWORDS, leading_keyword
 from blendsql.db.temp_rows import quote, row_selects
 from blendsql.db.watchdog import WATCHDOG
-from blendsql.errors import BlendSQLError, ExecutionError, UnsafeQueryError
+from blendsql.errors import (  # noqa: F401 - the three session errors are re-exported here
+    BlendSQLError,
+    ExecutionError,
+    QueryTimeoutError,
+    SessionBusyError,
+    TooManyRowsError,
+    UnsafeQueryError,
+)
 
 #: default time limit (seconds) for one SQL statement; the ``timeout`` option overrides it
 DEFAULT_TIMEOUT = 300.0
@@ -94,18 +101,6 @@ _READ_PRAGMAS = {
 # PRAGMAs that act even without an argument.
 _ACTING_PRAGMAS = {"optimize", "wal_checkpoint", "shrink_memory", "incremental_vacuum"}
 _VAR_LIMIT = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
-
-
-class QueryTimeoutError(ExecutionError, TimeoutError):
-    """A SQL statement ran past the session's time limit (the ``timeout`` option)."""
-
-
-class TooManyRowsError(ExecutionError):
-    """A statement returned more rows than the session accepts (``Database.max_rows``)."""
-
-
-class SessionBusyError(ExecutionError, TimeoutError):
-    """Another thread used the session for longer than this one was willing to wait."""
 
 
 ParamOrigin = Callable[[str], str]
