@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("--all", action="store_true",
                         help="also show metadata tables (_columns, _tables)")
     _add_chat_parser(sub)
+    _add_serve_parser(sub)
     return ap
 
 
@@ -110,6 +111,26 @@ def _add_chat_parser(sub: Any) -> None:
                       help="skip the model's dialogue-act choice: every turn that is not an obvious "
                       "greeting / thanks / goodbye is a question")
     chat.add_argument("--no-cache", action="store_true", help="bypass the persistent model cache")
+
+
+def _add_serve_parser(sub: Any) -> None:
+    """``blendsql serve DB``: the local, read-only web page (needs the ``web`` extra)."""
+    serve = sub.add_parser("serve", help="a local web page: query box, result table, trace, "
+                           "plain-language questions (read-only)")
+    serve.add_argument("db", help="SQLite file, CSV file, or 'example'")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1: only this machine)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                       help="time limit of one query (default 60; questions get 5x)")
+    models = serve.add_argument_group("model (default: the embedded SmolLM2, loaded only if needed)")
+    models.add_argument("--model", metavar="PATH", help="GGUF file for llama.cpp [env BLENDSQL_MODEL]")
+    models.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint [env BLENDSQL_BASE_URL]")
+    models.add_argument("--model-name", metavar="NAME", help="model name at --base-url")
+    models.add_argument("--api-key", metavar="KEY", help="API key for --base-url")
+    serve.add_argument("--ingredient", action="append", default=[], metavar="MODULE:NAME",
+                       help="register a custom ingredient class (repeatable)")
+    serve.add_argument("--no-cache", action="store_true", help="bypass the persistent model cache")
 
 
 # ---------------------------------------------------------------- resolution
@@ -437,6 +458,33 @@ def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any =
     return 0
 
 
+def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any = None,
+              ingredients: Sequence[Any] = ()) -> int:
+    """``blendsql serve``: run the web page until interrupted (uvicorn, read-only session)."""
+    try:
+        from blendsql.web import DEFAULT_QUERY_TIMEOUT, serve
+    except ImportError as e:
+        raise ExecutionError(f"blendsql serve needs the web extra ({e.name} is missing)",
+                             hint="pip install 'blendsql[web]'") from e
+    db = open_source(args.db)
+    if model is None:
+        model = resolve_model(args)
+    extra = [load_ingredient(s) for s in args.ingredient]
+    engine = _make_engine(db, model, [*ingredients, *extra], not args.no_cache, None)
+    limit = args.timeout if args.timeout is not None else DEFAULT_QUERY_TIMEOUT
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"warning: listening on {args.host}: other machines can reach this page",
+              file=err)
+    print(f"blendsql: serving {args.db} (read-only) at http://{args.host}:{args.port}/ "
+          "(Ctrl-C stops)", file=out)
+    try:
+        serve(engine, args.host, args.port, title=Path(str(args.db)).name,
+              query_timeout=limit, ask_timeout=5 * limit)
+    finally:
+        engine.close()
+    return 0
+
+
 def report_error(e: BlendSQLError, err: TextIO) -> None:
     """``error: message`` (with caret lines for parse errors) and the hint, no traceback."""
     print(f"error: {e}", file=err)
@@ -454,6 +502,8 @@ def main(argv: Sequence[str] | None = None, *, model: Any = None,
             return cmd_run(args, out, err, model=model, ingredients=ingredients)
         if args.command == "explain":
             return cmd_explain(args, out, model=model, ingredients=ingredients)
+        if args.command == "serve":
+            return cmd_serve(args, out, err, model=model, ingredients=ingredients)
         if args.command == "chat":
             return cmd_chat(args, out, err, model=model)
         return cmd_schema(args, out, err)

@@ -8,7 +8,11 @@ that installs it.
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +63,32 @@ def page(chromium: Any) -> Iterator[Any]:
         yield pg
     finally:
         context.close()
+
+
+def free_port() -> int:
+    """A port nothing listens on right now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def running(app: Any) -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1 in a thread; stopped (and joined) on exit."""
+    uvicorn = pytest.importorskip("uvicorn", reason="pip install -e '.[web]'")
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(),
+                                           log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, name="blendsql-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        assert not thread.is_alive(), "the test server did not stop"
