@@ -88,10 +88,12 @@ class LLMIngredientMixin:
         """Record a non-fatal problem: the engine's ``warnings`` list (if any) and the log."""
         text = f"{self.name}: {message}"
         sink = kwargs.get("warnings")
-        if isinstance(sink, list):
-            sink.append(text)
         self.last_errors.append(text)
-        log.warning(text)
+        if isinstance(sink, list):  # the engine names the call in its trace step
+            sink.append(message)
+            log.info(text)  # already in the trace: no stderr noise in a notebook
+        else:
+            log.warning(text)
 
     def ask(
         self, model: Model, requests: Sequence[Request], kwargs: dict[str, Any],

@@ -29,3 +29,17 @@ def test_functionmodel_is_not_cached_across_sessions_by_default():
     second = BlendSQL({"w": df}, model=FunctionModel(lambda r: "two")).execute(q)
     assert first.df["y"].tolist() == ["one"] and second.df["y"].tolist() == ["two"]
     assert second.meta.cache_hits == 0
+
+
+def test_ingredient_warning_names_the_call_once_and_stays_off_stderr(capfd) -> None:
+    """Before: the trace read 'LLMQA: LLMQA: ...' and every unparseable answer was
+    also printed on stderr by logging's last-resort handler."""
+    from blendsql import BlendSQL
+    from blendsql.models import FunctionModel
+
+    b = BlendSQL({"t": __import__("pandas").DataFrame({"a": [1]})},
+                 model=FunctionModel(lambda r: 42))
+    s = b.execute("SELECT {{LLMQA('Where?', options=('Europe','Asia'))}} AS a")
+    warns = [t.summary for t in s.trace if t.kind == "warning"]
+    assert warns and all(w.startswith("LLMQA: ") and "LLMQA: LLMQA" not in w for w in warns)
+    assert "42" not in capfd.readouterr().err
