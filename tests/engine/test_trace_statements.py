@@ -114,3 +114,17 @@ def test_a_failed_statement_is_traced_with_its_error(tmp_path: Path) -> None:
             b.db.execute("SELECT nope FROM t")
     assert steps and steps[0][0] == "SELECT nope FROM t" and steps[0][1] is None
     assert "nope" in steps[0][4]
+
+
+def test_with_a_budget_the_planning_statements_are_traced_too(tmp_path: Path) -> None:
+    """A budget plans the query first (its estimate is checked): those statements count."""
+    from blendsql import Budget
+
+    _make_db(tmp_path / "d.db")
+    b = BlendSQL(tmp_path / "d.db", ingredients=[StartsWith, Len], budget=Budget(model_calls=5))
+    executed: list[str] = []
+    b.db.conn.set_trace_callback(executed.append)
+    s = b.execute(QUERIES[0])
+    b.db.conn.set_trace_callback(None)
+    _assert_all_traced(executed, s)
+    assert any(t.kind == "plan" and t.summary.startswith("budget check") for t in s.trace)
