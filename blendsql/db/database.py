@@ -32,6 +32,7 @@ import secrets
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -126,6 +127,34 @@ def _engine_own(action: int, dbname: str | None) -> bool:
             or (action in _WRITE_ACTIONS and dbname == "temp"))
 
 
+_CONN_LOCKS: dict[int, tuple[threading.RLock, int]] = {}  # id(conn) -> (lock, wrappers)
+_CONN_LOCKS_GUARD = threading.Lock()
+
+
+def _connection_lock(conn: sqlite3.Connection) -> threading.RLock:
+    """The one session lock of a connection, shared by every wrapper around it.
+
+    Why per connection and not per wrapper: two ``BlendSQL`` sessions over the
+    same handed-in connection, used from two threads, deadlock exactly like
+    one session would (the lock exists for the connection's sake). Connections
+    cannot be weakly referenced, so wrappers count themselves in and out.
+    """
+    with _CONN_LOCKS_GUARD:
+        lock, n = _CONN_LOCKS.get(id(conn), (threading.RLock(), 0))
+        _CONN_LOCKS[id(conn)] = (lock, n + 1)
+        return lock
+
+
+def _forget_connection_lock(key: int) -> None:
+    """A wrapper is gone: drop the shared lock with the last one."""
+    with _CONN_LOCKS_GUARD:
+        lock, n = _CONN_LOCKS.get(key, (None, 0))
+        if n <= 1:
+            _CONN_LOCKS.pop(key, None)
+        elif lock is not None:
+            _CONN_LOCKS[key] = (lock, n - 1)
+
+
 class Database:
     """A SQLite connection with write protection, a session lock and engine temp tables.
 
@@ -159,6 +188,8 @@ class Database:
         if isinstance(source, sqlite3.Connection):
             self.conn = source
             self._owns = False
+            self._lock = _connection_lock(source)  # shared with other sessions over it
+            weakref.finalize(self, _forget_connection_lock, id(source))
             return  # guarded per session use: see session()
         if isinstance(source, Mapping):
             self.conn = self._from_frames(source)
@@ -170,6 +201,8 @@ class Database:
                 hint="pass a file path, a sqlite3.Connection or a dict of DataFrames",
             )
         # our own connection: autocommit (no implicit BEGIN), guard installed for good
+        self._lock = _connection_lock(self.conn)  # a Database wrapping this one shares it
+        weakref.finalize(self, _forget_connection_lock, id(self.conn))
         self.conn.isolation_level = None
         self.conn.set_authorizer(self._authorize)
 

@@ -115,7 +115,15 @@ class Conversation:
     # -- turns ---------------------------------------------------------------------------
 
     def ask(self, utterance: str) -> Turn:
-        """Handle one user utterance; the turn is appended to ``history``."""
+        """Handle one user utterance; the turn is appended to ``history``.
+
+        Held as one use of the session (its lock): the turn reads the schema
+        through the connection, which another thread must not share meanwhile.
+        """
+        with self.bsql.db.session():
+            return self._ask(utterance)
+
+    def _ask(self, utterance: str) -> Turn:
         utterance = utterance.strip()
         turn = self._resolve_pending(utterance) if self.pending is not None else None
         if turn is None:
@@ -128,7 +136,12 @@ class Conversation:
         """Rewrite the last query from ``feedback``, re-run it and say what changed.
 
         An invalid corrected query is regenerated ``retries`` times with its error.
+        One use of the session, like :meth:`ask`.
         """
+        with self.bsql.db.session():
+            return self._correct(feedback, retries)
+
+    def _correct(self, feedback: str, retries: int) -> Turn:
         prev = self.last_query_turn()
         if prev is None or prev.program is None:
             turn = Turn(feedback, "correct", "There is no earlier query to correct yet. Ask a question first.")
