@@ -94,10 +94,10 @@ def rows_html(df: Any, max_rows: int) -> str:
             f"{'s' if len(df.columns) != 1 else ''}</p>")
 
 
-def meta_html(meta: Meta, rows: int) -> str:
+def meta_html(meta: Meta, rows: int | None = None) -> str:
     """The counters as a row of chips; the rarely non-zero ones only when they are not."""
-    chips: list[tuple[str, str]] = [
-        (str(rows), "rows"),
+    chips: list[tuple[str, str]] = [] if rows is None else [(str(rows), "rows")]
+    chips += [
         (str(meta.model_calls), "model calls"),
         (str(meta.cache_hits), "cache hits"),
         (f"{meta.prompt_tokens}+{meta.completion_tokens}", "tokens (prompt+completion)"),

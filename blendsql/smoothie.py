@@ -28,6 +28,12 @@ class Meta:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def _repr_html_(self) -> str:
+        """The counters as chips in Jupyter (as in the Smoothie's view)."""
+        from blendsql._display import meta_html, wrap
+
+        return wrap(meta_html(self))
+
 
 @dataclass
 class TraceStep:

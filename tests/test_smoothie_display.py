@@ -162,3 +162,9 @@ def test_html_is_well_formed(n):
     out = make(n_rows=n)._repr_html_()
     for tag in ("details", "table", "div", "pre", "summary"):
         assert out.count(f"<{tag}") == out.count(f"</{tag}>"), tag
+
+
+def test_meta_alone_renders_its_counters():
+    out = Meta(model_calls=3, prompt_tokens=10, completion_tokens=2, planner_misses=4)._repr_html_()
+    assert "<b>3</b> model calls" in out and "<b>4</b> planner misses" in out
+    assert "rows</span>" not in out  # a Meta does not know the row count

@@ -121,3 +121,29 @@ def test_notebook_export_in_chromium(page, tmp_path):
     shot = tmp_path / "notebook.png"
     page.screenshot(path=str(shot), full_page=True)
     keep(shot)
+
+
+def test_committed_quickstart_reads_well_in_chromium(page, tmp_path):
+    """The quickstart as a reader sees it before installing: the saved outputs, exported."""
+    nbformat = pytest.importorskip("nbformat")
+    nbconvert = pytest.importorskip("nbconvert", reason="pip install -e '.[browser]'")
+    path = Path(__file__).parents[2] / "notebooks" / "quickstart.ipynb"
+    body, _ = nbconvert.HTMLExporter().from_notebook_node(nbformat.read(path, as_version=4))
+    doc = tmp_path / "quickstart.html"
+    doc.write_text(body, encoding="utf-8")
+    page.goto(doc.as_uri(), wait_until="domcontentloaded")
+
+    smoothies = page.locator("div.blendsql-smoothie:has(table.bsql-rows)")
+    assert smoothies.count() >= 3
+    assert "Southern Miss" in smoothies.nth(1).locator("table.bsql-rows").inner_text()
+    model_run = smoothies.filter(has_text="LLMMap (map)")
+    assert "model calls" in model_run.locator(".bsql-meta").inner_text()
+    model_run.locator("details.bsql-trace > summary").click()
+    step = model_run.locator("table.bsql-steps > tbody > tr").filter(has_text="LLMMap (map)")
+    step.locator("summary").first.click()
+    prompt = step.locator("pre.bsql-prompt").first
+    assert prompt.is_visible() and "Is this position a pitcher?" in prompt.inner_text()
+    step.scroll_into_view_if_needed()
+    shot = tmp_path / "quickstart-model-step.png"
+    page.screenshot(path=str(shot))
+    keep(shot)
