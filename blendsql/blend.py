@@ -306,7 +306,9 @@ class BlendSQL:
         run.trace.append(TraceStep("plan", f"budget check ({budget.describe()}): "
                                    f"{total.describe()}", seconds=time.perf_counter() - t0,
                                    details={"plan": str(plan)}))
-        budget.check_estimate(int(total.model_calls.low), 0, None, str(plan))
+        dollars = total.dollars.low if total.dollars is not None else None
+        budget.check_estimate(int(total.model_calls.low), int(total.prompt_tokens.low), dollars,
+                              str(plan))
 
     def _plain(self, run: Run, query: str, params: Any) -> Any:
         """A query without ingredients runs as written, with the user's params."""

@@ -148,13 +148,15 @@ class Budget:
 
     def check_estimate(self, calls: int, prompt_tokens: int, dollars: float | None,
                        plan_text: str) -> None:
-        """Before the first model call: refuse a plan whose estimate exceeds a limit."""
-        over = self._over(calls, prompt_tokens, dollars)
+        """Before the first model call: refuse a plan whose certain model calls exceed
+        the limit. Prompt tokens and dollars of a plan are rough figures, shown in the
+        message but enforced exactly before each request batch instead."""
+        over = self._over(calls, 0, None)
         if over is not None:
             name, allowed, amount = over
             raise BudgetExceededError(
                 f"the query's estimate exceeds the budget: {name} ~{_fmt(amount)} (limit "
-                f"{_fmt(allowed)}); estimate: {calls} model call(s), {prompt_tokens} prompt "
+                f"{_fmt(allowed)}); estimate: {calls} model call(s), ~{prompt_tokens} prompt "
                 f"token(s)" + (f", ${dollars:.4g}" if dollars is not None else "")
                 + f"\n{plan_text}",
                 hint="nothing was sent to the model; raise the limit or narrow the query",
