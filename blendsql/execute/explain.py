@@ -12,8 +12,9 @@ earlier call's outputs: its size is then bounded (0 .. the candidate with
 every call relaxed, run on the prepared tree), not guessed.
 
 Model calls per step: a map ingredient that needs a model sends one
-request per new distinct value (``LLMMap``), a join one per left value,
-a QA one; an ingredient may declare otherwise with a method
+request per new distinct value (``LLMMap``), a join at most one per left
+value (``LLMJoin`` matches equal values without the model: a bound), a
+QA one; an ingredient may declare otherwise with a method
 ``estimate_model_calls(n_values) -> int``. Values already computed for an
 identical call (same ``call_key``) are not counted again, as the engine
 shares them. Prompt tokens are estimated from the question and the values'
@@ -267,8 +268,13 @@ class _Planner:
             why = "a side depends on an earlier call's outputs"
         else:
             values = Bound.exact(lv + rv)
-            calls = Bound.exact(lv if lv and rv else 0)
-            why = ""
+            per = getattr(ing, "estimate_model_calls", None)
+            if callable(per):
+                calls = Bound.exact(per(lv + rv))
+                why = ""
+            else:  # e.g. LLMJoin: values matching exactly (or after normalising) need no call
+                calls = Bound(0, lv if lv and rv else 0)
+                why = "at most one model call per left value; exact matches need none"
         self.add_call_step("call", call, ing, values, " ;\n".join(render(c) for c in cands),
                            why, calls=calls)
 

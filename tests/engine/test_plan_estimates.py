@@ -122,3 +122,18 @@ def test_over_budget_estimate_raises_before_any_model_call() -> None:
         b.execute(sql, budget=Budget(model_calls=calls - 1))
     assert "estimate" in info.value.message and f"{calls} model call(s)" in info.value.message
     assert "[call] call LLMMap" in info.value.message  # the plan is in the message
+
+
+def test_join_and_qa_estimates_bound_a_real_run() -> None:
+    import pandas as pd
+
+    left = pd.DataFrame({"x": ["Red Sox", "Cubs", "Blue Jays", "Mets"]})
+    right = pd.DataFrame({"y": ["red sox", "Cubs", "blue-jays"]})
+    b = BlendSQL({"a": left, "b": right}, model=FunctionModel(answer), cache=False)
+    for q in ["SELECT a.x, b.y FROM a JOIN b ON {{LLMJoin(a.x, b.y)}}",
+              "SELECT x FROM a WHERE x = {{LLMQA('which?', (SELECT y FROM b))}}",
+              "SELECT x FROM a WHERE x IN {{LLMQA('which?', (SELECT y FROM b))}}"]:
+        plan = b.plan(q)
+        actual = b.execute(q).meta.model_calls
+        assert plan.model_calls.contains(actual), (q, str(plan.model_calls), actual)
+    assert str(b.plan("SELECT a.x FROM a JOIN b ON {{LLMJoin(a.x, b.y)}}").model_calls) == "0..4"
