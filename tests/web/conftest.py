@@ -18,16 +18,24 @@ from typing import Any
 
 import pytest
 
+REQUIRED = bool(os.environ.get("BLENDSQL_REQUIRE_BROWSER"))  # CI: a missing browser fails
 CHROMIUM = Path(os.environ.get("BLENDSQL_CHROMIUM", "/usr/bin/chromium"))
 PAGE_TIMEOUT_MS = 20_000  # every wait on the page is bounded; a loaded machine is slow, not stuck
+
+
+def _unavailable(why: str) -> None:
+    """Skip (a developer's machine) or fail (CI sets BLENDSQL_REQUIRE_BROWSER=1)."""
+    if REQUIRED:
+        pytest.fail(f"browser tests are required here but {why}")
+    pytest.skip(why)
 
 
 def _sync_playwright() -> Any:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("playwright is not installed: pip install -e '.[browser]' "
-                    "(never `playwright install`; the tests use Debian's chromium)")
+        _unavailable("playwright is not installed: pip install -e '.[browser]' "
+                     "(never `playwright install`; the tests use Debian's chromium)")
     return sync_playwright
 
 
@@ -35,8 +43,8 @@ def _sync_playwright() -> Any:
 def chromium() -> Iterator[Any]:
     """One headless Chromium for the session (started once: it takes seconds)."""
     if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium "
-                    "(or set BLENDSQL_CHROMIUM to a Chromium binary)")
+        _unavailable(f"{CHROMIUM} not found: apt-get install -y chromium "
+                     "(or set BLENDSQL_CHROMIUM to a Chromium binary)")
     with _sync_playwright()() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                      args=["--no-sandbox", "--disable-gpu"], timeout=60_000)
