@@ -42,7 +42,7 @@ from blendsql.plan.infer import infer_hint, literal_value
 from blendsql.plan.lazy import conjunct_atom, lazy_plan
 from blendsql.plan.lookup import filter_atom, replace_call
 from blendsql.plan.order import tokens_per_value
-from blendsql.plan.preagg import grouped_scope
+from blendsql.plan.preagg import calls_only_in_where, grouped_scope, other_calls
 from blendsql.plan.steps import Bound, Estimate, Plan, Step
 
 MARKER = "__bsql_planned_"
@@ -76,6 +76,7 @@ class _Planner:
         self.inexact_keys: set[str] = set()  # call keys whose earlier counts were bounds
         self.base: exp.Expression | None = None
         self.prices = prices
+        self.cost: Callable[[IngredientCall], float] | None = None
 
     # -- the loop --------------------------------------------------------------------
 
@@ -86,7 +87,10 @@ class _Planner:
         self.base = tree
         ready: set[int] = set()
         cost = (lambda c: call_cost(run, c)) if run.options.get("cost_order", True) else None
+        self.cost = cost
         calls = find_calls(tree)
+        for c in calls:  # keys from one tree, as the engine's twins() computes them
+            run.call_key(c)
         while calls:
             call = next_call(tree, run.registry, run.readiness_candidate, cost=cost,
                              known_ready=ready)
@@ -94,7 +98,7 @@ class _Planner:
                 self.plan.notes.append("the remaining calls cannot be ordered (a correlated "
                                        "argument?); the query will fail when run")
                 break
-            self.step_for(tree, call)
+            call = self.step_for(tree, call)
             tree = replace_call(tree, call.call_id,
                                 exp.Anonymous(this=f"{MARKER}{call.call_id}", expressions=[]))
             calls = find_calls(tree)
@@ -121,14 +125,40 @@ class _Planner:
 
     # -- steps -----------------------------------------------------------------------
 
-    def step_for(self, tree: exp.Expression, call: IngredientCall) -> None:
+    def step_for(self, tree: exp.Expression, call: IngredientCall) -> IngredientCall:
+        """Record the step of ``call`` (or of the call the engine computes first
+        instead, see :meth:`_preagg_first`); return the call planned."""
         ing = self.run.registry.get(call.key_name)
         if isinstance(ing, MapIngredient):
+            first = self._preagg_first(tree, call)
+            if first is not None:
+                return self.step_for(tree, first)
             self.map_step(tree, ing, call)
         elif isinstance(ing, QAIngredient):
             self.qa_step(ing, call)
         elif isinstance(ing, JoinIngredient):
             self.join_step(ing, call)
+        return call
+
+    def _preagg_first(self, tree: exp.Expression, call: IngredientCall) -> IngredientCall | None:
+        """The WHERE call the engine computes before a GROUP BY map it pre-aggregates
+        (``execute.preagg._compute_first``): the map then sees only the passing rows."""
+        if not self.run.options.get("preaggregate", True):
+            return None
+        scope = grouped_scope(call)
+        if scope is None:
+            return None
+        others = other_calls(scope, call)
+        if not others or not calls_only_in_where(scope, others):
+            return None
+
+        def candidate(c: IngredientCall) -> exp.Expression | None:
+            return None if c.call_id == call.call_id else self.run.readiness_candidate(c)
+
+        nxt = next_call(tree, self.run.registry, candidate, cost=self.cost)
+        if nxt is None or nxt.call_id not in {c.call_id for c in others}:
+            return None
+        return nxt
 
     def map_step(self, tree: exp.Expression, ing: MapIngredient, call: IngredientCall) -> None:
         value = map_value(call, self.run.registry)
