@@ -31,6 +31,7 @@ from sqlglot import exp
 
 from blendsql.budget import Prices
 from blendsql.errors import BlendSQLError
+from blendsql.execute import preagg
 from blendsql.execute.engine import Run, join_sides, prepare, render
 from blendsql.execute.optimise import call_cost
 from blendsql.execute.project import plan_late_maps
@@ -42,7 +43,6 @@ from blendsql.plan.infer import infer_hint, literal_value
 from blendsql.plan.lazy import conjunct_atom, lazy_plan
 from blendsql.plan.lookup import filter_atom, replace_call
 from blendsql.plan.order import tokens_per_value
-from blendsql.plan.preagg import calls_only_in_where, grouped_scope, other_calls
 from blendsql.plan.steps import Bound, Estimate, Plan, Step
 
 MARKER = "__bsql_planned_"
@@ -143,14 +143,10 @@ class _Planner:
     def _preagg_first(self, tree: exp.Expression, call: IngredientCall) -> IngredientCall | None:
         """The WHERE call the engine computes before a GROUP BY map it pre-aggregates
         (``execute.preagg._compute_first``): the map then sees only the passing rows."""
-        if not self.run.options.get("preaggregate", True):
+        decided = preagg.decide(self.run, tree, call)
+        if decided is None or not decided[1]:
             return None
-        scope = grouped_scope(call)
-        if scope is None:
-            return None
-        others = other_calls(scope, call)
-        if not others or not calls_only_in_where(scope, others):
-            return None
+        others = decided[1]
 
         def candidate(c: IngredientCall) -> exp.Expression | None:
             return None if c.call_id == call.call_id else self.run.readiness_candidate(c)
@@ -170,8 +166,10 @@ class _Planner:
         kind, why = "call", ""
         if self.run.options.get("lazy", True) and self._lazy(call, value):
             kind, why = "lazy_scan", "stops once LIMIT rows qualify (upper bound: every candidate)"
-        elif self.run.options.get("preaggregate", True) and grouped_scope(call) is not None:
-            kind = "preaggregate"
+        else:
+            decided = preagg.decide(self.run, tree, call)
+            if decided is not None and not preagg.near_unique(self.run, decided[0], call):
+                kind = "preaggregate"
         self._collect_and_call(call, ing, cand, sql, kind, why)
 
     def _lazy(self, call: IngredientCall, value: exp.Expression) -> bool:

@@ -51,9 +51,25 @@ def preaggregate(run: Run, tree: exp.Expression, ing: MapIngredient, call: Ingre
     engine would pick among them) and that tree is returned; the loop then
     comes back to this call with a plain WHERE, whose rows the map sees.
     """
+    t0 = time.perf_counter()
+    decided = decide(run, tree, call)
+    if decided is None:
+        return None
+    plan, others = decided
+    if others:
+        return _compute_first(run, tree, call, others)
+    if near_unique(run, plan, call):
+        return None
+    return _apply(run, tree, ing, call, plan, time.perf_counter() - t0)
+
+
+def decide(run: Run, tree: exp.Expression, call: IngredientCall,
+           ) -> tuple[PreaggPlan, list[IngredientCall]] | None:
+    """(plan, ingredient calls of the WHERE still to compute first) when the rule
+    applies to ``call``, else None. The near-unique sample (:func:`near_unique`)
+    is the caller's last check; ``BlendSQL.plan`` asks the same questions."""
     if not run.options.get(OPTION, True):
         return None
-    t0 = time.perf_counter()
     scope = grouped_scope(call)
     if scope is None:
         return None
@@ -69,11 +85,7 @@ def preaggregate(run: Run, tree: exp.Expression, ing: MapIngredient, call: Ingre
     plan = plan_preagg(call, value, sources, pending_ok=bool(others))
     if plan is None:
         return None
-    if others:
-        return _compute_first(run, tree, call, others)
-    if _near_unique(run, plan, call):
-        return None
-    return _apply(run, tree, ing, call, plan, time.perf_counter() - t0)
+    return plan, others
 
 
 def _source_columns(run: Run, scope: exp.Select) -> frozenset[str] | None:
@@ -112,7 +124,7 @@ def _collation_in_schema(run: Run, tree: exp.Expression) -> bool:
     return any(r[0] and "collate" in str(r[0]).lower() for r in rows)
 
 
-def _near_unique(run: Run, plan: PreaggPlan, call: IngredientCall) -> bool:
+def near_unique(run: Run, plan: PreaggPlan, call: IngredientCall) -> bool:
     """True when a full sample of the scope's rows is nearly all distinct values.
 
     Measured on 100k rows (zero-cost map, ``GROUP BY`` the map of a unique

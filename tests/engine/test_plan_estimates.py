@@ -137,3 +137,23 @@ def test_join_and_qa_estimates_bound_a_real_run() -> None:
         actual = b.execute(q).meta.model_calls
         assert plan.model_calls.contains(actual), (q, str(plan.model_calls), actual)
     assert str(b.plan("SELECT a.x FROM a JOIN b ON {{LLMJoin(a.x, b.y)}}").model_calls) == "0..4"
+
+
+def test_a_near_unique_group_key_is_planned_as_a_plain_call() -> None:
+    """The engine skips pre-aggregation when a sample is nearly all distinct; the plan
+    asks the same question (execute.preagg.decide / near_unique) and says so."""
+    import sqlite3
+
+    from tests.engine.conftest import Len
+
+    con = sqlite3.connect(":memory:", check_same_thread=False)
+    con.execute("CREATE TABLE u (id INTEGER PRIMARY KEY, word TEXT)")
+    con.executemany("INSERT INTO u VALUES (?, ?)", [(i, f"w{i}") for i in range(3000)])
+    q = "SELECT {{Len('n', u.word)}} AS n, COUNT(*) FROM u GROUP BY n"
+    b = BlendSQL(con, ingredients=[Len], cache=False)
+    assert b.plan(q).kinds() == ["call", "final"]
+    assert b.plan(q.replace("FROM u", "FROM u WHERE id < 1500")).kinds() == ["preaggregate",
+                                                                             "final"]
+    assert b.plan(q, preaggregate=False).kinds() == ["call", "final"]
+    s = b.execute(q)
+    assert not any(t.details.get("rule") == "preaggregate" for t in s.trace)
