@@ -211,7 +211,25 @@ def parse_option_text(name: str, text: str) -> Any:
         value = low in ("true", "yes", "on", "1")
     elif int in spec.types or float in spec.types:
         value = _number(name, text, float in spec.types)
+    elif Budget in spec.types:
+        value = _budget(text)
     return check_option(name, value, "--option")
+
+
+def _budget(text: str) -> Budget:
+    """``model_calls:10,prompt_tokens:5000,dollars:0.5`` (any of them) as a Budget."""
+    limits: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, raw = part.partition(":")
+        key = key.strip()
+        if not sep or key not in ("model_calls", "prompt_tokens", "dollars"):
+            raise OptionError(f"bad budget part {part!r}", option="budget",
+                              hint="write budget=model_calls:10,prompt_tokens:5000,dollars:0.5")
+        limits[key] = _number("budget", raw.strip(), key == "dollars")
+    try:
+        return Budget(**limits)
+    except ValueError as e:
+        raise OptionError(str(e), option="budget", hint=KNOWN["budget"].doc) from None
 
 
 def _number(name: str, text: str, allow_float: bool) -> int | float:
