@@ -200,3 +200,53 @@ def smoothie_html(smoothie: Smoothie, max_rows: int = 20) -> str:
     """Result table, counters and trace: the whole Jupyter view of one run."""
     return wrap(rows_html(smoothie.df, max_rows) + meta_html(smoothie.meta, len(smoothie.df))
                 + trace_html(smoothie.trace))
+
+
+class NotebookProgress:
+    """A ``progress=`` callback for Jupyter: one bar per ingredient, redrawn in place.
+
+    ``BlendSQL(db, progress=NotebookProgress())``. The engine calls it as
+    ``(ingredient, done, total)`` while model requests finish; a call after
+    every bar has finished starts a new output (the next query's), so an
+    earlier cell's bar is never overwritten. Redraws are throttled. Outside
+    IPython it does nothing.
+    """
+
+    def __init__(self, min_interval: float = 0.2) -> None:
+        self.min_interval = min_interval
+        self.bars: dict[str, tuple[int, int]] = {}
+        self._handle: Any = None
+        self._last: float | None = None
+
+    def _finished(self) -> bool:
+        return bool(self.bars) and all(t > 0 and d >= t for d, t in self.bars.values())
+
+    def __call__(self, ingredient: str, done: int, total: int) -> None:
+        import time
+
+        if self._finished():  # the previous query is over: a fresh output for this one
+            self.bars, self._handle, self._last = {}, None, None
+        self.bars[ingredient] = (done, total)
+        now = time.monotonic()
+        if (not self._finished() and self._last is not None
+                and now - self._last < self.min_interval):
+            return
+        self._last = now
+        self._show()
+
+    def html(self) -> str:
+        """The bars as HTML (``<progress>``, no script)."""
+        rows = "".join(
+            f"<div><progress value='{d}' max='{max(t, 1)}' style='width:200px'></progress> "
+            f"{esc(name)} {d}/{t}</div>" for name, (d, t) in self.bars.items())
+        return f"<div class='blendsql-progress'>{rows}</div>"
+
+    def _show(self) -> None:
+        try:
+            from IPython.display import HTML, display
+        except ImportError:  # not in IPython: nothing to draw on
+            return
+        if self._handle is None:
+            self._handle = display(HTML(self.html()), display_id=True)
+        else:
+            self._handle.update(HTML(self.html()))

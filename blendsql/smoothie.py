@@ -116,6 +116,13 @@ class Smoothie:
         return self.to_html()
 
 
+def notebook_progress(min_interval: float = 0.2) -> Any:
+    """A ``progress=`` callback drawing bars in Jupyter: ``BlendSQL(db, progress=notebook_progress())``."""
+    from blendsql._display import NotebookProgress
+
+    return NotebookProgress(min_interval)
+
+
 def text_table(df: pd.DataFrame, max_rows: int = TEXT_MAX_ROWS) -> str:
     """The rows for a terminal; says how many were left out rather than eliding silently."""
     if not len(df.columns):

@@ -168,3 +168,47 @@ def test_meta_alone_renders_its_counters():
     out = Meta(model_calls=3, prompt_tokens=10, completion_tokens=2, planner_misses=4)._repr_html_()
     assert "<b>3</b> model calls" in out and "<b>4</b> planner misses" in out
     assert "rows</span>" not in out  # a Meta does not know the row count
+
+
+class _Handle:
+    def __init__(self, log: list) -> None:
+        self.log = log
+
+    def update(self, obj) -> None:
+        self.log.append(("update", obj.data))
+
+
+def test_notebook_progress_redraws_in_place_and_starts_fresh_per_query(monkeypatch):
+    display_mod = pytest.importorskip("IPython.display")
+    from blendsql.smoothie import notebook_progress
+
+    log: list = []
+
+    def fake_display(obj, display_id=False):
+        log.append(("display", obj.data))
+        return _Handle(log)
+
+    monkeypatch.setattr(display_mod, "display", fake_display)
+    bar = notebook_progress(min_interval=0)
+    bar("LLMMap", 0, 3)
+    bar("LLMMap", 2, 3)
+    bar("<b>X</b>", 1, 1)
+    bar("LLMMap", 3, 3)  # everything finished
+    assert [k for k, _ in log] == ["display", "update", "update", "update"]
+    assert "value='2' max='3'" in log[1][1] and "&lt;b&gt;X&lt;/b&gt;" in log[2][1]
+    bar("LLMMap", 1, 5)  # the next query: a new output, the old one stays as it was
+    assert log[-1][0] == "display" and "1/5" in log[-1][1] and "X" not in log[-1][1]
+
+
+def test_notebook_progress_throttles_but_always_draws_the_end(monkeypatch):
+    display_mod = pytest.importorskip("IPython.display")
+    from blendsql.smoothie import notebook_progress
+
+    log: list = []
+    monkeypatch.setattr(display_mod, "display",
+                        lambda obj, display_id=False: log.append(obj.data) or _Handle(log))
+    bar = notebook_progress(min_interval=3600)
+    for i in range(50):
+        bar("LLMMap", i, 50)
+    bar("LLMMap", 50, 50)
+    assert len(log) == 2 and "50/50" in log[-1][1]
