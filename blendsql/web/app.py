@@ -11,12 +11,14 @@ message) instead of hanging.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse
 from starlette.routing import Route
@@ -29,6 +31,45 @@ DEFAULT_ASK_TIMEOUT = 300.0  # a question writes a program first (slow with the 
 MAX_INPUT_CHARS = 100_000  # a query / question longer than this is refused before any work
 
 T = TypeVar("T")
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+# the page has no script at all: forbid every script, so an escaping slip cannot run one
+SECURITY_HEADERS = {
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+}
+
+
+class SecurityHeaders:
+    """ASGI middleware: the headers above on every response."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                extra = [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def allowed_hosts_for(host: str) -> list[str]:
+    """Host headers the page answers: this machine's names (a web page elsewhere that
+    rebinds its DNS name to 127.0.0.1 must not read the results), plus ``host``;
+    any name when listening on every interface (the user chose that, and was warned)."""
+    if host in ("0.0.0.0", "::", ""):
+        return ["*"]
+    return [*LOCAL_HOSTS, *([host] if host not in LOCAL_HOSTS else [])]
 
 PAGE_CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d2330;background:#fafafa}
@@ -232,10 +273,12 @@ def page(title: str, query: str, question: str, result: str, schema: str) -> str
 
 
 def create_app(bsql: Any, *, title: str = "database", query_timeout: float = DEFAULT_QUERY_TIMEOUT,
-               ask_timeout: float = DEFAULT_ASK_TIMEOUT) -> Starlette:
+               ask_timeout: float = DEFAULT_ASK_TIMEOUT,
+               allowed_hosts: Sequence[str] = LOCAL_HOSTS) -> Starlette:
     """A Starlette app over ``bsql`` (a ``BlendSQL``; register custom ingredients on it first).
 
-    Read-only: a session opened with ``allow_writes=True`` is refused.
+    Read-only: a session opened with ``allow_writes=True`` is refused. Only
+    requests whose Host is in ``allowed_hosts`` are answered (DNS rebinding).
     """
     engine = Engine(bsql, query_timeout, ask_timeout)
 
@@ -265,7 +308,9 @@ def create_app(bsql: Any, *, title: str = "database", query_timeout: float = DEF
     async def health(request: Request) -> PlainTextResponse:
         return PlainTextResponse("ok")
 
-    app = Starlette(routes=[Route("/", index), Route("/ask", ask), Route("/health", health)])
+    app = Starlette(routes=[Route("/", index), Route("/ask", ask), Route("/health", health)],
+                    middleware=[Middleware(SecurityHeaders),
+                                Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))])
     app.state.engine = engine
     return app
 
@@ -274,6 +319,7 @@ def serve(bsql: Any, host: str = "127.0.0.1", port: int = 8000, **app_kwargs: An
     """Run the page with uvicorn until interrupted (127.0.0.1: only this machine can reach it)."""
     import uvicorn
 
+    app_kwargs.setdefault("allowed_hosts", allowed_hosts_for(host))
     uvicorn.run(create_app(bsql, **app_kwargs), host=host, port=port, log_level="warning")
 
 

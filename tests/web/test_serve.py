@@ -188,3 +188,45 @@ def test_cli_serve_missing_database_is_a_clear_error(capsys):
 
     assert cli.main(["serve", "/nonexistent/x.db"]) == 2
     assert "database file not found" in capsys.readouterr().err
+
+
+def get_with_host(url: str, host: str) -> int:
+    req = urllib.request.Request(url, headers={"Host": host})
+    try:
+        with urllib.request.urlopen(req, timeout=CLIENT_TIMEOUT) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_only_this_machine_s_host_names_are_answered():
+    """A page elsewhere whose DNS name is rebound to 127.0.0.1 must not read results."""
+    with running(create_app(engine())) as base:
+        port = base.rsplit(":", 1)[1]
+        assert get_with_host(f"{base}/health", f"localhost:{port}") == 200
+        assert get_with_host(f"{base}/health", f"127.0.0.1:{port}") == 200
+        assert get_with_host(f"{base}/health", f"evil.example:{port}") == 400
+
+
+def test_pages_forbid_every_script():
+    with running(create_app(engine())) as base:
+        with urllib.request.urlopen(q(base, "SELECT 1 AS x"), timeout=CLIENT_TIMEOUT) as r:
+            csp = r.headers["content-security-policy"]
+            assert r.headers["x-content-type-options"] == "nosniff"
+    assert "default-src 'none'" in csp and "script-src" not in csp
+
+
+def test_serve_allows_the_chosen_host_name(monkeypatch):
+    import uvicorn
+
+    from blendsql.web.app import allowed_hosts_for, serve
+
+    assert allowed_hosts_for("127.0.0.1") == ["127.0.0.1", "localhost", "::1"]
+    assert "myhost.lan" in allowed_hosts_for("myhost.lan")
+    assert allowed_hosts_for("0.0.0.0") == ["*"]
+    apps: list = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: apps.append(app))
+    serve(engine(), "127.0.0.1", 1)
+    with running(apps[0]) as base:
+        assert get_with_host(f"{base}/health", "evil.example") == 400
+        assert get_with_host(f"{base}/health", "localhost") == 200
