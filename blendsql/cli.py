@@ -131,6 +131,8 @@ def _add_serve_parser(sub: Any) -> None:
     serve.add_argument("--ingredient", action="append", default=[], metavar="MODULE:NAME",
                        help="register a custom ingredient class (repeatable)")
     serve.add_argument("--no-cache", action="store_true", help="bypass the persistent model cache")
+    serve.add_argument("--no-acts", action="store_true",
+                       help="conversation: skip the model's dialogue-act choice")
 
 
 # ---------------------------------------------------------------- resolution
@@ -479,7 +481,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any 
           "(Ctrl-C stops)", file=out)
     try:
         serve(engine, args.host, args.port, title=Path(str(args.db)).name,
-              query_timeout=limit, ask_timeout=5 * limit)
+              query_timeout=limit, ask_timeout=5 * limit, chat_acts=not args.no_acts)
     finally:
         engine.close()
     return 0

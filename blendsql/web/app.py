@@ -75,6 +75,7 @@ PAGE_CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d2330;background:#fafafa}
 header{padding:10px 20px;background:#1d2330;color:#fff;display:flex;gap:16px;align-items:baseline}
 header h1{font-size:18px;margin:0} header .db{opacity:.8;font-size:13px}
+header nav{margin-left:auto} header nav a{color:#fff;margin-left:14px}
 main{display:grid;grid-template-columns:minmax(0,1fr) 240px;gap:20px;padding:16px 20px}
 form{margin-bottom:14px} label{display:block;font-weight:600;margin-bottom:4px}
 textarea,input[type=text]{width:100%;box-sizing:border-box;font:13px ui-monospace,monospace;padding:6px}
@@ -84,6 +85,7 @@ button{margin-top:6px;padding:4px 14px;font-size:13px;cursor:pointer}
 .error .hint{opacity:.85} .answer{font-size:15px;margin:8px 0}
 aside{font-size:12px} aside ul{padding-left:16px;margin:2px 0 8px}
 pre.program{background:#eef;padding:6px;white-space:pre-wrap}
+ol.turns{padding-left:18px} li.turn{margin-bottom:12px} .you{margin-bottom:2px} .act{opacity:.6}
 """
 
 
@@ -248,15 +250,20 @@ def schema_html(schema: list[tuple[str, list[str]]]) -> str:
     return f"<aside id='schema'><b>Tables</b><ul>{items}</ul></aside>"
 
 
-def page(title: str, query: str, question: str, result: str, schema: str) -> str:
-    """The whole page: the two forms, the result, the schema."""
+def shell(title: str, body: str, schema: str) -> str:
+    """The page around a body: header with navigation, the schema on the side."""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <style>{PAGE_CSS}</style><style>{CSS}</style></head>
-<body><header><h1>blendsql</h1><span class="db">{esc(title)} · read-only</span></header>
-<main><div>
-<form method="get" action="/" id="query-form">
+<body><header><h1>blendsql</h1><span class="db">{esc(title)} · read-only</span>
+<nav><a href="/">Query</a> <a href="/chat">Conversation</a></nav></header>
+<main><div>{body}</div>{schema}</main></body></html>"""
+
+
+def page(title: str, query: str, question: str, result: str, schema: str) -> str:
+    """The query page: the query and ask forms, then the result."""
+    return shell(title, f"""<form method="get" action="/" id="query-form">
 <label for="q">Query</label>
 <textarea id="q" name="q" rows="6" spellcheck="false">{esc(query, MAX_INPUT_CHARS)}</textarea>
 <button type="submit" name="action" value="run">Run</button>
@@ -268,18 +275,20 @@ def page(title: str, query: str, question: str, result: str, schema: str) -> str
 <button type="submit">Ask</button>
 <p class="note">The session's model writes a query; with the embedded model this can take a while.</p>
 </form>
-<section id="result">{result}</section>
-</div>{schema}</main></body></html>"""
+<section id="result">{result}</section>""", schema)
 
 
 def create_app(bsql: Any, *, title: str = "database", query_timeout: float = DEFAULT_QUERY_TIMEOUT,
                ask_timeout: float = DEFAULT_ASK_TIMEOUT,
-               allowed_hosts: Sequence[str] = LOCAL_HOSTS) -> Starlette:
+               allowed_hosts: Sequence[str] = LOCAL_HOSTS, chat_acts: bool = True) -> Starlette:
     """A Starlette app over ``bsql`` (a ``BlendSQL``; register custom ingredients on it first).
 
     Read-only: a session opened with ``allow_writes=True`` is refused. Only
     requests whose Host is in ``allowed_hosts`` are answered (DNS rebinding).
+    ``chat_acts=False``: the conversation skips the model's dialogue-act choice.
     """
+    from blendsql.web.chat import Chat, routes
+
     engine = Engine(bsql, query_timeout, ask_timeout)
 
     async def schema() -> str:
@@ -308,7 +317,10 @@ def create_app(bsql: Any, *, title: str = "database", query_timeout: float = DEF
     async def health(request: Request) -> PlainTextResponse:
         return PlainTextResponse("ok")
 
-    app = Starlette(routes=[Route("/", index), Route("/ask", ask), Route("/health", health)],
+    show_chat, post_chat = routes(Chat(engine, chat_acts), title, schema)
+    app = Starlette(routes=[Route("/", index), Route("/ask", ask), Route("/health", health),
+                            Route("/chat", show_chat, methods=["GET"]),
+                            Route("/chat", post_chat, methods=["POST"])],
                     middleware=[Middleware(SecurityHeaders),
                                 Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))])
     app.state.engine = engine
