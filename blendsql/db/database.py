@@ -263,6 +263,8 @@ class Database:
                 self.timeout = timeout  # type: ignore[assignment]
             self._depth += 1
             self._owner = threading.get_ident()
+            if self._depth == 1 and self._owns:
+                self._check_open()
             if self._depth == 1 and not self._owns:
                 try:
                     self._borrowed = Borrowed(self.conn, self._authorize)
@@ -278,6 +280,20 @@ class Database:
                 self._owner = None
                 self._give_back()
             self._lock.release()
+
+    def _check_open(self) -> None:
+        """A session used after ``close()`` fails here, with our error.
+
+        Why at the start of a use: the first statement may come from anywhere
+        (a collector registering a function, a schema probe), and each would
+        otherwise surface sqlite3's raw ``ProgrammingError``.
+        """
+        try:
+            self.conn.in_transaction  # noqa: B018 - raises on a closed connection
+        except sqlite3.ProgrammingError:
+            raise ExecutionError("this BlendSQL session is closed",
+                                 hint="create a new BlendSQL(...) to run more queries "
+                                 "(close() ends a session for good)") from None
 
     def _give_back(self) -> None:
         """End of the outermost use: no transaction of ours open, the user's guard back."""

@@ -1,0 +1,46 @@
+"""Hostile probes of issue 10's findings, by class: each test failed before its fix.
+
+Why a separate file: these are variants a user or an adversary tries after the
+quoted examples were fixed (use after close, odd query text, time limits hit
+inside planning probes, ...); each test names the class it guards.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from blendsql import BlendSQL
+from blendsql.errors import BlendSQLError, ExecutionError
+
+from .conftest import Len, StartsWith
+
+INGREDIENTS = [StartsWith, Len]
+MAP_QUERY = "SELECT Name FROM city WHERE {{StartsWith('K', city.Name)}} = TRUE"
+
+
+@pytest.mark.parametrize("use", [
+    lambda b: b.execute(MAP_QUERY),
+    lambda b: b.execute("SELECT COUNT(*) FROM city"),
+    lambda b: b.plan(MAP_QUERY),
+    lambda b: b.db.tables(),
+], ids=["map", "plain", "plan", "tables"])
+def test_a_closed_session_is_a_clear_error(world: Path, use: object) -> None:
+    """After close() every use is our ExecutionError with a hint, never sqlite3's raw
+    ProgrammingError (a map query used to hit it while registering a collector)."""
+    b = BlendSQL(str(world), ingredients=INGREDIENTS, cache=False)
+    b.close()
+    with pytest.raises(ExecutionError, match="closed") as info:
+        use(b)  # type: ignore[operator]
+    assert info.value.hint
+    b.close()  # closing twice is harmless
+
+
+def test_a_closed_dataframe_session_is_a_clear_error() -> None:
+    import pandas as pd
+
+    b = BlendSQL({"t": pd.DataFrame({"a": ["x1", "y2"]})}, ingredients=INGREDIENTS, cache=False)
+    b.close()
+    with pytest.raises(BlendSQLError, match="closed"):
+        b.execute("SELECT a FROM t WHERE {{StartsWith('x', t.a)}} = TRUE")
