@@ -49,6 +49,8 @@ CSS = """
 .blendsql-smoothie .bsql-bar{display:inline-block;height:10px;min-width:1px;
   background:rgba(244,140,36,.85);vertical-align:middle;margin-right:6px}
 .blendsql-smoothie .bsql-barbox{display:inline-block;width:120px}
+.blendsql-smoothie .bsql-tokbox{width:60px}
+.blendsql-smoothie .bsql-tok{background:rgba(120,90,220,.75)}
 .blendsql-smoothie td.bsql-time{white-space:nowrap}
 """
 
@@ -157,25 +159,37 @@ def step_body(step: TraceStep) -> str:
     return "".join(parts)
 
 
+def _pct(value: float, largest: float) -> float:
+    return 0.0 if largest <= 0 else max(0.0, min(100.0, 100.0 * value / largest))
+
+
 def _bar(seconds: float, longest: float) -> str:
     """Time as an inline bar scaled to the slowest step, then milliseconds."""
-    pct = 0.0 if longest <= 0 else max(0.0, min(100.0, 100.0 * seconds / longest))
-    return (f"<span class='bsql-barbox'><span class='bsql-bar' style='width:{pct:.1f}%'></span>"
-            f"</span>{seconds * 1000:.1f} ms")
+    return (f"<span class='bsql-barbox'><span class='bsql-bar' "
+            f"style='width:{_pct(seconds, longest):.1f}%'></span></span>{seconds * 1000:.1f} ms")
 
 
-def _step_row(i: int, step: TraceStep, longest: float) -> str:
+def _token_bar(step: TraceStep, most: int) -> str:
+    """Tokens as prompt + completion, with a bar scaled to the step that used the most."""
+    used = step.prompt_tokens + step.completion_tokens
+    if not used:
+        return ""
+    return (f"<span class='bsql-barbox bsql-tokbox'><span class='bsql-bar bsql-tok' "
+            f"style='width:{_pct(used, most):.1f}%'></span></span>"
+            f"{step.prompt_tokens}+{step.completion_tokens}")
+
+
+def _step_row(i: int, step: TraceStep, longest: float, most_tokens: int = 0) -> str:
     body = step_body(step)
     summary = esc(step.summary, 300)
     what = (f"<details class='bsql-step'><summary>{summary}</summary>{body}</details>"
             if body else summary)
     kind = html.escape(step.kind)
-    tokens = (f"{step.prompt_tokens}+{step.completion_tokens}"
-              if step.prompt_tokens or step.completion_tokens else "")
     return (f"<tr><td class='num'>{i}</td>"
             f"<td><span class='bsql-kind bsql-kind-{kind}'>{kind}</span></td>"
             f"<td>{what}</td><td class='num'>{'' if step.rows_out is None else step.rows_out}</td>"
-            f"<td class='num'>{step.model_calls or ''}</td><td class='num'>{tokens}</td>"
+            f"<td class='num'>{step.model_calls or ''}</td>"
+            f"<td class='bsql-time'>{_token_bar(step, most_tokens)}</td>"
             f"<td class='bsql-time'>{_bar(step.seconds, longest)}</td></tr>")
 
 
@@ -183,7 +197,8 @@ def trace_html(trace: Sequence[TraceStep], open_: bool = False) -> str:
     """The steps as a collapsible table (also used for a failed run's ``error.trace``)."""
     total = sum(s.seconds for s in trace)
     longest = max((s.seconds for s in trace), default=0.0)
-    rows = "".join(_step_row(i, s, longest) for i, s in enumerate(trace, 1))
+    most = max((s.prompt_tokens + s.completion_tokens for s in trace), default=0)
+    rows = "".join(_step_row(i, s, longest, most) for i, s in enumerate(trace, 1))
     head = ("<tr><th>#</th><th>kind</th><th>step</th><th>rows</th><th>calls</th>"
             "<th>tokens</th><th>time</th></tr>")
     return (f"<details class='bsql-trace'{' open' if open_ else ''}><summary>Trace: "

@@ -212,3 +212,13 @@ def test_notebook_progress_throttles_but_always_draws_the_end(monkeypatch):
         bar("LLMMap", i, 50)
     bar("LLMMap", 50, 50)
     assert len(log) == 2 and "50/50" in log[-1][1]
+
+
+def test_token_bars_scale_to_the_step_that_used_the_most():
+    steps = [TraceStep("ingredient", "big", prompt_tokens=300, completion_tokens=100),
+             TraceStep("ingredient", "small", prompt_tokens=90, completion_tokens=10),
+             TraceStep("sql", "none")]
+    out = trace_html(steps)
+    assert out.count("bsql-tok'") == 2  # no bar for a step without tokens
+    assert "width:100.0%'></span></span>300+100" in out
+    assert "width:25.0%'></span></span>90+10" in out
