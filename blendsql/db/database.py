@@ -525,6 +525,12 @@ class Database:
         items = (params.items() if isinstance(params, Mapping)
                  else ((f"?{i + 1}", v) for i, v in enumerate(params)))
         bad = next(((k, v) for k, v in items if _unbindable(v)), None)
+        if bad is None and _unbindable(sql):
+            return ExecutionError(
+                f"the query text holds a character SQLite cannot take ({e}):\n  "
+                f"{_short(sql).encode('utf-8', 'backslashreplace').decode()}",
+                hint="remove the lone surrogate (e.g. '\\ud800') from the query; text "
+                "read with errors='surrogateescape' must be decoded properly first")
         if bad is None:
             return ExecutionError(f"could not bind parameters: {e}\n  in: {_short(sql)}",
                                   hint="check the values passed as params")

@@ -44,3 +44,18 @@ def test_a_closed_dataframe_session_is_a_clear_error() -> None:
     b.close()
     with pytest.raises(BlendSQLError, match="closed"):
         b.execute("SELECT a FROM t WHERE {{StartsWith('x', t.a)}} = TRUE")
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT '\ud800'",
+    "SELECT Name FROM city WHERE Name = '\udcff' AND {{StartsWith('K', city.Name)}} = TRUE",
+    "SELECT Name, '\ud800' FROM city WHERE {{StartsWith('K', city.Name)}} = TRUE LIMIT 1",
+], ids=["plain", "filter", "projection"])
+def test_unencodable_query_text_is_not_blamed_on_params(world: Path, query: str) -> None:
+    """A lone surrogate in the query text: the message names the text, not "check the
+    values passed as params" to a user who passed none."""
+    b = BlendSQL(str(world), ingredients=INGREDIENTS, cache=False)
+    with pytest.raises(ExecutionError) as info:
+        b.execute(query)
+    assert "query text" in info.value.message
+    assert "params" not in (info.value.hint or "")
