@@ -31,6 +31,7 @@ measured.
 
     python benchmarks/demo_margins.py                 # the README's main query
     python benchmarks/demo_margins.py --sweep         # + its question on all 18 teams
+    python benchmarks/demo_margins.py --candidates    # + the other queries considered
     python benchmarks/demo_margins.py --query "SELECT ..." --out other.json
 
 Writes benchmarks/results/demo_margins.json (by default).
@@ -88,6 +89,68 @@ TEAM_PASSAGES = {
     "Arizona State": "Arizona State Sun Devils baseball",
 }
 SWEEP_QUESTION = "Which school does this baseball team represent?"
+
+
+# --candidates: queries measured when choosing the README's (query, SQL giving the right rows)
+_PITCHERS = "SELECT name, position, school FROM w WHERE position = 'Pitcher'"
+_SEL = "SELECT name, position, school FROM w WHERE "
+
+
+def _school_rows(school: str) -> str:
+    return f"SELECT name, position, school FROM w WHERE school = '{school}'"
+
+
+def _qa(question: str, match: str, limit: str = "") -> str:
+    return (_SEL + "school = {{LLMQA('" + question + "', (SELECT title, content FROM documents "
+            f"WHERE documents MATCH '{match}'{limit}), options='w::school')" + "}}")
+
+
+CANDIDATES: list[tuple[str, str]] = [
+    (_SEL + "{{LLMMap('Is this position a pitcher?', 'w::position')}} = TRUE", _PITCHERS),
+    (_SEL + "{{LLMMap('Is this position a pitcher?', 'w::position', options=('yes','no'))}}"
+     " = 'yes'", _PITCHERS),
+    (_SEL + "{{LLMMap('Which kind of player is this?', 'w::position', "
+     "options=('pitcher','fielder'))}} = 'pitcher'", _PITCHERS),
+    (_SEL + "{{LLMMap('Does this player pitch or field?', 'w::position', "
+     "options=('pitch','field'))}} = 'pitch'", _PITCHERS),
+    (_SEL + "{{LLMMap('Which kind of position is this?', 'w::position', "
+     "options=('pitcher','catcher','infielder','outfielder'))}} = 'pitcher'", _PITCHERS),
+    (_qa("Which school is in Fresno?", "fresno", " ORDER BY rank LIMIT 3"),
+     _school_rows("Fresno State")),
+    (_qa("Which school is in Minneapolis?", "Minneapolis", " ORDER BY rank LIMIT 3"),
+     _school_rows("Minnesota")),
+    (_qa("Which school did Pedro Grifol attend?", "Grifol"), _school_rows("Florida State")),
+    (_qa("Which school won the national championship in 1989?", "championship 1989",
+         " ORDER BY rank LIMIT 3"), _school_rows("Wichita State")),
+    (_qa("Which school plays its home games at Blair Field?", "Blair Field"),
+     _school_rows("Long Beach State")),
+    (_qa("Which school has the baseball team called the Diamond Hogs?", "Diamond Hogs"),
+     _school_rows("Arkansas")),
+    (_qa("Which school is known as the Dirtbags?", "Dirtbags"), _school_rows("Long Beach State")),
+    (README_QUERY, _school_rows("Long Beach State")),
+]
+
+
+def candidates(extra_bufts: bool) -> list[dict[str, Any]]:
+    """Each candidate query: right or not (vs its SQL), and its closest decision."""
+    import sqlite3
+
+    model = MeasuredLlamaCpp(extra_bufts=extra_bufts, n_threads=1)
+    conn = sqlite3.connect(example_db_path())
+    out = []
+    try:
+        for query, truth in CANDIDATES:
+            r = measure(query, extra_bufts, model=model)
+            expected = sorted(list(row) for row in conn.execute(truth))
+            close = min(r["decisions"], key=lambda d: d["margin"] if d["margin"] is not None
+                        else float("inf"), default=None)
+            out.append({"query": query, "right": sorted(r["rows"]) == expected,
+                        "rows": len(r["rows"]), "expected_rows": len(expected),
+                        "decisions": len(r["decisions"]), "min_margin": r["min_margin"],
+                        "closest": close})
+    finally:
+        conn.close()
+    return out
 
 
 def sweep_query(title: str) -> str:
@@ -318,6 +381,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--query", default=README_QUERY)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/demo_margins.json")
+    ap.add_argument("--candidates", action="store_true",
+                    help="also measure the other candidate queries considered for the README")
     ap.add_argument("--sweep", action="store_true",
                     help="also ask the README's question over each school's team passage")
     args = ap.parse_args(argv)
@@ -331,8 +396,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     for bufts in (True, False):
         result["paths"][f"extra_bufts={'on' if bufts else 'off'}"] = measure(args.query, bufts)
+    auto = extra_bufts_decision(system_info(), cpu_flags(), None)[0]
+    if args.candidates:
+        result["candidates"] = candidates(auto)
     if args.sweep:
-        result["sweep"] = sweep(extra_bufts_decision(system_info(), cpu_flags(), None)[0])
+        result["sweep"] = sweep(auto)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     for path, r in result["paths"].items():
@@ -341,6 +409,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         for d in r["decisions"]:
             print(f"  {d['label'][:40]!r:44} -> {d['answer']!r:14} margin {d['margin']} "
                   f"(runner-up {d['runner_up']})")
+    for c in result.get("candidates", []):
+        print(f"candidate: right={c['right']} rows={c['rows']}/{c['expected_rows']} "
+              f"min margin {c['min_margin']}: {c['query'][43:130]}")
     if "sweep" in result:
         sw = result["sweep"]
         print(f"sweep: right {sw['right']} of {sw['of']} "
