@@ -428,9 +428,10 @@ def _sqlglot_parse(ctx: _Ctx, sp: _Splice) -> exp.Expression:
         raise ParseError("expected a SQL statement", text=ctx.text, position=0)
     if isinstance(tree, exp.Command):
         _check_command(ctx, tree)
-    if isinstance(tree, exp.Condition):
-        # sqlglot reads `x = 1` as a statement; SQLite does not (only a lone call
-        # is accepted as shorthand for SELECT <call>)
+    if isinstance(tree, _BARE):
+        # sqlglot reads `x = 1`, `x AS a`, `*` or `(SELECT 1)` as a statement; SQLite
+        # does not (only a lone call is accepted as shorthand for SELECT <call>), and
+        # handing them on showed SQLite's error about the engine's own parameter names
         raise ParseError(
             "a query must be a statement, not a bare expression", text=ctx.text,
             position=_skip_blank(ctx.text, 0),
@@ -439,6 +440,10 @@ def _sqlglot_parse(ctx: _Ctx, sp: _Splice) -> exp.Expression:
         )
     return tree
 
+
+#: what sqlglot parses as a whole "statement" but is only an expression (or a
+#: parenthesised query, which SQLite does not take as a statement either)
+_BARE = (exp.Condition, exp.Alias, exp.Star, exp.Subquery)
 
 _COMMANDS = {
     "EXPLAIN", "VACUUM", "ANALYZE", "REINDEX", "BEGIN", "COMMIT", "END", "ROLLBACK",

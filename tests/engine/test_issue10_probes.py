@@ -59,3 +59,20 @@ def test_unencodable_query_text_is_not_blamed_on_params(world: Path, query: str)
         b.execute(query)
     assert "query text" in info.value.message
     assert "params" not in (info.value.hint or "")
+
+
+@pytest.mark.parametrize("query", [
+    "{{Pick('x')}} AS a", "{{Pick('x')}} a", "{{Pick('x')}}[0]", "(SELECT {{Pick('x')}})",
+    "1 AS a", "*",
+])
+def test_a_bare_aliased_call_is_a_parse_error(world: Path, query: str) -> None:
+    """Only a lone call means SELECT <call>; an aliased or parenthesised one is not a
+    statement (it used to reach SQLite and fail "near :__bsql_qa..._0")."""
+    from blendsql.errors import ParseError
+
+    from .conftest import PickMax
+
+    b = BlendSQL(str(world), ingredients=[*INGREDIENTS, PickMax("Pick")], cache=False)
+    with pytest.raises(ParseError) as info:
+        b.execute(query)
+    assert "__bsql" not in str(info.value)
