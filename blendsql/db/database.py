@@ -177,6 +177,8 @@ class Database:
         self._denied: str | None = None
         self._borrowed: Borrowed | None = None
         self._names = itertools.count()
+        # the statement that ran past the time limit in this use (see _run_statement)
+        self._expired: str | None = None
         self._free_functions: list[str] = []
         self._owns = True
         # called after every statement (see tracing()): the one traced path to SQLite
@@ -263,6 +265,8 @@ class Database:
                 self.timeout = timeout  # type: ignore[assignment]
             self._depth += 1
             self._owner = threading.get_ident()
+            if self._depth == 1:
+                self._expired = None
             if self._depth == 1 and self._owns:
                 self._check_open()
             if self._depth == 1 and not self._owns:
@@ -431,6 +435,8 @@ class Database:
                        ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """One statement under the time limit; commit only what it began."""
         conn = self.conn
+        if self._expired is not None:
+            raise self._expired_error()
         began_outside = not conn.in_transaction
         self._denied = None
         ticket = WATCHDOG.arm(conn, self.timeout) if self.timeout else None
@@ -448,6 +454,8 @@ class Database:
             self._end_ours(began_outside, ok=False)
             if "binding parameter" in str(e):  # a value of a type sqlite3 cannot bind
                 raise self._bind_error(e, sql, params, origin) from None
+            if fired:
+                self._expired = sql
             raise self._error(e, sql, timed_out=fired) from None
         except (OverflowError, ValueError, TypeError) as e:
             if ticket is not None:
@@ -476,6 +484,20 @@ class Database:
                     f"the statement returned more than {self.max_rows:,} rows and was "
                     f"stopped:\n  {_short(sql)}",
                     hint="add a LIMIT or a tighter WHERE (or raise db.max_rows)")
+
+    def _expired_error(self) -> QueryTimeoutError:
+        """A statement after one that hit the time limit in the same use.
+
+        Why refuse it: the engine's planning probes (cost estimates, samples)
+        recover from their own failures, so a probe stopped at the limit was
+        followed by the real statement, stopped at the limit again: a query
+        took two or three times the ``timeout`` it was given.
+        """
+        return QueryTimeoutError(
+            f"a SQL statement of this query ran longer than the time limit of "
+            f"{self.timeout:g} s and was stopped:\n  {_short(self._expired or '')}",
+            hint="add a LIMIT or a tighter WHERE, or raise the limit with "
+            "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)")
 
     def _end_ours(self, began_outside: bool, ok: bool) -> None:
         """Commit (or roll back) a transaction the statement itself opened.

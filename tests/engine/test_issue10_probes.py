@@ -76,3 +76,32 @@ def test_a_bare_aliased_call_is_a_parse_error(world: Path, query: str) -> None:
     with pytest.raises(ParseError) as info:
         b.execute(query)
     assert "__bsql" not in str(info.value)
+
+
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+
+
+@pytest.mark.parametrize("query", [
+    # a map whose values come from an endless subquery: cost probe, then collection
+    "SELECT Name FROM city WHERE ID IN (" + ENDLESS + "SELECT x FROM c) "
+    "AND {{StartsWith('K', city.Name)}} = TRUE",
+    # two filters over an endless source: a cost probe per call, then the run
+    ENDLESS + "SELECT x FROM c WHERE {{StartsWith('1', c.x)}} = TRUE "
+    "AND {{StartsWith('11', c.x)}} = TRUE LIMIT 3",
+], ids=["subquery", "two-filters"])
+def test_one_statement_at_the_time_limit_ends_the_query(world: Path, query: str) -> None:
+    """The ``timeout`` is hit once per query: planning probes that recover from their
+    own failures used to swallow the timeout and start the next endless statement,
+    so a query took two or three times its limit."""
+    from blendsql.errors import QueryTimeoutError
+
+    b = BlendSQL(str(world), ingredients=INGREDIENTS, cache=False, timeout=0.3)
+    started: list[str] = []
+    b.db.conn.set_trace_callback(lambda sql: started.append(sql) if "RECURSIVE" in
+                                 sql.upper() else None)
+    with pytest.raises(QueryTimeoutError):
+        b.execute(query)
+    assert len(started) == 1, started
+    # the next query of the session is not affected
+    rows = b.execute("SELECT Name FROM city WHERE {{StartsWith('Kab', city.Name)}} = TRUE").df
+    assert sorted(rows["Name"]) == ["Kabankalan", "Kabul", "Kabwe"]
