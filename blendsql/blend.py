@@ -37,6 +37,7 @@ from blendsql.grammar.nodes import IngredientCall
 from blendsql.grammar.parser import check_query_size, check_query_type
 from blendsql.ingredients.base import Ingredient, IngredientRegistry
 from blendsql.models.base import Model
+from blendsql.models.guard import guarded
 from blendsql.options import DEFAULT_MAX_QUERY_CHARS, Options
 from blendsql.plan.steps import Plan
 from blendsql.smoothie import Smoothie, TraceStep
@@ -105,7 +106,8 @@ class BlendSQL:
         self.cache: bool | str = cache
         self.progress = progress  # progress(ingredient, done, total), e.g. the CLI's bar
         self._model_arg = model
-        self._model: Model | None = model if isinstance(model, Model) and not cache else None
+        self._model: Model | None = (guarded(model) if isinstance(model, Model) and not cache
+                                     else None)
         self._parse_cache: dict[tuple[str, tuple[tuple[str, int], ...]], exp.Expression] = {}
 
     # -- model ------------------------------------------------------------------------
@@ -114,7 +116,7 @@ class BlendSQL:
     def model(self) -> Model:
         """The session model, created on first access (the embedded one by default)."""
         if self._model is None:
-            self._model = self._wrap_cache(self._load_model())
+            self._model = guarded(self._wrap_cache(self._load_model()))
         return self._model
 
     def _load_model(self) -> Model:

@@ -1,0 +1,58 @@
+"""A model whose failures are always ``ModelError``s.
+
+Why: a backend (a user's ``Model`` subclass, a ``FunctionModel``'s function,
+llama.cpp) may raise anything. Inside ``execute`` the engine names the
+ingredient that failed, but ``BlendSQL.ask``, ``Conversation`` and the parser
+call the session model directly, and a raw ``RuntimeError`` there broke the
+promise of one error hierarchy. The session wraps its model once, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from blendsql.errors import BlendSQLError, ModelError
+from blendsql.models.base import Model, Request, Response
+
+
+class GuardedModel(Model):
+    """Delegates to ``inner``; any non-blendsql exception from it becomes a ModelError."""
+
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    @property
+    def cacheable(self) -> bool:  # type: ignore[override]
+        return self.inner.cacheable
+
+    def identity(self) -> str:
+        return self.inner.identity()
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        try:
+            return self.inner.generate(requests)
+        except BlendSQLError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any backend failure, reported as ours
+            raise ModelError(
+                f"model {self.inner.name!r} failed: {type(e).__name__}: {e}",
+                hint="check the model backend (is the server up, the key valid, the "
+                "function correct?)") from e
+
+    def __getattr__(self, item: str) -> object:
+        # backend-specific helpers (tokenizer, context size, llm, ...) pass through
+        if item.startswith("__") or item == "inner":
+            raise AttributeError(item)
+        return getattr(self.inner, item)
+
+
+def guarded(model: Model) -> Model:
+    """``model`` wrapped once (a guarded model is returned as is)."""
+    return model if isinstance(model, GuardedModel) else GuardedModel(model)
