@@ -35,13 +35,11 @@ def name_call_columns(tree: exp.Expression, text_of: Callable[[exp.Expression], 
     out = tree.copy()
     select = _result_select(out)
     assert select is not None
-    names = {e.alias_or_name.lower() for e in select.expressions if isinstance(e, exp.Alias)}
     for e in list(select.expressions):
         if _unnamed_call(e):
+            # the same call twice names two columns alike, as SQLite names `f(x), f(x)`
+            # (left unnamed, the second was named after its replacement, e.g. `Name`)
             name = text_of(e)
-            if name.lower() in names:
-                continue  # keep SQLite's own naming rather than make two equal names
-            names.add(name.lower())
             e.replace(exp.alias_(e.copy(), exp.to_identifier(name, quoted=True), copy=False))
     return out
 

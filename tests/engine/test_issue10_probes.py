@@ -105,3 +105,18 @@ def test_one_statement_at_the_time_limit_ends_the_query(world: Path, query: str)
     # the next query of the session is not affected
     rows = b.execute("SELECT Name FROM city WHERE {{StartsWith('Kab', city.Name)}} = TRUE").df
     assert sorted(rows["Name"]) == ["Kabankalan", "Kabul", "Kabwe"]
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT Name, {{Len('n', city.Name)}}, {{Len('n', city.Name)}} FROM city WHERE ID < 3",
+    "SELECT Name, {{Len('n', city.Name)}}, {{Len('n', city.Name)}} FROM city WHERE ID < 3 AND 0",
+    "SELECT Name, {{StartsWith('K', city.Name)}}, {{StartsWith('K', city.Name)}} FROM city "
+    "WHERE ID < 3",
+], ids=["map", "map-empty", "bool-map"])
+def test_the_same_call_twice_names_both_columns_alike(world: Path, query: str) -> None:
+    """SQLite names `SELECT f(x), f(x)` columns alike; the second identical call's column
+    used to be named after its replacement (`Name`), whether or not rows came back."""
+    b = BlendSQL(str(world), ingredients=INGREDIENTS, cache=False)
+    df = b.execute(query).df
+    call = query[query.index("{{"):query.index("}}") + 2]
+    assert list(df.columns) == ["Name", call, call]
