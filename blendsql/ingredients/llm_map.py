@@ -9,7 +9,27 @@ from blendsql.errors import IngredientError
 from blendsql.ingredients import _llm, prompts
 from blendsql.ingredients.base import MapIngredient
 from blendsql.models.base import Request
-from blendsql.models.constraints import Constraint, Text
+from blendsql.models.constraints import Constraint, ListOf, Text
+
+BATCH_HINT = ("There are {n} values, numbered. Answer with a JSON list of {n} answers, "
+              "one per value, in the same order.\n")
+
+
+def prompts_batch_hint(n: int) -> str:
+    """The format line added when several values share one prompt."""
+    return BATCH_HINT.format(n=n)
+
+
+def _values_per_prompt(raw: Any) -> int:
+    """``values_per_prompt=`` as a positive int (a clear error otherwise)."""
+    try:
+        n = int(raw)
+    except (TypeError, ValueError):
+        n = 0
+    if isinstance(raw, bool) or n < 1 or n != raw:
+        raise IngredientError(f"values_per_prompt={raw!r} is not a positive whole number",
+                              hint="use values_per_prompt=1 (default) or e.g. 8")
+    return n
 
 
 def normalize_few_shot(examples: Any) -> list[tuple[str | None, Any, Any]]:
@@ -76,7 +96,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
 
     Call keywords: ``options``, ``return_type``, ``example_outputs``,
     ``context`` (a table or text shown before the value), ``few_shot``,
-    ``instructions``, ``max_tokens``, ``value_chars``, ``context_chars``.
+    ``instructions``, ``max_tokens``, ``value_chars``, ``context_chars``,
+    ``values_per_prompt`` (opt-in: k values per request, answered as a JSON list).
     """
 
     needs_model = True
@@ -118,6 +139,10 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
 
             return _llm.fit_prompt(build, model, max_tokens)
 
+        per_prompt = _values_per_prompt(self.setting(kwargs, "values_per_prompt", 1))
+        if per_prompt > 1:
+            return self.run_batched(values, per_prompt, question, constraint, back,
+                                    max_tokens, value_chars, kwargs)
         # one request per distinct rendered value; answers fan back out to the inputs
         prompt_of = [prompt_for(v) for v in values]
         distinct = list(dict.fromkeys(prompt_of))
@@ -127,6 +152,45 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         ]
         answers = dict(zip(distinct, self.ask(model, requests, kwargs, back), strict=True))
         return [answers[p] for p in prompt_of]
+
+    def run_batched(
+        self, values: list[Any], per_prompt: int, question: str | None, constraint: Constraint,
+        back: dict[str, Any], max_tokens: int, value_chars: int, kwargs: dict[str, Any],
+    ) -> list[Any]:
+        """``values_per_prompt=k``: k distinct values per request, answered as a JSON list.
+
+        Why: the instructions, question and examples are paid once per k values
+        instead of once per value (a remote API bills them every time). Opt-in,
+        because small models answer a list less accurately than one value (see
+        ``benchmarks/model_throughput.py``). A list that does not parse leaves
+        its k values NULL with a warning, like any unparseable answer.
+        """
+        model = self.require_model(kwargs)
+        names = kwargs.get("value_names")
+        texts = [render_value(v, names) for v in values]
+        distinct = list(dict.fromkeys(texts))
+        chunks = [distinct[i:i + per_prompt] for i in range(0, len(distinct), per_prompt)]
+        template = self.setting(kwargs, "template", self.template)
+        requests = []
+        for chunk in chunks:
+            shape = ListOf(item=constraint, min_len=len(chunk), max_len=len(chunk))
+
+            def build(scale: float, chunk: list[str] = chunk, shape: ListOf = shape) -> str:
+                fields = self.prompt_fields(question, constraint, kwargs, scale)
+                fields["format"] += prompts_batch_hint(len(chunk))
+                listed = "".join(f"\n{i}. {_llm.truncate(t, _llm.scaled(value_chars, scale))}"
+                                 for i, t in enumerate(chunk, 1))
+                return template.format(**fields, value=listed)
+
+            budget = len(chunk) * (max_tokens + 3) + 4  # each answer plus '", ' and brackets
+            requests.append(Request(prompt=_llm.fit_prompt(build, model, budget),
+                                    constraint=shape, max_tokens=budget))
+        answers: dict[str, Any] = {}
+        for chunk, listed in zip(chunks, self.ask(model, requests, kwargs), strict=True):
+            items = listed if isinstance(listed, list) else [None] * len(chunk)
+            for text, item in zip(chunk, items, strict=True):
+                answers[text] = back.get(item, item) if isinstance(item, str) and back else item
+        return [answers[t] for t in texts]
 
     def pick_constraint(self, kwargs: dict[str, Any]) -> tuple[Constraint, dict[str, Any]]:
         """Explicit options / return_type beat the planner's inferred ``constraint``."""
