@@ -32,6 +32,17 @@ def vocab_model() -> Any:
     return Llama(path, vocab_only=True, verbose=False)
 
 
+def representable(text: str) -> bool:
+    """True if the vocabulary tokenizes ``text`` faithfully (detokenizes back to it).
+
+    Why: the tokenizer drops some control characters (e.g. ``\x1d``), so
+    :func:`accepts` would judge a different string than the one asked about.
+    """
+    llm = vocab_model()
+    tokens = llm.tokenize(text.encode("utf-8"), add_bos=False, special=False) if text else []
+    return bool(llm.detokenize(tokens) == text.encode("utf-8"))
+
+
 def accepts(grammar: str, text: str) -> bool:
     """True if the grammar admits exactly ``text`` (then end of generation)."""
     import llama_cpp
