@@ -259,14 +259,14 @@ class Database:
                 f"{self.lock_timeout:g} s",
                 hint="a session runs one query at a time; use one BlendSQL per thread, "
                 "or raise db.lock_timeout")
-        saved = self.timeout
+        saved, expired = self.timeout, self._expired
         try:
             if timeout != "keep":
                 self.timeout = timeout  # type: ignore[assignment]
             self._depth += 1
             self._owner = threading.get_ident()
-            if self._depth == 1:
-                self._expired = None
+            if self._depth == 1 or timeout != "keep":
+                self._expired = None  # a query with its own time limit starts afresh
             if self._depth == 1 and self._owns:
                 self._check_open()
             if self._depth == 1 and not self._owns:
@@ -280,6 +280,9 @@ class Database:
         finally:
             self._depth -= 1
             self.timeout = saved
+            if timeout != "keep":
+                # e.g. ask(): its program timed out; its fallback's statements still run
+                self._expired = expired
             if self._depth == 0:
                 self._owner = None
                 self._give_back()

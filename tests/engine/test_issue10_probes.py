@@ -120,3 +120,17 @@ def test_the_same_call_twice_names_both_columns_alike(world: Path, query: str) -
     df = b.execute(query).df
     call = query[query.index("{{"):query.index("}}") + 2]
     assert list(df.columns) == ["Name", call, call]
+
+
+def test_a_timed_out_query_does_not_refuse_the_next_one_in_an_outer_session(
+        world: Path) -> None:
+    """ask() and Conversation hold the session around several queries: a query that hit
+    its time limit must not make the next query (e.g. the fallback) fail at once."""
+    from blendsql.errors import QueryTimeoutError
+
+    b = BlendSQL(str(world), ingredients=INGREDIENTS, cache=False, timeout=0.3)
+    with b.db.session():
+        with pytest.raises(QueryTimeoutError):
+            b.execute(ENDLESS + "SELECT COUNT(*) FROM c")
+        assert b.execute("SELECT COUNT(*) FROM city").df.iloc[0, 0] == 4079
+        assert len(b.execute(MAP_QUERY + " LIMIT 2").df) == 2
