@@ -33,7 +33,7 @@ from blendsql.models.constraints import (
     ListOf,
     Regex,
 )
-from blendsql.models.openai_compat import choice_logit_bias, detect_kind, plan_for
+from blendsql.models.openai_compat import choice_logit_bias, detect_kind, plan_for, prefix_order
 
 # ----------------------------------------------------------------------------- scripted server
 
@@ -241,6 +241,28 @@ def test_batch_is_bounded_and_ordered(scripted: Callable[..., Scripted]) -> None
     out = model.generate([Request(f"echo {i}") for i in range(8)])
     assert [r.value for r in out] == [str(i) for i in range(8)]
     assert srv.max_in_flight == 2
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_shared_prefixes_are_sent_together(scripted: Callable[..., Scripted], concurrency: int) -> None:
+    # two ingredients' prompts interleaved in the batch; the server should see them grouped
+    srv = scripted(lambda n, b: completion(b["messages"][-1]["content"].split()[-1]))
+    model = fast(srv.base_url, server_kind="generic", max_concurrency=concurrency)
+    reqs = [Request(f"{q} value {i}") for i in range(4) for q in ("Is it red?", "Is it big?")]
+    out = model.generate(reqs)
+    assert [r.value for r in out] == [str(i) for i in range(4) for _ in range(2)]
+    sent = [b["messages"][-1]["content"].split(" value")[0] for b in srv.bodies]
+    if concurrency == 1:  # with several in flight arrival order is up to the threads
+        assert sent == ["Is it big?"] * 4 + ["Is it red?"] * 4
+
+
+def test_prefix_order_groups_prompts_and_messages() -> None:
+    reqs = [Request("b 1"), Request("a 1"), Request("b 0"), Request("a 1"),
+            Request(messages=(("system", "s"), ("user", "x"))), Request("a 0")]
+    order = prefix_order(reqs)
+    assert sorted(order) == list(range(len(reqs)))
+    assert [reqs[i].prompt for i in order[:5]] == ["a 0", "a 1", "a 1", "b 0", "b 1"]
+    assert order[1:3] == [1, 3]  # equal prompts keep their order
 
 
 # ----------------------------------------------------------------------------- server kinds
