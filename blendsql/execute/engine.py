@@ -711,6 +711,26 @@ class Run:
         return join_lookup(table, left, right)
 
 
+def _refuse_row_calls_in_dml(call: IngredientCall) -> None:
+    """A map / join call directly in an UPDATE or DELETE (not inside a SELECT of it).
+
+    Why refuse: such a call is evaluated over the rows of a SELECT scope; the
+    statement's own table has none, so the candidate query failed with
+    SQLite's "no such column" about text the user never wrote. The same
+    intent works as a subquery, which is what the hint says.
+    """
+    p = call.parent
+    while p is not None and not isinstance(p, (exp.Select, exp.Update, exp.Delete)):
+        p = p.parent
+    if isinstance(p, (exp.Update, exp.Delete)):
+        kind = "UPDATE" if isinstance(p, exp.Update) else "DELETE"
+        raise IngredientError(
+            f"{call.name} is evaluated per row, which blendsql supports in SELECT "
+            f"queries, not directly in {kind}",
+            hint=f"select the rows in a subquery: {kind} ... WHERE rowid IN (SELECT rowid "
+            f"FROM <table> WHERE {{{{{call.name}(...)}}}})")
+
+
 @dataclass
 class SharedCall:
     """What identical calls of one query share: the combined hint and the outputs.
@@ -833,6 +853,9 @@ def prepare(run: Run, given: exp.Expression, parse_expr: Callable[[str], exp.Exp
                  for c in find_calls(given))
     if macros:
         check_known(tree, run.registry)
+    for call in find_calls(tree):
+        if isinstance(run.registry.get(call.key_name), (MapIngredient, JoinIngredient)):
+            _refuse_row_calls_in_dml(call)
     tree = qualify_by_alias(tree)
     tree = resolve_aliases(tree, lambda scope, src: source_columns(run, scope, src))
     if memo and not macros:

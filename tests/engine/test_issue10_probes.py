@@ -134,3 +134,39 @@ def test_a_timed_out_query_does_not_refuse_the_next_one_in_an_outer_session(
             b.execute(ENDLESS + "SELECT COUNT(*) FROM c")
         assert b.execute("SELECT COUNT(*) FROM city").df.iloc[0, 0] == 4079
         assert len(b.execute(MAP_QUERY + " LIMIT 2").df) == 2
+
+
+@pytest.mark.parametrize("query", [
+    "DELETE FROM city WHERE {{StartsWith('Kab', Name)}}",
+    "UPDATE city SET Population = 0 WHERE {{StartsWith('Kab', city.Name)}} = TRUE",
+    "UPDATE city SET Population = {{Len('n', Name)}} WHERE ID < 3",
+])
+@pytest.mark.parametrize("how", ["execute", "plan"])
+def test_a_row_call_directly_in_update_or_delete_is_a_clear_error(
+        world: Path, query: str, how: str) -> None:
+    """A map call straight in UPDATE / DELETE was "no such column: Name in SELECT
+    DISTINCT Name" (text the user never wrote); now an IngredientError whose hint is the
+    subquery form, and nothing is written."""
+    import sqlite3
+
+    from blendsql.errors import IngredientError
+
+    b = BlendSQL(str(world), ingredients=INGREDIENTS, cache=False, allow_writes=True)
+    with pytest.raises(IngredientError) as info:
+        getattr(b, how)(query)
+    assert "SELECT" in (info.value.hint or "")
+    b.close()
+    con = sqlite3.connect(world)
+    assert con.execute("SELECT COUNT(*), SUM(Population) FROM city").fetchone() == (
+        4079, 1429559884)
+
+
+def test_the_subquery_form_of_a_row_call_in_delete_works(world: Path) -> None:
+    import sqlite3
+
+    b = BlendSQL(str(world), ingredients=INGREDIENTS, cache=False, allow_writes=True)
+    b.execute("DELETE FROM city WHERE ID IN "
+              "(SELECT ID FROM city WHERE {{StartsWith('Kab', city.Name)}} = TRUE)")
+    b.close()
+    assert sqlite3.connect(world).execute(
+        "SELECT COUNT(*) FROM city WHERE Name LIKE 'Kab%'").fetchone() == (0,)
