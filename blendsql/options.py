@@ -111,6 +111,15 @@ _SPECS: list[OptionSpec] = [
 KNOWN: dict[str, OptionSpec] = {s.name: s for s in _SPECS}
 
 
+#: the calls' own keyword arguments, offered as suggestions for a misspelt option
+#: (``BlendSQL(db, allow_write=True)`` means ``allow_writes``, not an unknown option)
+CALL_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "BlendSQL()": ("model", "ingredients", "allow_writes", "cache", "progress"),
+    "execute()": ("params",),
+    "plan()": ("params",),
+}
+
+
 def suggest(name: str, known: Iterable[str]) -> str | None:
     """The known name closest to a misspelt ``name`` (difflib), or None."""
     found = difflib.get_close_matches(name.lower(), sorted(known), n=1, cutoff=0.6)
@@ -126,8 +135,11 @@ def check_option(name: str, value: Any, where: str = "BlendSQL()") -> Any:
         raise OptionError(f"option names are strings, got {name!r}", option=str(name))
     spec = KNOWN.get(name)
     if spec is None:
-        near = suggest(name, KNOWN)
-        hint = f"did you mean {near!r}?" if near else "known options: " + ", ".join(sorted(KNOWN))
+        own = CALL_KEYWORDS.get(where, ())
+        near = suggest(name, [*KNOWN, *own])  # a misspelt keyword of the call itself too
+        hint = (f"did you mean {near!r}?" if near in KNOWN
+                else f"did you mean {near!r} (a keyword of {where})?" if near
+                else "known options: " + ", ".join(sorted(KNOWN)))
         raise OptionError(f"unknown option {name!r} for {where}", hint=hint, option=name)
     if value is None and spec.nullable:
         return value

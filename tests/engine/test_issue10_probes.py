@@ -170,3 +170,20 @@ def test_the_subquery_form_of_a_row_call_in_delete_works(world: Path) -> None:
     b.close()
     assert sqlite3.connect(world).execute(
         "SELECT COUNT(*) FROM city WHERE Name LIKE 'Kab%'").fetchone() == (0,)
+
+
+@pytest.mark.parametrize(("call", "near"), [
+    (lambda p: BlendSQL(p, allow_write=True), "allow_writes"),
+    (lambda p: BlendSQL(p, ingredient=[]), "ingredients"),
+    (lambda p: BlendSQL(p).execute("SELECT ?", param=[1]), "params"),
+    (lambda p: BlendSQL(p).plan("SELECT ?", param=[1]), "params"),
+], ids=["allow_write", "ingredient", "execute-param", "plan-param"])
+def test_a_misspelt_keyword_of_the_call_is_suggested(world: Path, call: object,
+                                                      near: str) -> None:
+    """`BlendSQL(db, allow_write=True)` is an unknown option whose hint used to list the
+    options only; it now names the call's own keyword the user meant."""
+    from blendsql.errors import OptionError
+
+    with pytest.raises(OptionError) as info:
+        call(str(world))  # type: ignore[operator]
+    assert f"did you mean {near!r}" in (info.value.hint or "")
