@@ -442,7 +442,8 @@ class Database:
             raise self._expired_error()
         began_outside = not conn.in_transaction
         self._denied = None
-        ticket = WATCHDOG.arm(conn, self.timeout) if self.timeout else None
+        ticket = (WATCHDOG.arm(conn, self.timeout)
+                  if self.timeout and not self._in_users_transaction() else None)
         try:
             cur = conn.execute(sql, params)
             rows = self._fetch(cur, sql)
@@ -469,6 +470,16 @@ class Database:
             WATCHDOG.disarm(ticket)
         self._end_ours(began_outside, ok=True)
         return cols, rows
+
+    def _in_users_transaction(self) -> bool:
+        """An engine write (a temp table from rows it holds) inside the user's transaction.
+
+        Why no time limit for it: SQLite rolls back the whole transaction when a
+        write inside it is interrupted, which would discard the user's pending
+        writes. Such a statement only stores rows already read (under the limit)
+        or indexes them, so its work is bounded without one.
+        """
+        return self._engine and self.conn.in_transaction
 
     def _fetch(self, cur: sqlite3.Cursor, sql: str) -> list[tuple[Any, ...]]:
         """All rows, refusing more than ``max_rows`` (memory runs out long before a
@@ -627,7 +638,15 @@ class Database:
         create the temp table and nothing else a SELECT could not do anyway.
         """
         t0 = time.perf_counter()
-        self._create_as(name, select_sql, params, origin)
+        if self.conn.in_transaction:
+            # a handed-in connection inside the user's transaction: SQLite rolls the whole
+            # transaction back when a write is interrupted (our time limit), so the rows
+            # are read first (a read may be interrupted safely) and then stored
+            with self.session():
+                cols, rows = self._run(select_sql, params, origin)
+            self.create_temp_table(name, cols, rows)
+        else:
+            self._create_as(name, select_sql, params, origin)
         return time.perf_counter() - t0
 
     def _create_as(self, name: str, select_sql: str, params: Any,

@@ -187,3 +187,42 @@ def test_a_misspelt_keyword_of_the_call_is_suggested(world: Path, call: object,
     with pytest.raises(OptionError) as info:
         call(str(world))  # type: ignore[operator]
     assert f"did you mean {near!r}" in (info.value.hint or "")
+
+
+GROUPED_SLOW = ("WITH RECURSIVE c(x, y) AS (SELECT 1, 1 UNION ALL SELECT x + 1, (x + 1) % 7 "
+                "FROM c WHERE x < 30000000) "
+                "SELECT {{StartsWith('1', c.y)}} AS k, COUNT(*) FROM c GROUP BY k")
+
+
+def test_a_timeout_never_rolls_back_the_users_pending_writes(world: Path) -> None:
+    """A GROUP BY a map call fills a partial table (CREATE TEMP TABLE AS SELECT over the
+    user's rows); interrupted at the time limit inside the user's open transaction,
+    SQLite rolled back the whole transaction: the user's pending UPDATE was lost."""
+    import sqlite3
+
+    from blendsql.errors import QueryTimeoutError
+
+    con = sqlite3.connect(world)
+    con.execute("UPDATE city SET Population = 0 WHERE ID = 1")
+    b = BlendSQL(con, ingredients=INGREDIENTS, cache=False, timeout=1)
+    with pytest.raises(QueryTimeoutError):
+        b.execute(GROUPED_SLOW)
+    assert con.in_transaction
+    assert con.execute("SELECT Population FROM city WHERE ID = 1").fetchone() == (0,)
+    con.commit()
+
+
+def test_grouping_by_a_call_inside_the_users_transaction_gives_the_same_rows(
+        world: Path) -> None:
+    import sqlite3
+
+    query = ("SELECT {{Len('n', city.CountryCode)}} AS k, COUNT(*) AS n, SUM(Population) "
+             "FROM city GROUP BY k ORDER BY k")
+    con = sqlite3.connect(world)
+    outside = BlendSQL(con, ingredients=INGREDIENTS, cache=False).execute(query)
+    con.execute("UPDATE city SET Population = 0 WHERE ID = 1")
+    inside = BlendSQL(con, ingredients=INGREDIENTS, cache=False).execute(query)
+    assert con.in_transaction and con.total_changes == 1
+    assert outside.df["n"].tolist() == inside.df["n"].tolist()
+    assert any("pre-aggregation" in s.summary for s in inside.trace)
+    con.rollback()
