@@ -50,6 +50,7 @@ def _connect(collate: str = "") -> sqlite3.Connection:
     con.execute(f"CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, city TEXT {collate}, "
                 "grp INTEGER, val REAL)")
     con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", ROWS)
+    con.commit()  # no open transaction: inside one, the partial table is read, then stored
     return con
 
 
