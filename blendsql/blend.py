@@ -76,6 +76,17 @@ def _check_query(query: object, options: Mapping[str, Any]) -> None:
     check_query_size(str(query), options.get("max_query_chars", DEFAULT_MAX_QUERY_CHARS))
 
 
+# exceptions that can only mean a bug in blendsql when they escape the engine
+_INTERNAL = (KeyError, IndexError, TypeError, ValueError, AttributeError, AssertionError,
+             RecursionError)
+
+
+def internal_error(doing: str, e: BaseException) -> ExecutionError:
+    """A bug's exception as a blendsql error (one error hierarchy, even for our bugs)."""
+    return ExecutionError(f"internal error while {doing} the query: {type(e).__name__}: {e}",
+                          hint="this is a bug in blendsql; please report the query")
+
+
 class BlendSQL:
     """Run BlendSQL over a SQLite database.
 
@@ -230,11 +241,8 @@ class BlendSQL:
             if e.trace is None:
                 e.trace = list(run.trace)  # what ran before the failure, for explaining it
             raise
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError,
-                AssertionError, RecursionError) as e:
-            raise ExecutionError(f"internal error while running the query: "
-                                 f"{type(e).__name__}: {e}",
-                                 hint="this is a bug in blendsql; please report the query") from e
+        except _INTERNAL as e:
+            raise internal_error("running", e) from e
         finally:
             run.cleanup()
 
@@ -268,11 +276,8 @@ class BlendSQL:
             plan = build_plan(run, tree, self._parse_expr, text, self._declared_prices())
         except BlendSQLError:
             raise
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError,
-                AssertionError, RecursionError) as e:
-            raise ExecutionError(f"internal error while planning the query: "
-                                 f"{type(e).__name__}: {e}",
-                                 hint="this is a bug in blendsql; please report the query") from e
+        except _INTERNAL as e:
+            raise internal_error("planning", e) from e
         plan.trace = run.trace
         if run.options.get("enum_match"):
             plan.notes.append("enum_match may rewrite literals (and call the model) before "

@@ -36,7 +36,7 @@ from blendsql.plan.candidates import (
     null_calls,
     outer_tables,
 )
-from blendsql.plan.lookup import with_call_as
+from blendsql.plan.lookup import inside, with_call_as
 from blendsql.plan.relax import relax_scope
 
 
@@ -191,20 +191,11 @@ def conjunct_atom(call: IngredientCall) -> exp.Expression | None:
     if scope is None or not is_top_conjunct(node, scope):
         return None
     for n in node.walk():
-        if n is call or _inside(n, call):
+        if n is call or inside(n, call):
             continue
         if isinstance(n, (IngredientCall, exp.Column, exp.Select, exp.AggFunc, exp.Window)):
             return None
     return cast(exp.Expression, node)
-
-
-def _inside(node: Any, ancestor: Any) -> bool:
-    p = node.parent
-    while p is not None:
-        if p is ancestor:
-            return True
-        p = p.parent
-    return False
 
 
 def atom_condition(atom: exp.Expression, call: IngredientCall) -> exp.Expression:
