@@ -55,13 +55,10 @@ from blendsql.models import OpenAI  # noqa: E402
 from blendsql.models.base import FunctionModel, Request  # noqa: E402
 from blendsql.models.gbnf import to_gbnf  # noqa: E402
 from blendsql.models.llamacpp import (  # noqa: E402
-    EXTRA_BUFTS_ENV,
-    cpu_flags,
     default_model_path,
     default_threads,
-    extra_bufts_decision,
     machine_load,
-    system_info,
+    server_launcher,
     usable_cores,
 )
 from blendsql.models.openai_compat import _max_tokens, plan_for  # noqa: E402
@@ -77,21 +74,6 @@ THINGS = ["apple", "banana", "cherry", "grape", "lemon", "mango", "pear", "plum"
           "book", "pencil", "bottle", "door", "window", "truck", "bicycle", "guitar",
           "carpet", "mirror", "bucket", "brick", "cable", "spoon", "stone", "wallet",
           "helmet", "ladder", "candle", "kettle", "blanket", "basket", "engine"]
-
-# llama_cpp.server has no option for llama.cpp's extra buffer types; on an AMX CPU
-# (which crashes with them) the server is started with them turned off.
-_SAFE_SERVER = """
-import runpy
-import llama_cpp.llama_cpp as lib
-default = lib.llama_model_default_params
-def without_extra_bufts():
-    params = default()
-    params.use_extra_bufts = False
-    return params
-lib.llama_model_default_params = without_extra_bufts
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-"""
-
 
 def distinct_values(n: int) -> list[str]:
     """N distinct short phrases, about a third of them fruits."""
@@ -126,9 +108,7 @@ def free_port() -> int:
 
 
 def server_command(gguf: Path, port: int, threads: int, n_ctx: int) -> list[str]:
-    use_bufts, _ = extra_bufts_decision(system_info(), cpu_flags(), os.environ.get(EXTRA_BUFTS_ENV))
-    launcher = ["-m", "llama_cpp.server"] if use_bufts else ["-c", _SAFE_SERVER]
-    return [sys.executable, *launcher, "--model", str(gguf), "--host", "127.0.0.1",
+    return [sys.executable, *server_launcher(), "--model", str(gguf), "--host", "127.0.0.1",
             "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
             "--n_threads_batch", str(threads), "--verbose", "False"]
 

@@ -534,3 +534,28 @@ def parse_output(text: str, constraint: Constraint) -> tuple[Any, str | None]:
     if isinstance(constraint, Text) and constraint.max_chars is not None:
         text = text[: constraint.max_chars]
     return parse_response(text, constraint)
+
+
+# llama_cpp.server has no option for llama.cpp's extra buffer types; on an AMX CPU
+# (which crashes with them) the server process is started with them turned off.
+_SAFE_SERVER = """
+import runpy
+import llama_cpp.llama_cpp as lib
+default = lib.llama_model_default_params
+def without_extra_bufts():
+    params = default()
+    params.use_extra_bufts = False
+    return params
+lib.llama_model_default_params = without_extra_bufts
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+def server_launcher() -> list[str]:
+    """Interpreter arguments that start ``llama_cpp.server``, safely on AMX CPUs.
+
+    Use as ``[sys.executable, *server_launcher(), "--model", path, ...]``; the same
+    decision as :func:`extra_bufts_decision` for the in-process model.
+    """
+    use_bufts, _ = extra_bufts_decision(system_info(), cpu_flags(), os.environ.get(EXTRA_BUFTS_ENV))
+    return ["-m", "llama_cpp.server"] if use_bufts else ["-c", _SAFE_SERVER]

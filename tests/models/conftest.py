@@ -56,32 +56,11 @@ def _wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: 
     pytest.fail(f"llama_cpp.server did not answer {url} within {timeout}s:\n{log.read_text()[-2000:]}")
 
 
-# llama_cpp.server has no option for llama.cpp's extra buffer types; on an AMX CPU
-# (which crashes with them) the server process is started with them turned off.
-_SAFE_SERVER = """
-import runpy
-import llama_cpp.llama_cpp as lib
-default = lib.llama_model_default_params
-def without_extra_bufts():
-    params = default()
-    params.use_extra_bufts = False
-    return params
-lib.llama_model_default_params = without_extra_bufts
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-"""
-
-
 def server_launcher() -> list[str]:
     """Interpreter arguments that start llama_cpp.server, safely on AMX CPUs."""
-    from blendsql.models.llamacpp import (
-        EXTRA_BUFTS_ENV,
-        cpu_flags,
-        extra_bufts_decision,
-        system_info,
-    )
+    from blendsql.models.llamacpp import server_launcher as launcher
 
-    use_bufts, _ = extra_bufts_decision(system_info(), cpu_flags(), os.environ.get(EXTRA_BUFTS_ENV))
-    return ["-m", "llama_cpp.server"] if use_bufts else ["-c", _SAFE_SERVER]
+    return launcher()
 
 
 @pytest.fixture(scope="session")
