@@ -189,6 +189,7 @@ def run_parser(parser: Parser, model: Model, path: Path, question: str, seconds:
                                "prompt_tokens": parsed.prompt_tokens,
                                "completion_tokens": parsed.completion_tokens,
                                "attempts": len(parsed.attempts),
+                               "repairs": parsed.repairs,
                                "attempt_errors": [e for _, e in parsed.attempts if e]}
         if parsed.program is None:
             out["error"] = parsed.attempts[-1][1] if parsed.attempts else "no program"

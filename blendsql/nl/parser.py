@@ -46,6 +46,7 @@ from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Constraint, Grammar, Text
 from blendsql.nl.fewshot import ExampleIndex
+from blendsql.nl.repair import repair_names, schema_feedback
 from blendsql.nl.serialize import (
     TableInfo,
     bridge_hints,
@@ -97,6 +98,7 @@ class ParseResult:
     attempts: list[tuple[str, str | None]] = field(default_factory=list)  # (program, error)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    repairs: int = 0  # attempts whose table / column names were repaired without the model
 
     @property
     def ok(self) -> bool:
@@ -265,13 +267,17 @@ def generate_program(
     max_tokens: int,
     check_empty: bool = False,
     query_seconds: float = 5.0,
+    repair: bool = True,
 ) -> R:
     """Generate, clean and validate a program; regenerate with the error, ``tries`` times.
 
     ``prompt_for(None)`` is the first prompt, ``prompt_for((program, error))`` a retry.
     Fills and returns ``result`` (program None when no attempt validated). With
     ``check_empty``, an empty result is fed back like an error, but a program
-    whose only fault is an empty result is kept if nothing better comes.
+    whose only fault is an empty result is kept if nothing better comes. With
+    ``repair``, a program naming a table or column the database lacks is first
+    repaired against the real schema (``repair.repair_names``), which costs no
+    model call; the retry prompt lists the real columns of the tables involved.
     """
     retry: tuple[str, str] | None = None
     fallback: str | None = None
@@ -286,6 +292,10 @@ def generate_program(
         result.completion_tokens += resp.usage.completion_tokens
         program = clean_program(resp.text)
         error = validate(program, conn, registry)
+        if error is not None and repair and _NAME_ERROR.search(error):
+            fixed, error = repair_program(program, error, conn, registry)
+            result.repairs += fixed != program
+            program = fixed
         if error is None and check_empty and is_empty(program, conn, registry, query_seconds):
             error = EMPTY_RESULT
             fallback = fallback or program
@@ -296,17 +306,36 @@ def generate_program(
         if retry is not None and retry[0] == program and error == EMPTY_RESULT:
             break  # the model insists: the empty result is its answer
         repeated = retry is not None and retry[0] == program
-        retry = (program, _feedback(error))
+        retry = (program, _feedback(error, program, conn))
     result.program = fallback
     return result
 
 
-def _feedback(error: str) -> str:
-    """The error as the retry prompt states it (an empty result gets a hint)."""
+def _feedback(error: str, program: str = "", conn: sqlite3.Connection | None = None) -> str:
+    """The error as the retry prompt states it (an empty result gets a hint; a wrong
+    name gets where the name really is and the real columns of the tables read)."""
     if error == EMPTY_RESULT:
         return (f"{EMPTY_RESULT}. Check the values in conditions against the example rows "
                 "(spelling, case) and the joins; keep the query if no rows is the right answer.")
+    if conn is not None and _NAME_ERROR.search(error):
+        return schema_feedback(error, program, list_tables(conn))
     return error
+
+
+_NAME_ERROR = re.compile(r"no such (?:column|table): ")
+
+
+def repair_program(program: str, error: str, conn: sqlite3.Connection,
+                   registry: IngredientRegistry) -> tuple[str, str | None]:
+    """``program`` with its wrong table / column names repaired, and its new error
+    (None when it now validates); the input unchanged when no repair helps."""
+    fixed = repair_names(program, list_tables(conn), registry)
+    if fixed is None:
+        return program, error
+    fixed_error = validate(fixed, conn, registry)
+    if fixed_error is not None and _NAME_ERROR.search(fixed_error) and fixed_error == error:
+        return program, error
+    return fixed, fixed_error
 
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)(?:```|$)", re.S)

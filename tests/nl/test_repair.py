@@ -1,0 +1,132 @@
+"""Repair of wrong table / column names in generated programs (no model needed).
+
+The shapes are the ones Qwen2.5-Coder-1.5B wrote on Spider and then repeated on
+every retry: a name spelt as the schema's other columns are (``pet_type`` for
+``PetType``), one word of a real name (``age`` for ``pet_age``), an abbreviation
+(``continentid`` for ``ContId``), a plural dropped (``CAR_DATA``), and a real
+column under the alias of the wrong table.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from blendsql import BlendSQL
+from blendsql.models.base import FunctionModel, Request
+from blendsql.nl.parser import Parser, validate
+from blendsql.nl.repair import best_match, repair_names, schema_feedback, similarity
+from blendsql.nl.serialize import list_tables
+
+
+@pytest.fixture()
+def conn():
+    c = sqlite3.connect(":memory:", check_same_thread=False)
+    c.executescript(
+        """
+        CREATE TABLE Student (StuID INTEGER, Fname TEXT, Age INTEGER, Sex TEXT);
+        CREATE TABLE Pets (PetID INTEGER, PetType TEXT, pet_age INTEGER, weight REAL);
+        CREATE TABLE Has_Pet (StuID INTEGER, PetID INTEGER);
+        CREATE TABLE continents (ContId INTEGER, Continent TEXT);
+        CREATE TABLE cars_data (Id INTEGER, Horsepower INTEGER, Year INTEGER);
+        CREATE TABLE car_names (MakeId INTEGER, Model TEXT);
+        INSERT INTO Student VALUES (1, 'Linda', 18, 'F'), (2, 'Tracy', 21, 'M');
+        INSERT INTO Pets VALUES (10, 'cat', 3, 12.0), (11, 'dog', 1, 9.3), (12, 'dog', 2, 13.4);
+        INSERT INTO Has_Pet VALUES (1, 10), (1, 11), (2, 12);
+        INSERT INTO continents VALUES (1, 'america'), (2, 'europe');
+        INSERT INTO cars_data VALUES (1, 130, 1970), (2, 95, 1971);
+        INSERT INTO car_names VALUES (1, 'chevrolet'), (2, 'audi');
+        """
+    )
+    return c
+
+
+def fix(conn, program):
+    bsql = BlendSQL(conn)
+    return repair_names(program, list_tables(conn), bsql.registry)
+
+
+@pytest.mark.parametrize("program, expected", [
+    # snake_case where the schema says PetType (and the reverse)
+    ("SELECT weight FROM pets WHERE pet_type = 'dog' ORDER BY pet_age LIMIT 1",
+     "SELECT weight FROM pets WHERE PetType = 'dog' ORDER BY pet_age LIMIT 1"),
+    ("SELECT weight FROM pets ORDER BY petage LIMIT 1", "SELECT weight FROM pets ORDER BY pet_age LIMIT 1"),
+    # one word of the real name, the only such column among the tables read
+    ("SELECT AVG(age), PetType FROM pets GROUP BY PetType",
+     "SELECT AVG(pet_age), PetType FROM pets GROUP BY PetType"),
+    # a real column under the wrong alias
+    ("SELECT T1.Fname FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.StuID = T2.StuID "
+     "JOIN Pets AS T3 ON T3.PetID = T2.PetID WHERE T2.PetType = 'cat'",
+     "SELECT T1.Fname FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.StuID = T2.StuID "
+     "JOIN Pets AS T3 ON T3.PetID = T2.PetID WHERE T3.PetType = 'cat'"),
+    # an abbreviation beats the longer near-equal word
+    ("SELECT T1.continentid FROM continents AS T1", "SELECT T1.ContId FROM continents AS T1"),
+    # a misspelt table keeps its written name as alias, so qualified columns resolve
+    ("SELECT CAR_DATA.Year FROM CAR_DATA", "SELECT CAR_DATA.Year FROM cars_data AS CAR_DATA"),
+])
+def test_repair_resolves_the_name_meant(conn, program, expected):
+    assert validate(program, conn, BlendSQL(conn).registry) is not None
+    got = fix(conn, program)
+    assert got == expected
+    assert validate(got, conn, BlendSQL(conn).registry) is None
+
+
+@pytest.mark.parametrize("program", [
+    "SELECT Fname FROM Student",                            # nothing wrong
+    "SELECT Model FROM car_names ORDER BY horsepower",      # column of a table not read: no guess
+    "SELECT Fname FROM Student WHERE Fname = \"Linda\"",   # double-quoted string, SQLite's fallback
+    "SELECT COUNT(*) AS n FROM Pets ORDER BY n",            # an output alias is not a column
+    "SELECT nothing_like_it FROM Pets",                     # no near name
+])
+def test_repair_leaves_what_it_cannot_resolve_surely(conn, program):
+    assert fix(conn, program) is None
+
+
+def test_ambiguous_near_names_are_not_guessed():
+    assert best_match("name", ["first_name", "last_name"]) is None
+    assert best_match("pet_type", ["PetType", "pet_age"]) == "PetType"
+    assert similarity("Pet_Type", "PetType") == 100.0
+
+
+def test_correlated_subquery_column_resolves_in_the_outer_scope(conn):
+    program = ("SELECT T1.Fname FROM Student AS T1 WHERE EXISTS "
+               "(SELECT 1 FROM Has_Pet AS T2 WHERE T2.StuID = T1.StuID)")
+    assert fix(conn, program) is None
+
+
+def test_feedback_names_the_table_that_holds_the_column(conn):
+    program = "SELECT Model FROM car_names ORDER BY horsepower LIMIT 1"
+    error = validate(program, conn, BlendSQL(conn).registry)
+    text = schema_feedback(error, program, list_tables(conn))
+    assert "horsepower is a column of cars_data: join that table" in text
+    assert "car_names has the columns: MakeId, Model." in text
+
+
+def test_parser_repairs_without_another_model_call(conn):
+    prompts: list[Request] = []
+
+    def model(req: Request) -> str:
+        prompts.append(req)
+        return "SELECT weight FROM pets WHERE pet_type = 'dog' ORDER BY petage LIMIT 1"
+
+    parser = Parser(FunctionModel(model), examples=[], n_examples=0)
+    result = parser.parse("Weight of the youngest dog?", conn, BlendSQL(conn).registry)
+    assert result.program == "SELECT weight FROM pets WHERE PetType = 'dog' ORDER BY pet_age LIMIT 1"
+    assert len(prompts) == 1 and result.repairs == 1
+
+
+def test_retry_prompt_lists_the_real_columns(conn):
+    prompts: list[Request] = []
+    answers = ["SELECT Model FROM car_names ORDER BY horsepower LIMIT 1",
+               "SELECT T1.Model FROM car_names AS T1 JOIN cars_data AS T2 ON T1.MakeId = T2.Id "
+               "ORDER BY T2.Horsepower LIMIT 1"]
+
+    def model(req: Request) -> str:
+        prompts.append(req)
+        return answers[len(prompts) - 1]
+
+    parser = Parser(FunctionModel(model), examples=[], n_examples=0)
+    result = parser.parse("Which model has the least horsepower?", conn, BlendSQL(conn).registry)
+    assert result.program == answers[1]
+    assert "horsepower is a column of cars_data: join that table" in prompts[1].prompt
