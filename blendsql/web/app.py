@@ -20,11 +20,12 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from blendsql._display import CSS, esc, trace_html, wrap
 from blendsql.errors import BlendSQLError, ExecutionError
+from blendsql.web.live import DEFAULT_PROGRESS_AFTER, Progress, reporting, respond
 
 DEFAULT_QUERY_TIMEOUT = 60.0  # seconds for one query, model calls included
 DEFAULT_ASK_TIMEOUT = 300.0  # a question writes a program first (slow with the embedded model)
@@ -280,14 +281,23 @@ def page(title: str, query: str, question: str, result: str, schema: str) -> str
 
 def create_app(bsql: Any, *, title: str = "database", query_timeout: float = DEFAULT_QUERY_TIMEOUT,
                ask_timeout: float = DEFAULT_ASK_TIMEOUT,
-               allowed_hosts: Sequence[str] = LOCAL_HOSTS, chat_acts: bool = True) -> Starlette:
+               allowed_hosts: Sequence[str] = LOCAL_HOSTS, chat_acts: bool = True,
+               progress_after: float | None = DEFAULT_PROGRESS_AFTER) -> Starlette:
     """A Starlette app over ``bsql`` (a ``BlendSQL``; register custom ingredients on it first).
 
     Read-only: a session opened with ``allow_writes=True`` is refused. Only
     requests whose Host is in ``allowed_hosts`` are answered (DNS rebinding).
     ``chat_acts=False``: the conversation skips the model's dialogue-act choice.
+    ``progress_after``: seconds after which a running query's page is streamed
+    with live progress (``None``: never; see ``blendsql.web.live``).
     """
     from blendsql.web.chat import Chat, routes
+
+    if progress_after is not None and (isinstance(progress_after, bool)
+                                       or not isinstance(progress_after, (int, float))
+                                       or not progress_after >= 0):
+        raise ExecutionError(f"progress_after must be >= 0 seconds or None, not {progress_after!r}",
+                             hint="e.g. progress_after=1.0")
 
     engine = Engine(bsql, query_timeout, ask_timeout)
 
@@ -299,25 +309,33 @@ def create_app(bsql: Any, *, title: str = "database", query_timeout: float = DEF
         except Exception:  # noqa: BLE001 - the schema list is a convenience, never an error page
             return ""
 
-    async def index(request: Request) -> HTMLResponse:
-        query = request.query_params.get("q", "")
-        outcome = Outcome("")
-        if query.strip():
-            renderer = render_explain if request.query_params.get("action") == "explain" else render_run
-            outcome = await guarded(engine, lambda: renderer(engine, query), engine.query_timeout)
-        return HTMLResponse(page(title, query, "", outcome.body, await schema()), outcome.status)
+    async def answer(fn: Callable[[], str], limit: float, query: str, question: str) -> Response:
+        """The page for one request; streamed with live progress when it runs long."""
+        side = await schema()
 
-    async def ask(request: Request) -> HTMLResponse:
+        async def work(progress: Progress) -> Outcome:
+            return await guarded(engine, reporting(bsql, fn, progress), limit)
+
+        return await respond(work, lambda result: page(title, query, question, result, side),
+                             progress_after)
+
+    async def index(request: Request) -> Response:
+        query = request.query_params.get("q", "")
+        if not query.strip():
+            return HTMLResponse(page(title, query, "", "", await schema()))
+        renderer = render_explain if request.query_params.get("action") == "explain" else render_run
+        return await answer(lambda: renderer(engine, query), engine.query_timeout, query, "")
+
+    async def ask(request: Request) -> Response:
         question = request.query_params.get("question", "")
-        outcome = Outcome("")
-        if question.strip():
-            outcome = await guarded(engine, lambda: render_ask(engine, question), engine.ask_timeout)
-        return HTMLResponse(page(title, "", question, outcome.body, await schema()), outcome.status)
+        if not question.strip():
+            return HTMLResponse(page(title, "", question, "", await schema()))
+        return await answer(lambda: render_ask(engine, question), engine.ask_timeout, "", question)
 
     async def health(request: Request) -> PlainTextResponse:
         return PlainTextResponse("ok")
 
-    show_chat, post_chat = routes(Chat(engine, chat_acts), title, schema)
+    show_chat, post_chat = routes(Chat(engine, chat_acts), title, schema, progress_after)
     app = Starlette(routes=[Route("/", index), Route("/ask", ask), Route("/health", health),
                             Route("/chat", show_chat, methods=["GET"]),
                             Route("/chat", post_chat, methods=["POST"])],

@@ -17,6 +17,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from blendsql._display import esc
 from blendsql.errors import ExecutionError
 from blendsql.web.app import MAX_INPUT_CHARS, Engine, Outcome, error_html, guarded, shell
+from blendsql.web.live import Progress, reporting, respond
 
 KINDS = ("say", "correct", "reset")
 
@@ -92,13 +93,22 @@ def turn_html(turn: Any, registry: Any, last: bool) -> str:
     return f"<li class='turn'>{''.join(parts)}</li>"
 
 
-def chat_body(chat: Chat, outcome: Outcome | None = None) -> str:
-    """The history, the last message's error if it failed, and the message form."""
+def history_html(chat: Chat, pending: str | None = None) -> str:
+    """The turns so far; ``pending``: a message being answered right now, shown last."""
     turns = list(chat._conv.history) if chat._conv is not None else []
     registry = chat.engine.bsql.registry
-    items = "".join(turn_html(t, registry, i == len(turns) - 1) for i, t in enumerate(turns))
-    history = (f"<ol class='turns'>{items}</ol>" if items
-               else "<p class='note'>Ask a question about the tables on the right.</p>")
+    last = len(turns) - 1 if pending is None else -1
+    items = "".join(turn_html(t, registry, i == last) for i, t in enumerate(turns))
+    if pending is not None:
+        items += (f"<li class='turn pending'><div class='you'><b>you:</b> "
+                  f"{esc(pending, 4000)}</div></li>")
+    return (f"<ol class='turns'>{items}</ol>" if items
+            else "<p class='note'>Ask a question about the tables on the right.</p>")
+
+
+def chat_body(chat: Chat, outcome: Outcome | None = None) -> str:
+    """The history, the last message's error if it failed, and the message form."""
+    history = history_html(chat)
     error = outcome.body if outcome is not None else ""
     return f"""<h2>Conversation</h2>{history}{error}
 <form method="post" action="/chat" id="chat-form">
@@ -112,8 +122,19 @@ embedded model a reply can take a while.</p>
 </form>"""
 
 
-def routes(chat: Chat, title: str, schema: Any) -> tuple[Any, Any]:
-    """``GET /chat`` (the page) and ``POST /chat`` (one message, then a redirect)."""
+#: the end of a streamed reply: on to the conversation page (no script: a refresh and a link)
+CONTINUE = ("<meta http-equiv='refresh' content='0;url=/chat'>"
+            "<p class='note'><a href='/chat' id='continue'>Show the reply</a></p>")
+
+
+def routes(chat: Chat, title: str, schema: Any,
+           progress_after: float | None = None) -> tuple[Any, Any]:
+    """``GET /chat`` (the page) and ``POST /chat`` (one message, then a redirect).
+
+    A message still being answered after ``progress_after`` seconds gets a
+    streamed page with live progress instead of the redirect; it ends by
+    going on to ``/chat``, which shows the reply (or its error).
+    """
 
     async def show(request: Request) -> Response:
         outcome = chat.last_error
@@ -129,10 +150,21 @@ def routes(chat: Chat, title: str, schema: Any) -> tuple[Any, Any]:
         if kind not in KINDS:
             chat.last_error = Outcome(error_html(ExecutionError(
                 f"unknown action {kind!r}", hint="use the page's buttons")), 400)
-        else:
-            outcome = await guarded(chat.engine, lambda: chat.send(kind, text),
-                                    chat.engine.ask_timeout)
+            return RedirectResponse("/chat", status_code=303)
+
+        async def work(progress: Progress) -> Outcome:
+            send = reporting(chat.engine.bsql, lambda: chat.send(kind, text), progress)
+            outcome = await guarded(chat.engine, send, chat.engine.ask_timeout)
             chat.last_error = outcome if outcome.status != 200 else None
-        return RedirectResponse("/chat", status_code=303)
+            return outcome
+
+        # a slow reply streams progress under the conversation so far, then leads to the page;
+        # the history is read before the worker can change it
+        side, history = await schema(), history_html(chat, "" if kind == "reset" else text)
+        return await respond(work, lambda result: shell(title, f"<h2>Conversation</h2>{history}"
+                                                               f"{result}", side),
+                             progress_after,
+                             plain=lambda outcome: RedirectResponse("/chat", status_code=303),
+                             final=lambda outcome: CONTINUE)
 
     return show, post

@@ -18,6 +18,9 @@ pytest.importorskip("starlette", reason="pip install -e '.[web]'")
 from blendsql.web import create_app  # noqa: E402
 
 CLIENT_TIMEOUT = 60
+#: plain responses (no live progress): these tests read statuses and redirects, and a
+#: loaded machine must not turn a quick request into a streamed page (test_serve_progress.py)
+PLAIN = None
 
 
 def scripted_engine(programs: list[str]) -> BlendSQL:
@@ -51,7 +54,7 @@ def get(url: str) -> tuple[int, str]:
 def test_ask_then_correct_then_reset():
     bsql = scripted_engine(["SELECT name FROM people WHERE team = 'red' ORDER BY name",
                             "SELECT name FROM people WHERE team = 'blue' ORDER BY name"])
-    with running(create_app(bsql, chat_acts=False)) as base:
+    with running(create_app(bsql, chat_acts=False, progress_after=PLAIN)) as base:
         status, body = post(base, "say", "who is on the <i>red</i> team?")
         assert status == 200
         assert "who is on the &lt;i&gt;red&lt;/i&gt; team?" in body
@@ -68,7 +71,7 @@ def test_ask_then_correct_then_reset():
 
 
 def test_correcting_before_asking_is_a_clear_error_shown_once():
-    with running(create_app(scripted_engine(["SELECT 1"]), chat_acts=False)) as base:
+    with running(create_app(scripted_engine(["SELECT 1"]), chat_acts=False, progress_after=PLAIN)) as base:
         status, body = post(base, "correct", "the other one")
         assert status == 400 and "no query to correct yet" in body and "Hint:" in body
         status, body = get(f"{base}/chat")
@@ -76,7 +79,7 @@ def test_correcting_before_asking_is_a_clear_error_shown_once():
 
 
 def test_empty_and_unknown_messages_are_refused():
-    with running(create_app(scripted_engine(["SELECT 1"]), chat_acts=False)) as base:
+    with running(create_app(scripted_engine(["SELECT 1"]), chat_acts=False, progress_after=PLAIN)) as base:
         status, body = post(base, "say", "   ")
         assert status == 400 and "the message is empty" in body
         status, body = post(base, "drop", "x")
@@ -89,7 +92,7 @@ def test_a_failing_model_shows_an_error_not_a_traceback():
 
     people = pd.DataFrame({"name": ["ann"]})
     bsql = BlendSQL({"people": people}, model=FunctionModel(broken), cache=False)
-    with running(create_app(bsql, chat_acts=False)) as base:
+    with running(create_app(bsql, chat_acts=False, progress_after=PLAIN)) as base:
         status, body = post(base, "say", "who?")
     assert "Traceback" not in body
     # a ModelError (400) or, while the model's exception escapes the conversation, 500

@@ -21,6 +21,9 @@ pytest.importorskip("starlette", reason="pip install -e '.[web]'")
 from blendsql.web import create_app  # noqa: E402
 
 CLIENT_TIMEOUT = 60  # seconds: the test's own bound on every request
+#: plain responses (no live progress): these tests read statuses and redirects, and a
+#: loaded machine must not turn a quick request into a streamed page (test_serve_progress.py)
+PLAIN = None
 
 
 class Shout(MapIngredient):
@@ -62,7 +65,7 @@ def q(base: str, query: str, action: str = "run") -> str:
 
 
 def test_query_renders_rows_counters_and_trace():
-    with running(create_app(engine())) as base:
+    with running(create_app(engine(), progress_after=PLAIN)) as base:
         status, body = get(q(base, "SELECT name, {{Shout('x', people.name)}} AS up FROM people "
                                    "WHERE team = 'red' ORDER BY name"))
     assert status == 200
@@ -74,7 +77,7 @@ def test_query_renders_rows_counters_and_trace():
 
 def test_the_query_is_echoed_escaped():
     evil = "SELECT '</textarea><script>alert(1)</script>' AS x"
-    with running(create_app(engine())) as base:
+    with running(create_app(engine(), progress_after=PLAIN)) as base:
         status, body = get(q(base, evil))
     assert status == 200
     assert "<script>alert" not in body
@@ -82,7 +85,7 @@ def test_the_query_is_echoed_escaped():
 
 
 def test_errors_show_message_and_hint_not_a_traceback():
-    with running(create_app(engine())) as base:
+    with running(create_app(engine(), progress_after=PLAIN)) as base:
         status, body = get(q(base, "SELECT {{Shuot('x', people.name)}} FROM people"))
     assert status == 400
     assert "role='alert'" in body and "ParseError" in body and "Hint:" in body
@@ -92,7 +95,7 @@ def test_errors_show_message_and_hint_not_a_traceback():
 
 def test_writes_are_refused_and_the_data_stays():
     bsql = engine()
-    with running(create_app(bsql)) as base:
+    with running(create_app(bsql, progress_after=PLAIN)) as base:
         status, body = get(q(base, "DELETE FROM people"))
         assert status == 400 and "role='alert'" in body
         status, body = get(q(base, "SELECT COUNT(*) AS n FROM people"))
@@ -105,7 +108,7 @@ def test_a_writable_session_is_refused():
 
 
 def test_explain_needs_no_model():
-    with running(create_app(engine())) as base:
+    with running(create_app(engine(), progress_after=PLAIN)) as base:
         status, body = get(q(base, "SELECT name FROM people WHERE {{LLMMap('is it red?', "
                                    "people.team)}} = TRUE", action="explain"))
     assert status == 200 and "What this query does" in body and "LLMMap" in body
@@ -114,7 +117,8 @@ def test_explain_needs_no_model():
 def test_slow_requests_time_out_and_a_busy_session_says_so():
     for event in (Gate.entered, Gate.opened, Gate.finished):
         event.clear()
-    app = create_app(engine(), query_timeout=1.0)
+    # plain responses (no live progress), so the status says what happened
+    app = create_app(engine(), query_timeout=1.0, progress_after=PLAIN)
     slow = "SELECT name FROM people WHERE {{Gate('x', people.name)}} = TRUE"
     try:
         with running(app) as base:
@@ -148,7 +152,7 @@ def test_ask_shows_the_answer_or_the_error(monkeypatch):
                       fallback_used=False)
 
     monkeypatch.setattr(bsql, "ask", fake_ask)
-    with running(create_app(bsql)) as base:
+    with running(create_app(bsql, progress_after=PLAIN)) as base:
         status, body = get(f"{base}/ask?question=" + urllib.parse.quote("who is <b>blue</b>?"))
         assert status == 200
         assert "class='answer-text'>bob<" in body and "team = &#x27;blue&#x27;" in body
@@ -201,7 +205,7 @@ def get_with_host(url: str, host: str) -> int:
 
 def test_only_this_machine_s_host_names_are_answered():
     """A page elsewhere whose DNS name is rebound to 127.0.0.1 must not read results."""
-    with running(create_app(engine())) as base:
+    with running(create_app(engine(), progress_after=PLAIN)) as base:
         port = base.rsplit(":", 1)[1]
         assert get_with_host(f"{base}/health", f"localhost:{port}") == 200
         assert get_with_host(f"{base}/health", f"127.0.0.1:{port}") == 200
@@ -209,7 +213,7 @@ def test_only_this_machine_s_host_names_are_answered():
 
 
 def test_pages_forbid_every_script():
-    with running(create_app(engine())) as base:
+    with running(create_app(engine(), progress_after=PLAIN)) as base:
         with urllib.request.urlopen(q(base, "SELECT 1 AS x"), timeout=CLIENT_TIMEOUT) as r:
             csp = r.headers["content-security-policy"]
             assert r.headers["x-content-type-options"] == "nosniff"
