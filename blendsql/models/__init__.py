@@ -6,7 +6,7 @@ from typing import Any
 
 from blendsql.models.base import FunctionModel, Model, Request, Response, Usage
 
-__all__ = ["FunctionModel", "LlamaCpp", "Model", "OpenAI", "Request", "Response", "Usage"]
+__all__ = ["FunctionModel", "LlamaCpp", "Model", "OpenAI", "Recorded", "Request", "Response", "Usage"]
 
 
 def __getattr__(name: str) -> Any:
@@ -19,4 +19,8 @@ def __getattr__(name: str) -> Any:
         from blendsql.models.openai_compat import OpenAI
 
         return OpenAI
+    if name == "Recorded":
+        from blendsql.models.recorded import Recorded
+
+        return Recorded
     raise AttributeError(name)
