@@ -75,14 +75,15 @@ MODES = ("direct", "parser", "grammar", "permissive", "zeroshot")
 
 
 def load_split(data: Path, split: str, n: int, seed: int,
-               pick: str = "first") -> list[tuple[int, dict[str, Any]]]:
-    """``n`` questions of the split: the first ``n`` by index, or a seeded sample
+               pick: str = "first", offset: int = 0) -> list[tuple[int, dict[str, Any]]]:
+    """``n`` questions of the split: the first ``n`` by index (after skipping
+    ``offset``, so parallel processes can take disjoint slices), or a seeded sample
     (sorted by index)."""
     raw = json.loads((data / "spider" / "dev.json").read_text())
     dev = {int(x) for x in (data / "spider" / "dev_ids.txt").read_text().split()}
     ids = [i for i in range(len(raw)) if (i in dev) == (split == "dev")]
     if pick == "first":
-        picked = ids[:n]
+        picked = ids[offset:offset + n]
     else:
         picked = sorted(random.Random(seed).sample(ids, min(n, len(ids))))
     return [(i, raw[i]) for i in picked]
@@ -189,7 +190,7 @@ def run_parser(parser: Parser, model: Model, path: Path, question: str, seconds:
                                "prompt_tokens": parsed.prompt_tokens,
                                "completion_tokens": parsed.completion_tokens,
                                "attempts": len(parsed.attempts),
-                               "repairs": parsed.repairs,
+                               "repairs": parsed.repairs, "repaired": parsed.repaired,
                                "attempt_errors": [e for _, e in parsed.attempts if e]}
         if parsed.program is None:
             out["error"] = parsed.attempts[-1][1] if parsed.attempts else "no program"
@@ -346,6 +347,7 @@ def summarize(rows: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
             "prompt_tokens_per_question": round(sum(r["prompt_tokens"] for r in rs) / n, 1),
             "completion_tokens_per_question": round(sum(r["completion_tokens"] for r in rs) / n, 1),
             "attempts_per_question": round(sum(r.get("attempts", 1) for r in rs) / n, 2),
+            "with_name_repair": sum(bool(r.get("repairs")) for r in rs),
             "with_ingredient": sum("{{" in (r["pred"] or "") or "<<" in (r["pred"] or "") for r in rs),
         }
     return out
@@ -356,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--model", help="GGUF path (the evaluation model); required unless --build-pool")
     ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--offset", type=int, default=0,
+                    help="with --pick first: skip this many ids of the split first (run disjoint "
+                         "slices in parallel processes, then --combine them)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pick", choices=["first", "sample"], default="first",
                     help="first n ids of the split (few databases: the schema prefix is reused), "
@@ -396,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     models = {m: LlamaCpp(model_path, n_ctx=args.n_ctx, n_threads=args.threads,
                            timeout=args.timeout) for m in modes}
     pool = load_examples()
-    items = load_split(args.data, args.split, args.n, args.seed, args.pick)
+    items = load_split(args.data, args.split, args.n, args.seed, args.pick, args.offset)
     done: dict[int, dict[str, Any]] = {}
     if out.exists():
         for line in out.read_text().splitlines():
@@ -411,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [done[i] for i, _ in items if i in done]
         summary = {
             "benchmark": f"Spider dev, {'dev ids (tuning)' if args.split == 'dev' else 'report split (not in dev_ids.txt)'}",
-            "split": args.split, "n": len(rows), "requested_n": args.n, "pick": args.pick,
+            "split": args.split, "n": len(rows), "requested_n": args.n, "offset": args.offset, "pick": args.pick,
             "seed": args.seed if args.pick == "sample" else None,
             "model": {"file": model_path.name, "sha256": sha}, "command": command,
             "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

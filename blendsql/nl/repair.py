@@ -141,7 +141,20 @@ def _repair_tables(tree: exp.Expression, tables: dict[str, TableInfo]) -> bool:
 
 
 def _repair_column(col: exp.Column, select: exp.Select, tables: dict[str, TableInfo]) -> bool:
-    """Fix one column reference in place; True when it changed."""
+    """Fix one column reference in place; True when it changed. A fix that would
+    compare the column with itself (``T1.id = T1.id``, a join condition on the
+    wrong table) is undone: the model must rewrite that join."""
+    before = col.copy()
+    if not _repair_column_once(col, select, tables):
+        return False
+    cmp = col.parent
+    if isinstance(cmp, exp.Binary) and cmp.this == cmp.expression:
+        col.replace(before)
+        return False
+    return True
+
+
+def _repair_column_once(col: exp.Column, select: exp.Select, tables: dict[str, TableInfo]) -> bool:
     sources = _scopes(select, tables)
     if not sources:
         return False

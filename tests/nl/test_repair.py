@@ -130,3 +130,9 @@ def test_retry_prompt_lists_the_real_columns(conn):
     result = parser.parse("Which model has the least horsepower?", conn, BlendSQL(conn).registry)
     assert result.program == answers[1]
     assert "horsepower is a column of cars_data: join that table" in prompts[1].prompt
+
+
+def test_a_repair_never_makes_a_join_compare_a_column_with_itself(conn):
+    # T2 (Has_Pet) has no Age; the only holder is T1, but T1.Age = T1.Age is no join
+    program = "SELECT T1.Fname FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.Age = T2.Age"
+    assert fix(conn, program) is None
