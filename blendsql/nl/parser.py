@@ -405,16 +405,13 @@ def validate(program: str, conn: sqlite3.Connection, registry: IngredientRegistr
 
 
 def ingredient_misuse(tree: exp.Expression) -> str | None:
-    """An ingredient output used against its type: a QA answer (a value drawn from a
-    column or free text) compared with TRUE/FALSE never holds."""
-    for cmp in tree.find_all(exp.EQ, exp.NEQ, exp.Is):
-        sides = [cmp.this, cmp.expression]
-        for a, b in (sides, sides[::-1]):
-            if (isinstance(a, IngredientCall) and a.name.lower() == "llmqa"
-                    and isinstance(b, exp.Boolean)):
-                return ("LLMQA returns an answer (a value), not TRUE/FALSE: compare a column with it "
-                        "(col = {{LLMQA(...)}}) or select it, instead of comparing it with TRUE")
-    return None
+    """An ingredient output used against its type (a QA answer drawn from a column
+    compared with TRUE, used as a condition, compared with another column or a
+    constant), worded with the right shape for the retry prompt; see
+    :mod:`blendsql.nl.program_checks`."""
+    from blendsql.nl.program_checks import ingredient_type_errors
+
+    return ingredient_type_errors(tree)
 
 
 def is_empty(program: str, conn: sqlite3.Connection, registry: IngredientRegistry,
