@@ -140,8 +140,10 @@ class Parser:
         schema_elements: int = 30,
         check_empty: bool = True,
         query_seconds: float = 5.0,
+        plain_fallback: bool = True,
     ) -> None:
-        """``constrained`` is the older switch: True means ``decoding="grammar"``."""
+        """``constrained`` is the older switch: True means ``decoding="grammar"``.
+        ``plain_fallback``: one last attempt without examples when none validated."""
         self.model = model
         self.examples = list(examples) if examples is not None else load_examples()
         self.index = ExampleIndex(self.examples)
@@ -158,6 +160,7 @@ class Parser:
         self.schema_elements = schema_elements
         self.check_empty = check_empty
         self.query_seconds = query_seconds
+        self.plain_fallback = plain_fallback
 
     @property
     def constrained(self) -> bool:
@@ -216,20 +219,32 @@ class Parser:
         registry: IngredientRegistry,
         history: Sequence[Turn] = (),
     ) -> ParseResult:
-        """Generate, validate and (on error) regenerate a program for ``question``."""
+        """Generate, validate and (on error) regenerate a program for ``question``.
+
+        When no attempt validates and examples were shown, one more attempt runs
+        without them: a small model that keeps copying an example's tables or
+        shape into a wrong program often writes a valid one from the schema alone.
+        """
         tables = self.relevant_tables(question, conn)
         schema = serialize_schema(conn, n_rows=self.n_rows, tables=[t.name for t in tables])
         hints = format_hints(bridge_hints(conn, question))
         examples = self.select_examples(question, tables)
         guide = INGREDIENT_GUIDE if registry.names() else PLAIN_GUIDE
-        return generate_program(
-            self.model,
-            lambda retry: self.prompt(question, schema, hints, history, retry, examples=examples,
-                                      guide=guide, tables=tables),
-            self.constraint(tables, registry), conn, registry, ParseResult(None),
-            tries=self.max_retries + 1, max_tokens=self.max_tokens,
-            check_empty=self.check_empty, query_seconds=self.query_seconds,
-        )
+        constraint = self.constraint(tables, registry)
+
+        def run(shown: list[Example], tries: int, result: ParseResult) -> ParseResult:
+            return generate_program(
+                self.model,
+                lambda retry: self.prompt(question, schema, hints, history, retry, examples=shown,
+                                          guide=guide, tables=tables),
+                constraint, conn, registry, result, tries=tries, max_tokens=self.max_tokens,
+                check_empty=self.check_empty, query_seconds=self.query_seconds,
+            )
+
+        result = run(examples, self.max_retries + 1, ParseResult(None))
+        if result.program is None and examples and self.plain_fallback:
+            result = run([], 1, result)
+        return result
 
     def relevant_tables(self, question: str, conn: sqlite3.Connection) -> list[TableInfo]:
         """All tables, or — when the schema would not fit the prompt budget — the

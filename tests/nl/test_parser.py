@@ -110,9 +110,19 @@ def test_parser_retries_with_the_error_then_succeeds(conn):
 
 def test_parser_gives_up_after_max_retries(conn):
     script = Script(["SELECT nope FROM w"] * 3)
-    parser = Parser(FunctionModel(script), examples=EXAMPLES, max_retries=2)
+    parser = Parser(FunctionModel(script), examples=EXAMPLES, max_retries=2, plain_fallback=False)
     result = parser.parse("List players", conn, BlendSQL(conn).registry)
     assert result.program is None and len(result.attempts) == 3
+
+
+def test_parser_tries_once_without_examples_when_no_attempt_validates(conn):
+    script = Script(["SELECT nope FROM w"] * 3 + ["SELECT w.player FROM w", "SELECT w.player FROM w"])
+    parser = Parser(FunctionModel(script), examples=EXAMPLES, max_retries=2)
+    result = parser.parse("List players", conn, BlendSQL(conn).registry)
+    assert result.program == "SELECT w.player FROM w" and len(result.attempts) == 4
+    assert "Who was picked 5th?" in script.prompts[0].prompt
+    assert "Who was picked 5th?" not in script.prompts[3].prompt
+    assert "It failed" not in script.prompts[3].prompt
 
 
 def test_ask_answers_from_the_program(conn):
