@@ -32,7 +32,7 @@ def _html_outputs(nb) -> list:
 
 
 def test_there_is_a_gallery():
-    assert {"quickstart", "custom_ingredients", "cost_and_calls"} <= set(IDS)
+    assert {"quickstart", "custom_ingredients", "cost_and_calls", "hybridqa"} <= set(IDS)
 
 
 @pytest.mark.parametrize("path", RUNS)
