@@ -46,7 +46,7 @@ from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Constraint, Grammar, Text
 from blendsql.nl.fewshot import ExampleIndex
-from blendsql.nl.repair import repair_names, schema_feedback
+from blendsql.nl.repair import repair_names, schema_feedback, value_mismatch
 from blendsql.nl.serialize import (
     TableInfo,
     bridge_hints,
@@ -141,9 +141,11 @@ class Parser:
         check_empty: bool = True,
         query_seconds: float = 5.0,
         plain_fallback: bool = True,
+        check_values: bool = True,
     ) -> None:
         """``constrained`` is the older switch: True means ``decoding="grammar"``.
-        ``plain_fallback``: one last attempt without examples when none validated."""
+        ``plain_fallback``: one last attempt without examples when none validated.
+        ``check_values``: feed back a condition on a text its column never holds."""
         self.model = model
         self.examples = list(examples) if examples is not None else load_examples()
         self.index = ExampleIndex(self.examples)
@@ -161,6 +163,7 @@ class Parser:
         self.check_empty = check_empty
         self.query_seconds = query_seconds
         self.plain_fallback = plain_fallback
+        self.check_values = check_values
 
     @property
     def constrained(self) -> bool:
@@ -239,6 +242,7 @@ class Parser:
                                           guide=guide, tables=tables),
                 constraint, conn, registry, result, tries=tries, max_tokens=self.max_tokens,
                 check_empty=self.check_empty, query_seconds=self.query_seconds,
+                check_values=self.check_values,
             )
 
         result = run(examples, self.max_retries + 1, ParseResult(None))
@@ -284,6 +288,7 @@ def generate_program(
     check_empty: bool = False,
     query_seconds: float = 5.0,
     repair: bool = True,
+    check_values: bool = False,
 ) -> R:
     """Generate, clean and validate a program; regenerate with the error, ``tries`` times.
 
@@ -294,9 +299,13 @@ def generate_program(
     ``repair``, a program naming a table or column the database lacks is first
     repaired against the real schema (``repair.repair_names``), which costs no
     model call; the retry prompt lists the real columns of the tables involved.
+    With ``check_values``, a condition comparing a column with a text it never
+    holds but another column does (``repair.value_mismatch``) is fed back too,
+    and kept like an empty result if nothing better comes.
     """
     retry: tuple[str, str] | None = None
     fallback: str | None = None
+    soft: set[str] = set()  # value findings: like an empty result, kept if nothing better comes
     repeated = False
     for _ in range(tries):
         # a model that repeated a failing program under greedy decoding will repeat it
@@ -317,12 +326,17 @@ def generate_program(
         if error is None and check_empty and is_empty(program, conn, registry, query_seconds):
             error = EMPTY_RESULT
             fallback = fallback or program
+        if error is None and check_values:
+            error = value_mismatch(program, conn, registry, list_tables(conn), query_seconds)
+            if error:
+                soft.add(error)
+                fallback = fallback or program
         result.attempts.append((program, error))
         if error is None:
             result.program = program
             return result
-        if retry is not None and retry[0] == program and error == EMPTY_RESULT:
-            break  # the model insists: the empty result is its answer
+        if retry is not None and retry[0] == program and (error == EMPTY_RESULT or error in soft):
+            break  # the model insists: the empty result (or the compared text) is its answer
         repeated = retry is not None and retry[0] == program
         retry = (program, _feedback(error, program, conn))
     result.program = fallback

@@ -16,6 +16,8 @@ read) is described for the retry prompt by ``schema_feedback``.
 from __future__ import annotations
 
 import re
+import sqlite3
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -236,3 +238,84 @@ def schema_feedback(error: str, program: str, tables: Sequence[TableInfo]) -> st
     if kind == "table":
         lines.append("The tables are: " + ", ".join(t.name for t in tables) + ".")
     return "\n-- ".join(lines)
+
+
+# ---------------------------------------------------------------- values in conditions
+
+
+def _column_home(col: exp.Column, tables: dict[str, TableInfo]) -> tuple[str, str] | None:
+    """(table, column) a column reference reads, resolved through the aliases in scope."""
+    select = col.parent_select
+    if not isinstance(select, exp.Select):
+        return None
+    sources = _scopes(select, tables)
+    if col.table:
+        holders = [s for s in sources if s.ref.lower() == col.table.lower()]
+    else:
+        holders = [s for s in sources if _has_column(s.table, col.name)]
+    if len(holders) != 1 or not _has_column(holders[0].table, col.name):
+        return None
+    real = next(c for c in holders[0].table.columns if c.lower() == col.name.lower())
+    return holders[0].table.name, real
+
+
+def _literal_conditions(tree: exp.Expression) -> list[tuple[exp.Column, str]]:
+    """``column = 'text'`` and ``column IN ('text', ...)`` conditions of a program."""
+    out: list[tuple[exp.Column, str]] = []
+    for eq in tree.find_all(exp.EQ):
+        for a, b in ((eq.this, eq.expression), (eq.expression, eq.this)):
+            if isinstance(a, exp.Column) and isinstance(b, exp.Literal) and b.is_string:
+                out.append((a, b.this))
+    for cond in tree.find_all(exp.In):
+        if isinstance(cond.this, exp.Column):
+            out += [(cond.this, v.this) for v in cond.expressions
+                    if isinstance(v, exp.Literal) and v.is_string]
+    return out
+
+
+def _holds(conn: sqlite3.Connection, table: str, column: str, value: str, nocase: bool) -> list[str]:
+    """Up to two stored values of ``table.column`` equal to ``value`` (ignoring case if asked)."""
+    collate = " COLLATE NOCASE" if nocase else ""
+    sql = f'SELECT DISTINCT "{column}" FROM "{table}" WHERE "{column}" = ?{collate} LIMIT 2'
+    return [str(r[0]) for r in conn.execute(sql, (value,)).fetchall()]
+
+
+def value_mismatch(program: str, conn: sqlite3.Connection, registry: IngredientRegistry,
+                   tables: Sequence[TableInfo], seconds: float = 2.0) -> str | None:
+    """A text a condition compares a column with that the column never holds, but
+    another column does (or the same column in another case): the sign of a
+    condition on the wrong column (``flights.Airline = 'United Airlines'`` where
+    flights stores airline ids and airlines holds the names). None when every
+    compared text occurs, or occurs nowhere (no evidence of a wrong column).
+
+    Runs under a time limit enforced by ``conn.interrupt()``; running out of
+    time means no finding.
+    """
+    from blendsql.grammar import parse
+
+    try:
+        tree = parse(program, registry)
+    except BlendSQLError:
+        return None
+    by_name = {t.name.lower(): t for t in tables if not t.is_documents}
+    timer = threading.Timer(seconds, conn.interrupt)
+    timer.start()
+    try:
+        for col, value in _literal_conditions(tree):
+            home = _column_home(col, by_name)
+            if home is None or not value or _holds(conn, *home, value, nocase=False):
+                continue
+            same = _holds(conn, *home, value, nocase=True)
+            if same:
+                return (f"'{value}' is not a value of {home[0]}.{home[1]}; it is written "
+                        f"'{same[0]}' there.")
+            others = [f"{t.name}.{c}" for t in by_name.values() for c in t.columns
+                      if (t.name, c) != home and _holds(conn, t.name, c, value, nocase=True)]
+            if others:
+                return (f"'{value}' is not a value of {home[0]}.{home[1]}; it is a value of "
+                        f"{', '.join(others[:3])}: compare that column (join its table).")
+        return None
+    except sqlite3.Error:
+        return None
+    finally:
+        timer.cancel()

@@ -45,6 +45,13 @@ CASES = [
     ("car_1", "For each continent, list its id, name, and how many countries it has?",
      "SELECT T1.ContId ,  T1.Continent ,  count(*) FROM CONTINENTS AS T1 JOIN COUNTRIES AS T2 "
      "ON T1.ContId  =  T2.Continent GROUP BY T1.ContId"),
+    # without name repair the model wrote pet_type (the schema says PetType) on every retry
+    # and the parser returned no program
+    ("pets_1", "How much does the youngest dog weigh?",
+     "SELECT weight FROM pets ORDER BY pet_age LIMIT 1"),
+    # ... and age for pet_age, three times over
+    ("pets_1", "What is the average and maximum age for each pet type?",
+     "SELECT avg(pet_age) ,  max(pet_age) ,  pettype FROM pets GROUP BY pettype"),
 ]
 
 
@@ -60,7 +67,7 @@ def rows(conn: sqlite3.Connection, sql: str) -> Counter:
                    for r in conn.execute(sql).fetchall())
 
 
-@pytest.mark.parametrize("db, question, gold", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("db, question, gold", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_parser_program_runs_and_matches_gold(db, question, gold, model):
     path = DATA / db / f"{db}.sqlite"
     bsql = BlendSQL(str(path), model=model, cache=False)

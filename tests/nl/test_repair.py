@@ -16,7 +16,7 @@ import pytest
 from blendsql import BlendSQL
 from blendsql.models.base import FunctionModel, Request
 from blendsql.nl.parser import Parser, validate
-from blendsql.nl.repair import best_match, repair_names, schema_feedback, similarity
+from blendsql.nl.repair import best_match, repair_names, schema_feedback, similarity, value_mismatch
 from blendsql.nl.serialize import list_tables
 
 
@@ -136,3 +136,75 @@ def test_a_repair_never_makes_a_join_compare_a_column_with_itself(conn):
     # T2 (Has_Pet) has no Age; the only holder is T1, but T1.Age = T1.Age is no join
     program = "SELECT T1.Fname FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.Age = T2.Age"
     assert fix(conn, program) is None
+
+
+@pytest.fixture()
+def flights():
+    c = sqlite3.connect(":memory:", check_same_thread=False)
+    c.executescript(
+        """
+        CREATE TABLE airlines (uid INTEGER, Airline TEXT, Country TEXT);
+        CREATE TABLE airports (City TEXT, AirportCode TEXT);
+        CREATE TABLE flights (Airline INTEGER, FlightNo INTEGER, SourceAirport TEXT, DestAirport TEXT);
+        INSERT INTO airlines VALUES (1, 'United Airlines', 'USA'), (2, 'JetBlue Airways', 'USA');
+        INSERT INTO airports VALUES ('Aberdeen', 'APG'), ('Abilene', 'DYS');
+        INSERT INTO flights VALUES (1, 28, 'APG', 'DYS'), (2, 29, 'DYS', 'APG'), (1, 30, 'DYS', 'APG');
+        """
+    )
+    return c
+
+
+def mismatch(conn, program):
+    return value_mismatch(program, conn, BlendSQL(conn).registry, list_tables(conn))
+
+
+@pytest.mark.parametrize("program, found", [
+    # an id column compared with a name another table holds
+    ("SELECT COUNT(*) FROM flights WHERE Airline = 'United Airlines'",
+     "'United Airlines' is not a value of flights.Airline; it is a value of airlines.Airline"),
+    ("SELECT COUNT(*) FROM flights AS T1 WHERE T1.DestAirport IN ('APG', 'ABERDEEN')",
+     "'ABERDEEN' is not a value of flights.DestAirport; it is a value of airports.City"),
+    ("SELECT AirportCode FROM airports WHERE City = 'aberdeen'",
+     "'aberdeen' is not a value of airports.City; it is written 'Aberdeen' there"),
+])
+def test_value_mismatch_names_the_column_that_holds_the_text(flights, program, found):
+    assert found in mismatch(flights, program)
+
+
+@pytest.mark.parametrize("program", [
+    "SELECT COUNT(*) FROM airlines AS T1 JOIN flights AS T2 ON T2.Airline = T1.uid "
+    "WHERE T1.Airline = 'United Airlines'",                      # right column
+    "SELECT COUNT(*) FROM flights WHERE SourceAirport = 'XYZ'",  # held nowhere: no evidence
+    "SELECT COUNT(*) FROM flights WHERE nope = 'APG'",           # unknown column: not this check
+])
+def test_value_mismatch_is_silent_without_evidence(flights, program):
+    assert mismatch(flights, program) is None
+
+
+def test_parser_retries_a_condition_on_the_wrong_column(flights):
+    prompts: list[Request] = []
+    answers = ["SELECT COUNT(*) FROM flights WHERE Airline = 'United Airlines'",
+               "SELECT COUNT(*) FROM airlines AS T1 JOIN flights AS T2 ON T2.Airline = T1.uid "
+               "WHERE T1.Airline = 'United Airlines'"]
+
+    def model(req: Request) -> str:
+        prompts.append(req)
+        return answers[min(len(prompts), 2) - 1]
+
+    parser = Parser(FunctionModel(model), examples=[], n_examples=0)
+    result = parser.parse("How many United Airlines flights?", flights, BlendSQL(flights).registry)
+    assert result.program == answers[1]
+    assert "it is a value of airlines.Airline" in prompts[1].prompt
+
+
+def test_parser_keeps_the_program_when_the_model_insists_on_the_text(flights):
+    program = "SELECT COUNT(*) FROM flights WHERE Airline = 'United Airlines'"
+    calls: list[Request] = []
+
+    def model(req: Request) -> str:
+        calls.append(req)
+        return program
+
+    parser = Parser(FunctionModel(model), examples=[], n_examples=0)
+    result = parser.parse("How many United Airlines flights?", flights, BlendSQL(flights).registry)
+    assert result.program == program and len(calls) == 2
