@@ -21,6 +21,7 @@ columns; it has no questions, so the Spider questions are reused for timing).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -35,7 +36,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
 from blendsql.models.base import Model  # noqa: E402
-from blendsql.nl.schema_select import SchemaSelector, columns_in_sql, hallucinate  # noqa: E402
+from blendsql.nl.schema_select import (  # noqa: E402
+    SchemaSelector,
+    columns_in_sql,
+    hallucinate_text,
+    hallucination_request,
+    parse_hallucination,
+)
 from blendsql.retrieval.embeddings import (  # noqa: E402
     Embedder,
     HashingEmbedder,
@@ -87,11 +94,18 @@ def spider_questions(data: Path, split: str) -> tuple[list[dict[str, Any]], int]
     return out, dropped
 
 
-def bird_questions(data: Path) -> tuple[list[dict[str, Any]], int]:
-    """BIRD dev questions with their gold elements present in bird_UNION."""
+def is_bird_dev(question_id: int) -> bool:
+    """BIRD has no dev_ids.txt here: question ids divisible by 10 are the tuning split."""
+    return question_id % 10 == 0
+
+
+def bird_questions(data: Path, split: str) -> tuple[list[dict[str, Any]], int]:
+    """BIRD dev questions of ``split`` with their gold elements present in bird_UNION."""
     union = set(load_union(data / "crush4sql" / "bird_UNION.txt"))
     out, dropped = [], 0
     for ex in json.loads((data / "crush4sql" / "bird_dev.json").read_text()):
+        if is_bird_dev(int(ex["question_id"])) != (split == "dev"):
+            continue
         gold = sorted({".".join(e).lower() for e in ex["schema_elements"]} & union)
         if not gold:
             dropped += 1
@@ -106,6 +120,61 @@ def load_union(path: Path) -> list[str]:
 
 def recall(picked: list[str], gold: list[str]) -> float:
     return len(set(picked) & set(gold)) / len(gold)
+
+
+class HallucinationCache:
+    """Model answers to the step-1 prompt, one JSON line each, so re-scoring is free.
+
+    A line is keyed by the model identity (weights hash included) and the
+    request's own key (prompt text, few shots, limits), so a changed prompt or
+    model never reuses a stale answer. The raw text is stored; parsing is
+    redone on load, so a parser change needs no new generation.
+    """
+
+    def __init__(self, path: Path | None, model: Model | None, model_name: str) -> None:
+        self.path = path
+        self.model = model
+        self.model_name = model_name
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.generated = 0
+        self.seconds = 0.0
+        if path is not None and path.is_file():
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    self.rows[row["key"]] = row
+
+    def key(self, question: str) -> str:
+        req = hallucination_request(question)
+        return hashlib.sha256(f"{self.model_name}\n{req.key()}".encode()).hexdigest()
+
+    def get(self, question: str) -> list[str]:
+        """Parsed hallucination for ``question``: from the file, else from the model."""
+        if self.model is None:
+            return []
+        k = self.key(question)
+        row = self.rows.get(k)
+        if row is None:
+            t0 = time.perf_counter()
+            text = hallucinate_text(question, self.model)
+            secs = time.perf_counter() - t0
+            self.generated += 1
+            self.seconds += secs
+            row = {"key": k, "model": self.model_name, "question": question, "text": text,
+                   "seconds": round(secs, 3)}
+            self.rows[k] = row
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+        return parse_hallucination(row["text"])
+
+    def mean_seconds(self, questions: list[dict[str, Any]]) -> float | None:
+        """Mean generation time of these questions as recorded when each was generated."""
+        secs = [self.rows[self.key(q["question"])].get("seconds") for q in questions
+                if self.key(q["question"]) in self.rows]
+        secs = [x for x in secs if x is not None]
+        return round(sum(secs) / len(secs), 3) if secs else None
 
 
 def make_model(args: argparse.Namespace) -> tuple[Model | None, str]:
@@ -128,23 +197,23 @@ def make_model(args: argparse.Namespace) -> tuple[Model | None, str]:
 
 
 def evaluate(name: str, elements: list[str], questions: list[dict[str, Any]],
-             embedder: Embedder, model: Model | None, cache_dir: Path | None) -> dict[str, Any]:
+             embedder: Embedder, hcache: HallucinationCache,
+             cache_dir: Path | None) -> dict[str, Any]:
     """Recall@B of every method on one union schema."""
+    model = hcache.model
     t0 = time.perf_counter()
     selector = SchemaSelector(elements, embedder, cache_dir=cache_dir, cache=True)
     build_s = time.perf_counter() - t0
     bm25 = BM25Index(elements)
-    methods = ["cosine", "bm25", "crush_no_llm"] + (["crush"] if model is not None else [])
+    methods = ["cosine", "bm25", "crush_no_llm"]
+    if model is not None:
+        methods += ["crush", "crush_greedy"]
     sums = {m: {b: 0.0 for b in BUDGETS} for m in methods}
-    llm_s = select_s = 0.0
+    select_s = 0.0
     examples = []
     for k, q in enumerate(questions):
         bs = bm25.scores(q["question"])
-        hall: list[str] = []
-        if model is not None:
-            t1 = time.perf_counter()
-            hall = hallucinate(q["question"], model)
-            llm_s += time.perf_counter() - t1
+        hall = hcache.get(q["question"]) if model is not None else []
         t1 = time.perf_counter()
         sims = selector.similarities(q["question"], hall)  # row 0: the bare question
         embed_s = time.perf_counter() - t1
@@ -158,6 +227,7 @@ def evaluate(name: str, elements: list[str], questions: list[dict[str, Any]],
                 t1 = time.perf_counter()
                 picks["crush"] = selector.select_from_similarities(sims, b)
                 select_s += time.perf_counter() - t1 + embed_s / len(BUDGETS)
+                picks["crush_greedy"] = selector.select_from_similarities(sims, b, "greedy")
             for m in methods:
                 sums[m][b] += recall(picks[m], q["gold"])
         if k < 3:
@@ -170,7 +240,7 @@ def evaluate(name: str, elements: list[str], questions: list[dict[str, Any]],
         "index_build_seconds": round(build_s, 2),
         "recall": {m: {f"@{b}": round(sums[m][b] / n, 4) for b in BUDGETS} for m in methods},
         "seconds_per_question": {
-            "hallucination": round(llm_s / n, 3) if model is not None else None,
+            "hallucination": hcache.mean_seconds(questions),
             "crush_probe_embed_and_select_per_budget": round(select_s / (n * len(BUDGETS)), 4)
             if model is not None else None,
         },
@@ -179,7 +249,7 @@ def evaluate(name: str, elements: list[str], questions: list[dict[str, Any]],
 
 
 def time_ndap(data: Path, questions: list[dict[str, Any]], embedder: Embedder,
-              model: Model | None, cache_dir: Path | None, n: int) -> dict[str, Any]:
+              hcache: HallucinationCache, cache_dir: Path | None, n: int) -> dict[str, Any]:
     """Index build and per-question selection time on the 18,891-column schema."""
     ndap = json.loads((data / "crush4sql" / "ndap_super.json").read_text())
     elements, tables = [], []
@@ -194,15 +264,12 @@ def time_ndap(data: Path, questions: list[dict[str, Any]], embedder: Embedder,
     selector = SchemaSelector(elements, embedder, tables=tables, cache_dir=cache_dir,
                               cache=True)
     build_s = time.perf_counter() - t0
-    llm, sel = [], []
+    sel = []
     for q in questions[:n]:
-        t1 = time.perf_counter()
-        hall = hallucinate(q["question"], model) if model is not None else []
+        hall = hcache.get(q["question"])
         t2 = time.perf_counter()
         selector.select_with_probes(q["question"], hall, 100)
-        t3 = time.perf_counter()
-        llm.append(t2 - t1)
-        sel.append(t3 - t2)
+        sel.append(time.perf_counter() - t2)
     return {
         "elements": len(elements),
         "tables": len(ndap),
@@ -211,7 +278,7 @@ def time_ndap(data: Path, questions: list[dict[str, Any]], embedder: Embedder,
         "embedder_load_seconds": round(load_s, 2),
         "index_build_seconds": round(build_s, 2),
         "index_build_note": "embeddings of the schema are cached on disk; a cached build only loads them",
-        "hallucination_seconds_mean": round(sum(llm) / len(llm), 3) if model is not None else None,
+        "hallucination_seconds_mean": hcache.mean_seconds(questions[:n]),
         "select_seconds_mean_B100": round(sum(sel) / len(sel), 4),
     }
 
@@ -225,7 +292,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--limit", type=int, default=100, help="questions per set (seeded sample)")
     ap.add_argument("--split", choices=["report", "dev"], default="report",
-                    help="spider questions outside dev_ids.txt (report) or inside (dev, tuning)")
+                    help="spider: outside dev_ids.txt (report) or inside (dev, tuning); "
+                         "bird: question_id %% 10 != 0 (report) or == 0 (dev)")
     ap.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
     ap.add_argument("--model", default=None, help="GGUF path for LlamaCpp (default: embedded)")
     ap.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint")
@@ -237,13 +305,20 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--cache-dir", type=Path, default=None,
                     help="embedding cache (default: $BLENDSQL_CACHE_DIR or the user cache dir)")
+    ap.add_argument("--hallucinations", type=Path,
+                    default=ROOT / "benchmarks" / "results" / "schema_retrieval_hallucinations.jsonl",
+                    help="JSONL cache of model hallucinations (keyed by model + prompt)")
+    ap.add_argument("--generate-only", action="store_true",
+                    help="only fill the hallucination cache for the sampled questions")
+    ap.add_argument("--cached-only", action="store_true",
+                    help="score only the sampled questions whose hallucination is cached")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "schema_retrieval.json")
     args = ap.parse_args()
 
     embedder: Embedder = SentenceTransformerEmbedder() if args.embedder == "minilm" else HashingEmbedder()
     model, model_name = make_model(args)
+    hcache = HallucinationCache(args.hallucinations, model, model_name)
     sets = args.sets.split(",")
-    rng = random.Random(0)
     result: dict[str, Any] = {
         "benchmark": "CRUSH4SQL large-schema retrieval, recall@B of gold columns",
         "command": "python " + " ".join(sys.argv),
@@ -251,35 +326,51 @@ def main() -> None:
                    f"python {platform.python_version()}",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "hallucination_model": model_name,
+        "hallucination_cache": str(args.hallucinations) if model is not None else None,
         "embedder": embedder.identity(),
         "limit": args.limit,
+        "split": args.split,
         "sources": "Spider dev (Yu et al. 2018), BIRD dev and union schemas via CRUSH4SQL "
                    "(Kothyari et al. 2023, iMayK/CRUSH4SQL)",
         "sets": {},
     }
     spider_qs: list[dict[str, Any]] = []
+    bird_qs: list[dict[str, Any]] = []
     if "spider" in sets or "ndap" in sets:
         all_qs, dropped = spider_questions(args.data, args.split)
-        spider_qs = rng.sample(all_qs, min(args.limit, len(all_qs)))
+        spider_qs = random.Random(0).sample(all_qs, min(args.limit, len(all_qs)))
+    if "bird" in sets:
+        bird_all, bdropped = bird_questions(args.data, args.split)
+        bird_qs = random.Random(1).sample(bird_all, min(args.limit, len(bird_all)))
+    if args.cached_only and model is not None:
+        spider_qs = [q for q in spider_qs if hcache.key(q["question"]) in hcache.rows]
+        bird_qs = [q for q in bird_qs if hcache.key(q["question"]) in hcache.rows]
+        result["cached_only"] = True
+    if args.generate_only:
+        todo = spider_qs * ("spider" in sets) + bird_qs
+        for k, q in enumerate(todo):
+            hcache.get(q["question"])
+            print(f"hallucinate {k + 1}/{len(todo)}", file=sys.stderr, flush=True)
+        print(f"generated {hcache.generated} in {hcache.seconds:.0f} s")
+        return
     if "spider" in sets:
         res = evaluate("spider", load_union(args.data / "crush4sql" / "spider_UNION.txt"),
-                       spider_qs, embedder, model, args.cache_dir)
+                       spider_qs, embedder, hcache, args.cache_dir)
         res["split"] = (f"spider dev, {args.split} split ({len(all_qs)} usable, {dropped} "
                         f"dropped), seeded sample of {len(spider_qs)}")
         result["sets"]["spider_UNION"] = res
         write(args.out, result)  # partial results survive an interrupted run
     if "bird" in sets:
-        bird_all, bdropped = bird_questions(args.data)
-        bird_qs = rng.sample(bird_all, min(args.limit, len(bird_all)))
         res = evaluate("bird", load_union(args.data / "crush4sql" / "bird_UNION.txt"),
-                       bird_qs, embedder, model, args.cache_dir)
-        res["split"] = (f"bird_dev.json ({len(bird_all)} usable, {bdropped} dropped), seeded "
-                        f"sample of {len(bird_qs)}; not used for tuning")
+                       bird_qs, embedder, hcache, args.cache_dir)
+        res["split"] = (f"bird_dev.json, {args.split} split (dev: question_id % 10 == 0; "
+                        f"{len(bird_all)} usable, {bdropped} dropped), seeded sample of "
+                        f"{len(bird_qs)}")
         result["sets"]["bird_UNION"] = res
         write(args.out, result)
     if "ndap" in sets:
         result["sets"]["ndap_super_timing"] = time_ndap(
-            args.data, spider_qs, embedder, model, args.cache_dir, args.ndap_questions)
+            args.data, spider_qs, embedder, hcache, args.cache_dir, args.ndap_questions)
     write(args.out, result)
     print(json.dumps({k: v.get("recall", v) for k, v in result["sets"].items()}, indent=1))
 

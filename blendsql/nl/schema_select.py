@@ -123,12 +123,18 @@ def parse_hallucination(text: str, limit: int = 12) -> list[str]:
     return out[:limit]
 
 
-def hallucinate(question: str, model: Model, max_tokens: int = 80,
-                examples: Sequence[tuple[str, Sequence[str]]] = FEW_SHOT) -> list[str]:
-    """Step 1: the model's imagined minimal schema for ``question`` (may be empty)."""
-    req = Request(prompt=build_prompt(question, examples),
-                  messages=build_messages(question, examples), max_tokens=max_tokens,
-                  temperature=0.0, stop=("\n\n", "Question:"))
+def hallucination_request(question: str, max_tokens: int = 80,
+                          examples: Sequence[tuple[str, Sequence[str]]] = FEW_SHOT) -> Request:
+    """The step-1 request; its ``key()`` names the prompt, so callers can cache answers."""
+    return Request(prompt=build_prompt(question, examples),
+                   messages=build_messages(question, examples), max_tokens=max_tokens,
+                   temperature=0.0, stop=("\n\n", "Question:"))
+
+
+def hallucinate_text(question: str, model: Model, max_tokens: int = 80,
+                     examples: Sequence[tuple[str, Sequence[str]]] = FEW_SHOT) -> str:
+    """The model's raw step-1 text (``hallucinate`` parses it)."""
+    req = hallucination_request(question, max_tokens, examples)
     try:
         resp = model.generate([req])[0]
     except BlendSQLError:
@@ -137,7 +143,13 @@ def hallucinate(question: str, model: Model, max_tokens: int = 80,
         raise ModelError(f"schema hallucination failed: {e}",
                          hint="check the model, or call select_schema with model=None "
                               "to probe with the question only") from e
-    return parse_hallucination(resp.text)
+    return resp.text
+
+
+def hallucinate(question: str, model: Model, max_tokens: int = 80,
+                examples: Sequence[tuple[str, Sequence[str]]] = FEW_SHOT) -> list[str]:
+    """Step 1: the model's imagined minimal schema for ``question`` (may be empty)."""
+    return parse_hallucination(hallucinate_text(question, model, max_tokens, examples))
 
 
 def humanise(element: str) -> str:
@@ -284,21 +296,127 @@ def greedy_select(sims: np.ndarray, weights: np.ndarray, graph: SchemaGraph, bud
     return picked
 
 
+def group_relevance(scores: np.ndarray, groups: np.ndarray, top: int) -> np.ndarray:
+    """Per element, the summed ``top`` best scores of its group, divided by ``top``.
+
+    A group (a table, or a database in a union schema) whose best few
+    elements all look relevant is more likely the one the question is about
+    than a group with one lucky match; dividing by ``top`` rather than the
+    group size keeps one-column groups from winning on a single hit.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    groups = np.asarray(groups, dtype=np.int64)
+    if scores.size == 0 or top <= 0:
+        return np.zeros_like(scores)
+    order = np.lexsort((-scores, groups))  # by group, best first inside each group
+    g = groups[order]
+    first = np.r_[0, np.flatnonzero(np.diff(g)) + 1]
+    starts = np.repeat(first, np.diff(np.r_[first, g.size]))
+    keep = (np.arange(g.size) - starts) < top
+    sums = np.bincount(g[keep], weights=scores[order][keep], minlength=int(groups.max()) + 1)
+    return sums[groups] / top
+
+
+def element_scores(sims: np.ndarray, graph: SchemaGraph, probe_weight: float = 1.0,
+                   db_weight: float = 0.5, table_weight: float = 0.5, db_top: int = 3,
+                   table_top: int = 2) -> np.ndarray:
+    """Relevance of every element to the question and its hallucinated schema.
+
+    ``sims`` row 0 is the bare question, further rows the hallucinated
+    elements. An element scores its question similarity plus
+    ``probe_weight`` times its best match to any hallucinated element (the
+    model named something like it), then gains ``db_weight`` / ``table_weight``
+    times the relevance of its database / table (``group_relevance``), so
+    that elements of the one database and the few tables the question is
+    about outrank look-alikes scattered over a union schema. Normalised by
+    the total weight so scores stay on the cosine scale.
+    """
+    sims = np.atleast_2d(np.asarray(sims, dtype=np.float64))
+    score = sims[0].copy()
+    if sims.shape[0] > 1 and probe_weight:
+        score += probe_weight * sims[1:].max(axis=0)
+    if db_weight:
+        score += db_weight * group_relevance(score, graph.namespace_ids, db_top)
+    if table_weight:
+        score += table_weight * group_relevance(score, graph.table_ids, table_top)
+    total = 1.0 + (probe_weight if sims.shape[0] > 1 else 0.0) + db_weight + table_weight
+    return score / total
+
+
+def collective_select(scores: np.ndarray, graph: SchemaGraph, budget: int,
+                      link_bonus: float = 0.03, pool: int = 200) -> list[int]:
+    """Pick ``budget`` elements greedily by score, favouring the keys that join picks.
+
+    After each pick from a new table, key-like columns of *other* tables in
+    the same namespace that share a key name with it (``concert.stadium_id``
+    once ``stadium`` is chosen) gain ``link_bonus``: a question over two
+    tables needs the join columns, which its words rarely mention. The
+    search runs over the ``pool`` best elements plus the key columns of the
+    tables among the top 50.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if budget <= 0 or scores.size == 0:
+        return []
+    top = top_k(scores, pool)
+    head_tables = np.unique(graph.table_ids[top[:50]])
+    keys = np.flatnonzero(np.isin(graph.table_ids, head_tables) & graph.key_like)
+    cand = np.unique(np.concatenate([top, keys]))
+    s = scores[cand]
+    c_tab = graph.table_ids[cand]
+    c_ns = graph.namespace_ids[cand]
+    c_key = graph.key_like[cand]
+    names = [graph.key_names(int(i)) for i in cand]
+    bonus = np.zeros(cand.size)
+    chosen = np.zeros(cand.size, dtype=bool)
+    tables_seen: set[int] = set()
+    picked: list[int] = []
+    for _ in range(min(budget, cand.size)):
+        gain = s + bonus
+        gain[chosen] = -np.inf
+        j = int(np.argmax(gain))
+        chosen[j] = True
+        picked.append(int(cand[j]))
+        t = int(c_tab[j])
+        if t in tables_seen or not link_bonus:
+            continue
+        tables_seen.add(t)
+        table_keys: set[str] = set()
+        for k in np.flatnonzero(c_tab == t):
+            table_keys |= names[k]
+        for k in np.flatnonzero((c_ns == c_ns[j]) & c_key & (c_tab != t) & ~chosen):
+            if names[k] & table_keys:
+                bonus[k] = max(bonus[k], link_bonus)
+    return picked
+
+
 class SchemaSelector:
     """CRUSH4SQL over one schema: builds the dense index once, answers many questions.
 
     ``elements`` are ``table.column`` strings (the table may itself contain
     dots, e.g. ``db.table.column``; pass ``tables`` when column names contain
     dots). ``cache_dir`` memoises the element embeddings on disk.
+
+    ``method="collective"`` (default) ranks by ``element_scores`` and picks
+    with ``collective_select``; ``method="greedy"`` is the entropy-weighted
+    coverage objective of ``greedy_select``. With the evaluation model's
+    hallucinations, collective measured above both plain cosine and greedy on
+    the Spider and BIRD union schemas (``benchmarks/schema_retrieval.py``);
+    greedy was below cosine at budget 20.
     """
 
     def __init__(self, elements: Sequence[str], embedder: Embedder | None = None,
                  tables: Sequence[str] | None = None, cache_dir: str | Path | None = None,
                  cache: bool = False, temperature: float = 0.05, lam: float = 0.05,
-                 mu: float = 0.3, pool: int = 100, prefix_question: bool = True) -> None:
+                 mu: float = 0.3, pool: int = 100, prefix_question: bool = True,
+                 method: str = "collective", probe_weight: float = 1.0,
+                 db_weight: float = 0.5, table_weight: float = 0.5,
+                 link_bonus: float = 0.03) -> None:
         if not elements:
             raise BlendSQLError("cannot select from an empty schema",
                                 hint="pass at least one table.column element")
+        if method not in ("collective", "greedy"):
+            raise BlendSQLError(f"unknown schema selection method {method!r}",
+                                hint="use method='collective' or method='greedy'")
         self.elements = list(elements)
         self.embedder = embedder if embedder is not None else default_embedder()
         self.graph = SchemaGraph.build(self.elements, tables)
@@ -309,6 +427,11 @@ class SchemaSelector:
         self.mu = mu
         self.pool = pool
         self.prefix_question = prefix_question
+        self.method = method
+        self.probe_weight = probe_weight
+        self.db_weight = db_weight
+        self.table_weight = table_weight
+        self.link_bonus = link_bonus
 
     def similarities(self, question: str, hallucinated: Sequence[str]) -> np.ndarray:
         """Probes x elements cosine similarities (row 0 is the bare question)."""
@@ -333,11 +456,18 @@ class SchemaSelector:
         """Steps 2-4 for given hallucinated elements (empty: the question alone)."""
         return self.select_from_similarities(self.similarities(question, hallucinated), budget)
 
-    def select_from_similarities(self, sims: np.ndarray, budget: int) -> list[str]:
+    def select_from_similarities(self, sims: np.ndarray, budget: int,
+                                 method: str | None = None) -> list[str]:
         """Steps 3-4 on precomputed probe similarities (lets callers reuse one embedding)."""
-        weights = entropy_weights(sims, self.temperature)
-        picked = greedy_select(sims, weights, self.graph, budget,
-                               self.candidates(sims, budget), self.lam, self.mu)
+        if (method or self.method) == "greedy":
+            weights = entropy_weights(sims, self.temperature)
+            picked = greedy_select(sims, weights, self.graph, budget,
+                                   self.candidates(sims, budget), self.lam, self.mu)
+        else:
+            scores = element_scores(sims, self.graph, self.probe_weight, self.db_weight,
+                                    self.table_weight)
+            picked = collective_select(scores, self.graph, budget, self.link_bonus,
+                                       max(2 * self.pool, 2 * budget))
         return [self.elements[i] for i in picked]
 
     def select(self, question: str, model: Model | None, budget: int = 20) -> list[str]:

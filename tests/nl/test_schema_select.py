@@ -254,3 +254,75 @@ def test_columns_case_insensitive_and_set_operations() -> None:
 def test_unreadable_sql_raises_blendsql_error() -> None:
     with pytest.raises(BlendSQLError):
         columns_in_sql("SELECT FROM WHERE (", SPIDER_LIKE)
+
+
+# --- collective selection (default method) ---------------------------------
+
+def test_group_relevance_sums_top_scores_per_group() -> None:
+    from blendsql.nl.schema_select import group_relevance
+
+    scores = np.array([0.9, 0.1, 0.5, 0.4, 0.3])
+    groups = np.array([0, 0, 1, 1, 1])
+    rel = group_relevance(scores, groups, top=2)
+    # group 0: (0.9 + 0.1) / 2; group 1: best two (0.5 + 0.4) / 2, the third ignored
+    assert np.allclose(rel, [0.5, 0.5, 0.45, 0.45, 0.45])
+    # one-element groups are divided by top, not by their size: no single-hit win
+    assert np.allclose(group_relevance(np.array([0.8]), np.array([0]), top=2), [0.4])
+
+
+def test_element_scores_use_best_probe_and_group_coherence() -> None:
+    from blendsql.nl.schema_select import element_scores
+
+    graph = SchemaGraph.build(["a.t.x", "a.t.y", "b.u.x", "b.u.z"])
+    q = np.array([0.5, 0.5, 0.5, 0.1])
+    # a probe (hallucinated element) that matches a.t.y only
+    probe = np.array([0.0, 0.9, 0.0, 0.0])
+    flat = element_scores(q[None, :], graph, db_weight=0, table_weight=0)
+    assert np.allclose(flat, q)  # no probes, no groups: the question's cosine
+    with_probe = element_scores(np.vstack([q, probe]), graph, db_weight=0, table_weight=0)
+    assert int(np.argmax(with_probe)) == 1
+    # equal question scores for a.t.x and b.u.x: the coherent database (a) wins
+    grouped = element_scores(np.vstack([q, probe]), graph)
+    assert grouped[0] > grouped[2]
+
+
+def test_collective_select_pulls_in_join_key_of_chosen_tables() -> None:
+    from blendsql.nl.schema_select import collective_select
+
+    elems = ["m.stadium.name", "m.stadium.stadium_id", "m.concert.stadium_id",
+             "m.concert.year", "m.other.stadium_id", "x.stadium.stadium_id", "m.concert.theme"]
+    graph = SchemaGraph.build(elems)
+    # the other database's stadium_id scores above every candidate but the two heads
+    scores = np.array([0.9, 0.3, 0.30, 0.8, 0.30, 0.32, 0.31])
+    without = [elems[i] for i in collective_select(scores, graph, 3, link_bonus=0.0)]
+    assert without == ["m.stadium.name", "m.concert.year", "x.stadium.stadium_id"]
+    picked = [elems[i] for i in collective_select(scores, graph, 3, link_bonus=0.03)]
+    # once stadium and concert are chosen, the keys joining them (0.30 + 0.03) outrank
+    # the other database's same-named key (0.32), which gets no bonus
+    assert picked[:2] == ["m.stadium.name", "m.concert.year"]
+    assert picked[2] in {"m.stadium.stadium_id", "m.concert.stadium_id", "m.other.stadium_id"}
+    assert len(set(collective_select(scores, graph, 7))) == 7
+    assert collective_select(scores, graph, 0) == []
+
+
+def test_selector_methods_and_unknown_method() -> None:
+    emb = HashingEmbedder()
+    q = "What is the type and weight of the pet owned by students majoring in art?"
+    model = _model("pet.pet_type\npet.weight\nstudent.major\n")
+    for method in ("collective", "greedy"):
+        sel = SchemaSelector(SCHEMA, emb, method=method)
+        picked = sel.select(q, model, budget=6)
+        assert len(picked) == len(set(picked)) == 6
+        assert "pets.pet.pet_type" in picked
+    with pytest.raises(BlendSQLError, match="unknown schema selection method"):
+        SchemaSelector(SCHEMA, emb, method="magic")
+
+
+def test_hallucination_request_key_names_the_prompt() -> None:
+    from blendsql.nl.schema_select import hallucination_request
+
+    a = hallucination_request("How many pets?")
+    assert a.key() == hallucination_request("How many pets?").key()
+    assert a.key() != hallucination_request("How many cats?").key()
+    other_shots = (("Oldest cat?", ("pets.age",)),)
+    assert a.key() != hallucination_request("How many pets?", examples=other_shots).key()
