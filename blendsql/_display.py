@@ -52,6 +52,14 @@ CSS = """
 .blendsql-smoothie .bsql-tokbox{width:60px}
 .blendsql-smoothie .bsql-tok{background:rgba(120,90,220,.75)}
 .blendsql-smoothie td.bsql-time{white-space:nowrap}
+.blendsql-smoothie .bsql-kind-call,.blendsql-smoothie .bsql-kind-late_map,
+.blendsql-smoothie .bsql-kind-lazy_scan,.blendsql-smoothie .bsql-kind-preaggregate{background:rgba(46,160,67,.25)}
+.blendsql-smoothie .bsql-kind-final,.blendsql-smoothie .bsql-kind-materialise,
+.blendsql-smoothie .bsql-kind-collect{background:rgba(56,132,244,.22)}
+.blendsql-smoothie .bsql-range{background:rgba(120,90,220,.3)}
+.blendsql-smoothie .bsql-plan .bsql-bar{margin-right:0;min-width:0}
+.blendsql-smoothie .bsql-plan .bsql-tokbox{margin-right:6px;white-space:nowrap}
+.blendsql-smoothie .bsql-bound{opacity:.75;font-size:12px}
 """
 
 
@@ -215,6 +223,68 @@ def smoothie_html(smoothie: Smoothie, max_rows: int = 20) -> str:
     """Result table, counters and trace: the whole Jupyter view of one run."""
     return wrap(rows_html(smoothie.df, max_rows) + meta_html(smoothie.meta, len(smoothie.df))
                 + trace_html(smoothie.trace))
+
+
+def _count(bound: Any, digits: int = 0) -> str:
+    """A bound as text: ``12`` exact, ``3..12`` bounded, ``3+`` open-ended."""
+    def fmt(v: float) -> str:
+        return f"{v:,.{digits}f}"
+
+    if bound.high is None:
+        return f"{fmt(bound.low)}+"
+    return fmt(bound.low) if bound.high == bound.low else f"{fmt(bound.low)}..{fmt(bound.high)}"
+
+
+def _range_bar(bound: Any, most: float) -> str:
+    """Estimated tokens: solid up to the lower bound, lighter up to the upper one."""
+    if not bound.high and not bound.low:
+        return ""
+    low = _pct(bound.low, most)
+    high = 100.0 - low if bound.high is None else _pct(bound.high, most) - low
+    return (f"<span class='bsql-barbox bsql-tokbox'><span class='bsql-bar bsql-tok' "
+            f"style='width:{low:.1f}%'></span><span class='bsql-bar bsql-range' "
+            f"style='width:{max(high, 0.0):.1f}%'></span></span>{_count(bound)}")
+
+
+def plan_html(plan: Any) -> str:
+    """A plan as a reader wants it before running: totals as chips, then one row per step
+    (kind, what it does, values, model calls, a prompt-token bar; SQL and the reason a size
+    is a bound, when it is one, under the step)."""
+    total = plan.total
+    chips = [(_count(total.values), "values"), (_count(total.model_calls), "model calls"),
+             (_count(total.prompt_tokens), "prompt tokens (estimate)")]
+    if total.dollars is not None:
+        chips.append(("$" + _count(total.dollars, 4), "estimate"))
+    meta = "<div class='bsql-meta'>" + "".join(
+        f"<span class='bsql-chip'><b>{html.escape(v)}</b> {html.escape(label)}</span>"
+        for v, label in chips) + "</div>"
+    most = max((s.estimate.prompt_tokens.high if s.estimate.prompt_tokens.high is not None
+                else s.estimate.prompt_tokens.low for s in plan.steps), default=0)
+    rows = []
+    for i, step in enumerate(plan.steps, 1):
+        kind = html.escape(step.kind)
+        extra = "".join([
+            f"<div class='bsql-bound'>constraint: {esc(step.constraint, 300)}</div>"
+            if step.constraint else "",
+            f"<div class='bsql-bound'>bound: {esc(step.depends_on, 300)}</div>"
+            if step.depends_on else "",
+            f"<pre>{esc(step.sql, SQL_CHARS)}</pre>" if step.sql else ""])
+        what = (f"<details class='bsql-step'><summary>{esc(step.summary, 300)}</summary>{extra}"
+                f"</details>" if extra else esc(step.summary, 300))
+        est = step.estimate
+        rows.append(
+            f"<tr><td class='num'>{i}</td><td><span class='bsql-kind bsql-kind-{kind}'>{kind}"
+            f"</span></td><td>{what}</td><td>{esc(step.ingredient or '')}</td>"
+            f"<td class='num'>{_count(est.values) if step.ingredient else ''}</td>"
+            f"<td class='num'>{_count(est.model_calls) if step.ingredient else ''}</td>"
+            f"<td class='bsql-time'>{_range_bar(est.prompt_tokens, most)}</td></tr>")
+    head = ("<tr><th>#</th><th>kind</th><th>step</th><th>ingredient</th><th>values</th>"
+            "<th>calls</th><th>prompt tokens</th></tr>")
+    notes = "".join(f"<p class='bsql-note'>note: {esc(n, 500)}</p>" for n in plan.notes)
+    return wrap(f"<p class='bsql-note'><b>Plan</b> (nothing has run yet) for "
+                f"<code>{esc(' '.join(plan.query.split()), 300)}</code></p>{meta}"
+                f"<table class='bsql-steps bsql-plan'><thead>{head}</thead><tbody>{''.join(rows)}"
+                f"</tbody></table>{notes}")
 
 
 class NotebookProgress:

@@ -15,7 +15,6 @@ and an upper bound (``None`` when no bound is known), never a guess.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,15 +154,6 @@ class Plan:
         return f"<Plan {len(self.steps)} step(s) | {self.total.describe()}>"
 
     def _repr_html_(self) -> str:
-        rows = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
-                i + 1, s.kind, s.summary, s.ingredient or "", s.estimate.values,
-                s.estimate.model_calls, s.estimate.prompt_tokens, s.depends_on,
-                _short(s.sql or "", 200))) + "</tr>"
-            for i, s in enumerate(self.steps))
-        head = "".join(f"<th>{h}</th>" for h in ("#", "kind", "step", "ingredient", "values",
-                                                 "model calls", "prompt tokens", "bound",
-                                                 "sql"))
-        return (f"<div><b>plan</b> <code>{html.escape(_short(self.query, 200))}</code>"
-                f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-                f"<p>total: {html.escape(self.total.describe())}</p></div>")
+        from blendsql._display import plan_html
+
+        return plan_html(self)

@@ -95,7 +95,12 @@ def test_plan_prints_and_renders() -> None:
     assert plan.kinds() == ["call", "call", "final"]
     assert "bound: sees only the rows that earlier ingredient steps pass" in text
     assert "SELECT DISTINCT" in text and "total:" in text
-    assert "<table>" in plan._repr_html_()
+    page = plan._repr_html_()
+    assert "bsql-plan" in page and "nothing has run yet" in page
+    assert page.count("<tr>") == 1 + len(plan.steps)  # the head, then one row per step
+    assert "bound: sees only the rows that earlier ingredient steps pass" in page
+    assert "bsql-range" in page  # the dependent step's tokens are drawn as a range
+    assert "SELECT DISTINCT" in page and "<script" not in page
     assert any(t.kind == "sql" and t.sql for t in plan.trace), "planning statements are traced"
 
 

@@ -147,3 +147,29 @@ def test_committed_quickstart_reads_well_in_chromium(page, tmp_path):
     shot = tmp_path / "quickstart-model-step.png"
     page.screenshot(path=str(shot))
     keep(shot)
+
+
+def test_a_plan_reads_as_a_table_with_token_bars_in_chromium(page, tmp_path):
+    players = pd.DataFrame({"name": ["Ann Lee", "Bo Diaz", "Cy Young", EVIL],
+                            "position": ["Pitcher", "Catcher", "Pitcher", "Outfield"]})
+    bsql = BlendSQL({"players": players}, ingredients=[Shout])
+    plan = bsql.plan("SELECT name FROM players WHERE {{LLMMap('is this a pitcher?', players.position)}}"
+                     " = TRUE AND {{LLMMap('a famous name?', players.name)}} = TRUE")
+    doc = tmp_path / "plan.html"
+    doc.write_text(f"<!doctype html><meta charset='utf-8'><body>{plan._repr_html_()}</body>",
+                   encoding="utf-8")
+    page.goto(doc.as_uri())
+    rows = page.locator("table.bsql-plan > tbody > tr")
+    assert rows.count() == len(plan.steps) == 3
+    assert "LLMMap" in rows.nth(0).inner_text() and "final" in rows.nth(2).inner_text()
+    chips = page.locator(".bsql-meta").inner_text()
+    assert "model calls" in chips and "prompt tokens (estimate)" in chips
+    # the second map sees only what the first passes: its tokens are a range, drawn lighter
+    assert page.locator("table.bsql-plan .bsql-range").count() >= 1
+    assert rows.nth(0).locator(".bsql-tok").bounding_box()["width"] > 5
+    rows.nth(1).locator("summary").click()
+    assert "bound:" in rows.nth(1).inner_text()
+    assert page.evaluate("window.__pwned") is None
+    shot = tmp_path / "plan.png"
+    page.screenshot(path=str(shot), full_page=True)
+    keep(shot)
