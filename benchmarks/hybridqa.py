@@ -176,6 +176,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out["programs_parse"] = round(sum(r["parsed"] for r in rows) / n, 4)
     out["programs_execute"] = round(sum(r["executed"] for r in rows) / n, 4)
     out["fallback_rate"] = round(sum(r["fallback_used"] for r in rows) / n, 4)
+    out["programs_with_ingredient"] = round(sum("{{" in (r["program"] or "") or "<<" in (r["program"] or "")
+                                                for r in rows) / n, 4)
+    out["attempts_per_question"] = round(sum(r["attempts"] for r in rows) / n, 4)
+    out["seconds_per_question"] = {
+        "blendsql": round(sum(r["blendsql_seconds"] for r in rows) / n, 1),
+        "end_to_end": round(sum(r["end_to_end_seconds"] for r in rows) / n, 1),
+    }
     return out
 
 
@@ -193,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=900.0,
                     help="seconds one model request may take (a loaded machine is slow)")
     ap.add_argument("--out", type=Path, default=RESULTS / "hybridqa.jsonl")
+    ap.add_argument("--summarize-only", action="store_true",
+                    help="write the summary of the rows already in --out (no model run)")
+    ap.add_argument("--model-label", help="model name for --summarize-only")
     ap.add_argument("--verify-pool", action="store_true",
                     help="check blendsql/nl/examples/hybridqa.json with an oracle reader (no model)")
     args = ap.parse_args(argv)
@@ -202,12 +212,23 @@ def main(argv: list[str] | None = None) -> int:
         (RESULTS / "hybridqa_pool_check.json").write_text(json.dumps(report, indent=1) + "\n")
         print(json.dumps({k: v for k, v in report.items() if k != "results"}))
         return 0 if report["ok"] == report["n"] and report["all_dev_ids"] else 1
-    model, model_name = make_model(args)
-    parser = Parser(model)
     qs, tables = load_questions(args.data, args.limit, args.split)
-    done = {json.loads(line)["question_id"] for line in args.out.open()} if args.out.exists() else set()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("a") as fh:
+    if args.summarize_only:
+        model_name = args.model_label or (f"gguf:{Path(args.model).name}" if args.model else "unknown")
+    else:
+        model, model_name = make_model(args)
+        run_all(qs, tables, model, args.out)
+    summary = write_summary(args, qs, model_name, argv)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def run_all(qs: list[dict[str, Any]], tables: dict[str, Any], model: Model, out: Path) -> None:
+    """Run the questions not yet in ``out``, one JSON line each (resumable)."""
+    parser = Parser(model)
+    done = {json.loads(line)["question_id"] for line in out.open()} if out.exists() else set()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as fh:
         for i, q in enumerate(qs):
             if q["question_id"] in done:
                 continue
@@ -215,19 +236,23 @@ def main(argv: list[str] | None = None) -> int:
             fh.write(json.dumps(row, default=str) + "\n")
             fh.flush()
             print(f"[{i + 1}/{len(qs)}] acc(a)={row['blendsql_fallback']['acc']} "
-                  f"acc(c)={row['end_to_end']['acc']} program={row['program']!r}", file=sys.stderr)
+                  f"acc(b)={row['blendsql']['acc']} acc(c)={row['end_to_end']['acc']} "
+                  f"program={row['program']!r}", file=sys.stderr)
+
+
+def write_summary(args: argparse.Namespace, qs: list[dict[str, Any]], model_name: str,
+                  argv: list[str] | None) -> dict[str, Any]:
+    """Summary JSON beside ``--out``, over the rows of ``qs`` found there (n = rows, not limit)."""
     ids = {q["question_id"] for q in qs}
-    rows = [r for r in map(json.loads, args.out.open()) if r["question_id"] in ids]
+    rows = [r for r in map(json.loads, args.out.open()) if r["question_id"] in ids] if args.out.exists() else []
     summary = summarize(rows) | {
         "model": model_name, "split": f"hybridqa dev, {'dev_ids' if args.split == 'dev' else 'non-dev ids'}",
         "machine": {"nproc": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
-                    "python": platform.python_version()},
+                    "python": platform.python_version(), "load_average": list(os.getloadavg())},
         "command": "python benchmarks/hybridqa.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
-    summary_path = args.out.with_suffix(".summary.json")
-    summary_path.write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps(summary, indent=2))
-    return 0
+    args.out.with_suffix(".summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
 
 
 if __name__ == "__main__":
