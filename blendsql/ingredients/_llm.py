@@ -427,7 +427,7 @@ def relevant_excerpt(text: str, terms: frozenset[str], max_chars: int) -> str:
 
 
 def serialize_table(df: pd.DataFrame, max_chars: int = 6000, cell_chars: int = 400,
-                    question: str | None = None) -> str:
+                    question: str | None = None, cuts: list[str] | None = None) -> str:
     """A DataFrame as a compact pipe-separated table within a character budget.
 
     Why this shape: a header line plus one line per row is the cheapest
@@ -435,7 +435,8 @@ def serialize_table(df: pd.DataFrame, max_chars: int = 6000, cell_chars: int = 4
     cells (passages) are cut to a fair share of the budget so every row gets
     some room, and rows past the budget are counted, not silently lost. With
     a ``question``, a long cell keeps the sentences most relevant to it
-    (:func:`relevant_excerpt`) instead of its head.
+    (:func:`relevant_excerpt`) instead of its head. Each cut cell's column is
+    appended to ``cuts`` (for a trace note).
     """
     if df is None or df.shape[1] == 0:
         return ""
@@ -445,16 +446,19 @@ def serialize_table(df: pd.DataFrame, max_chars: int = 6000, cell_chars: int = 4
     per_cell = max(40, min(cell_chars, share))
     terms = question_terms(question)
 
-    def cell(v: Any) -> str:
+    def cell(v: Any, col: str) -> str:
         if is_missing(v):
             return ""
-        return relevant_excerpt(one_line(render_scalar(v)), terms, per_cell).replace("|", "/")
+        text = one_line(render_scalar(v))
+        if len(text) > per_cell and cuts is not None:
+            cuts.append(col)
+        return relevant_excerpt(text, terms, per_cell).replace("|", "/")
 
     lines = [" | ".join(cols)]
     used = len(lines[0]) + 1
     shown = 0
     for row in df.itertuples(index=False, name=None):
-        line = " | ".join(cell(v) for v in row)
+        line = " | ".join(cell(v, c) for v, c in zip(row, cols, strict=False))
         if used + len(line) + 1 > max_chars:
             if shown == 0:  # always show at least part of one row
                 lines.append(truncate(line, max(40, max_chars - used)))
@@ -469,16 +473,16 @@ def serialize_table(df: pd.DataFrame, max_chars: int = 6000, cell_chars: int = 4
 
 
 def render_context(context: Any, max_chars: int = 6000, cell_chars: int = 400,
-                   question: str | None = None) -> str:
+                   question: str | None = None, cuts: list[str] | None = None) -> str:
     """Context block for a prompt: a table, a text, or a list of texts; '' when empty.
 
-    ``question``: long table cells keep the sentences relevant to it (see
-    :func:`serialize_table`).
+    ``question``: long table cells keep the sentences relevant to it, and their
+    columns are appended to ``cuts`` (see :func:`serialize_table`).
     """
     if context is None:
         return ""
     if isinstance(context, pd.DataFrame):
-        body = serialize_table(context, max_chars, cell_chars, question)
+        body = serialize_table(context, max_chars, cell_chars, question, cuts)
     elif isinstance(context, pd.Series):
         body = render_texts([render_scalar(v) for v in context if not is_missing(v)], max_chars)
     elif isinstance(context, (list, tuple)):

@@ -76,16 +76,22 @@ class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
             "format": _llm.format_hint(constraint)
             + _llm.example_outputs_line(self.setting(kwargs, "example_outputs")),
         }
-        prompt = _llm.fit_prompt(
-            lambda scale: template.format(
-                **fixed, context=self.render_context_arg(context, kwargs, scale, question)),
-            model, max_tokens)
+        cuts: list[str] = []
+
+        def build(scale: float) -> str:
+            cuts.clear()  # only the last (fitting) rendering counts
+            return template.format(
+                **fixed, context=self.render_context_arg(context, kwargs, scale, question, cuts))
+
+        prompt = _llm.fit_prompt(build, model, max_tokens)
         stop = ("\n",) if type(constraint) is Text else ()
         request = Request(prompt=prompt, constraint=constraint, max_tokens=max_tokens, stop=stop)
-        return self.ask(model, [request], kwargs, back)[0]
+        answer = self.ask(model, [request], kwargs, back)[0]
+        self.note_cuts(kwargs, cuts)
+        return answer
 
     def render_context_arg(self, context: Any, kwargs: dict[str, Any], scale: float = 1.0,
-                           question: str | None = None) -> str:
+                           question: str | None = None, cuts: list[str] | None = None) -> str:
         """The positional context, else a ``context=`` keyword, within the (scaled) budget;
         long cells (passages) keep the sentences most relevant to ``question``."""
         if context is None:
@@ -94,8 +100,21 @@ class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
             context,
             _llm.scaled(int(self.setting(kwargs, "context_chars", self.context_chars)), scale),
             int(self.setting(kwargs, "cell_chars", self.cell_chars)),
-            question,
+            question, cuts,
         )
+
+    @staticmethod
+    def note_cuts(kwargs: dict[str, Any], cuts: list[str]) -> None:
+        """A trace note (through the engine's ``warnings`` list) when long cells were cut.
+
+        Not logged: cutting passages to fit is normal operation, but what the model
+        did not see must be findable in the trace.
+        """
+        sink = kwargs.get("warnings")
+        if cuts and isinstance(sink, list):
+            cols = ", ".join(dict.fromkeys(cuts))
+            sink.append(f"context cut to fit the prompt: {len(cuts)} long cell(s) ({cols}) keep "
+                        "the sentences most relevant to the question")
 
     def render_examples(self, kwargs: dict[str, Any]) -> str:
         """Few-shot question/answer pairs (with their small context when given)."""

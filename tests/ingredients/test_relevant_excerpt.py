@@ -52,3 +52,29 @@ def test_llmqa_prompt_holds_the_relevant_sentence(recorder):
     df = pd.DataFrame({"title": ["Colombia"], "content": [PASSAGE]})
     assert LLMQA().run("What is the capital of this country?", df, None, model=rec.model) == "Bogota"
     assert "The capital and largest city is Bogota" in rec.prompts[0]
+
+
+def test_cut_context_leaves_a_trace_note(recorder):
+    rec = recorder(lambda r: "Bogota")
+    df = pd.DataFrame({"title": ["Colombia"], "content": [PASSAGE]})
+    sink: list[str] = []
+    LLMQA().run("What is the capital of this country?", df, None, model=rec.model, warnings=sink)
+    assert any("context cut to fit" in w and "content" in w for w in sink)
+    short: list[str] = []
+    LLMQA().run("What is the capital?", pd.DataFrame({"t": ["Bogota is the capital."]}), None,
+                model=rec.model, warnings=short)
+    assert short == []
+
+
+def test_note_reaches_the_engine_trace(recorder):
+    import sqlite3
+
+    from blendsql import BlendSQL
+    from blendsql.models import FunctionModel
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE docs (title TEXT, content TEXT)")
+    conn.execute("INSERT INTO docs VALUES ('Colombia', ?)", (PASSAGE * 3,))
+    bsql = BlendSQL(conn, model=FunctionModel(lambda r: "Bogota"))
+    sm = bsql.execute("SELECT {{LLMQA('What is the capital of this country?', (SELECT * FROM docs))}}")
+    assert any(s.kind == "warning" and "context cut to fit" in s.summary for s in sm.trace)
