@@ -16,9 +16,9 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.budget import Budget, Prices, prices_of
+from blendsql.db.backend import Backend, open_database
 from blendsql.db.database import (
     DEFAULT_TIMEOUT,
-    Database,
     QueryTimeoutError,
     TooManyRowsError,
 )
@@ -88,10 +88,15 @@ def internal_error(doing: str, e: BaseException) -> ExecutionError:
 
 
 class BlendSQL:
-    """Run BlendSQL over a SQLite database.
+    """Run BlendSQL over a SQLite, DuckDB or PostgreSQL database.
 
-    ``db``: a path (opened read-only), an open ``sqlite3.Connection`` or a
-    dict of DataFrames. ``model``: a :class:`blendsql.models.Model`, a GGUF
+    ``db``: a SQLite path (opened read-only), an open ``sqlite3.Connection``
+    or a dict of DataFrames (an in-memory SQLite); a ``.duckdb`` path or a
+    DuckDB connection; a Parquet / CSV path, a pandas / polars DataFrame
+    (table ``df``) or a dict with Parquet / CSV / polars values (an in-memory
+    DuckDB); a ``postgresql://`` URL or a psycopg connection (see
+    :func:`blendsql.db.backend.open_database`). Queries are written in
+    BlendSQL's SQLite-flavoured SQL on every backend. ``model``: a :class:`blendsql.models.Model`, a GGUF
     path, or ``None`` for the embedded default (loaded lazily).
     ``ingredients``: classes or instances added to (or overriding) the
     built-ins. ``cache``: wrap the model in the persistent cache
@@ -110,7 +115,7 @@ class BlendSQL:
                  **options: Any) -> None:
         # checked before the database is opened: a typo leaves nothing behind
         self.options = Options(options)
-        self.db = db if isinstance(db, Database) else Database(db, allow_writes=allow_writes)
+        self.db: Backend = open_database(db, allow_writes=allow_writes)
         self.registry = IngredientRegistry(builtin_ingredients())
         for item in ingredients:
             self.registry.add(item)

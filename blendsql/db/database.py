@@ -40,6 +40,7 @@ from typing import Any
 
 import pandas as pd
 
+from blendsql.db.backend import Backend
 from blendsql.db.frames import rows_to_frame
 from blendsql.db.handover import Borrowed
 from blendsql.db.statements import TRANSACTION_KEYWORDS, leading_keyword
@@ -155,14 +156,18 @@ def _forget_connection_lock(key: int) -> None:
             _CONN_LOCKS[key] = (lock, n - 1)
 
 
-class Database:
+class Database(Backend):
     """A SQLite connection with write protection, a session lock and engine temp tables.
 
     ``source`` is a path (opened read-only with ``mode=ro``), an open
     ``sqlite3.Connection`` (borrowed: guarded only while blendsql uses it and
     returned as it came), or a dict of pandas DataFrames (loaded into an
-    in-memory database).
+    in-memory database). The SQLite implementation of
+    :class:`blendsql.db.backend.Backend`.
     """
+
+    dialect = "sqlite"
+    json_collect = True
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         self.allow_writes = allow_writes
@@ -719,6 +724,13 @@ class Database:
         _, rows = self.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
                                "ORDER BY name")
         return [r[0] for r in rows]
+
+    def fts_tables(self) -> list[str]:
+        """Names of the FTS5 document tables (main schema)."""
+        from blendsql.db.documents import fts_tables
+
+        with self.session():
+            return fts_tables(self.conn)
 
     def close(self) -> None:
         """Close the connection if this wrapper opened it (a borrowed one stays open)."""

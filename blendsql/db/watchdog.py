@@ -17,17 +17,21 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
-import sqlite3
 import threading
 import time
+from typing import Any
 
 
 class Ticket:
-    """One armed deadline; ``fired`` tells whether the watchdog interrupted it."""
+    """One armed deadline; ``fired`` tells whether the watchdog interrupted it.
+
+    ``conn``: anything with a thread-safe ``interrupt()`` (a sqlite3 or DuckDB
+    connection, or the PostgreSQL backend's canceller).
+    """
 
     __slots__ = ("deadline", "conn", "active", "fired")
 
-    def __init__(self, deadline: float, conn: sqlite3.Connection) -> None:
+    def __init__(self, deadline: float, conn: Any) -> None:
         self.deadline = deadline
         self.conn = conn
         self.active = True
@@ -44,7 +48,7 @@ class Watchdog:
         self._active = 0
         self._thread: threading.Thread | None = None
 
-    def arm(self, conn: sqlite3.Connection, seconds: float) -> Ticket:
+    def arm(self, conn: Any, seconds: float) -> Ticket:
         """Interrupt ``conn`` after ``seconds`` unless :meth:`disarm` comes first."""
         ticket = Ticket(time.monotonic() + seconds, conn)
         with self._cond:
@@ -88,8 +92,8 @@ class Watchdog:
                 self._active -= 1
                 try:
                     first.conn.interrupt()
-                except sqlite3.Error:
-                    pass  # closed meanwhile: nothing is running on it
+                except Exception:  # noqa: BLE001 - closed meanwhile: nothing runs on it
+                    pass
 
 
     def _after_fork(self) -> None:

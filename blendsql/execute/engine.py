@@ -22,7 +22,8 @@ from typing import Any
 import pandas as pd
 from sqlglot import exp
 
-from blendsql.db.database import INGREDIENT_VALUE_HINT, Database
+from blendsql.db.backend import Backend
+from blendsql.db.database import INGREDIENT_VALUE_HINT
 from blendsql.db.frames import rows_to_frame
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError
 from blendsql.execute.collect import (
@@ -112,7 +113,7 @@ def bind_params(params: Sequence[Any] | Mapping[str, Any] | None) -> dict[str, A
 class Run:
     """State of one ``execute`` call: params, temp tables, counters and trace."""
 
-    def __init__(self, db: Database, registry: IngredientRegistry, model: MeteredModel,
+    def __init__(self, db: Backend, registry: IngredientRegistry, model: MeteredModel,
                  params: dict[str, Any], options: dict[str, Any] | None = None) -> None:
         self.db = db
         self.registry = registry
@@ -209,7 +210,7 @@ class Run:
         if not collectable(cand):
             return first_column(self.sql(render(cand, copy=False), summary)[1])
         assert isinstance(cand, exp.Select)
-        as_json = json_candidate(cand)
+        as_json = json_candidate(cand) if self.db.json_collect else None
         if as_json is not None and json_ready(
                 lambda q: self.sql(q, "column type and size (for collecting)", kind="plan")[1],
                 cand):

@@ -113,6 +113,8 @@ def _collation_in_schema(run: Run, tree: exp.Expression) -> bool:
     names = sorted({t.name.lower() for t in tables if t.name})
     if not names:
         return False
+    if run.db.dialect != "sqlite":  # typed backends: the backend knows its collations
+        return run.db.declares_collation(names)
     marks = ", ".join(f":n{i}" for i in range(len(names)))
     binds = {f"n{i}": n for i, n in enumerate(names)}
     q = (f"SELECT sql FROM sqlite_master WHERE lower(name) IN ({marks}) UNION ALL "

@@ -28,7 +28,9 @@ from .common import (
     normalise_rows,
     run_blend,
     run_sql,
+    skip_unless_portable,
 )
+from .common import distinct_values as distinct_on
 from .ingredients import Recorder
 from .pairs import PAIRS, Pair
 from .reference import ingredient_names, is_map_only, register_maps, to_reference_sql
@@ -121,14 +123,14 @@ def test_oracle_rewrites_paper_refs_and_braces() -> None:
 # ----------------------------------------------------------------- engine
 
 
-def _check_rows(pair: Pair, smoothie: Any) -> None:
+def _check_rows(pair: Pair, smoothie: Any, backend: str = "sqlite") -> None:
     """Compare engine rows with the twin according to the pair's order mode."""
-    twin, ncols = run_sql(pair.db, pair.twin, pair.params)
+    twin, ncols = run_sql(pair.db, pair.twin, pair.params, backend)
     got = df_rows(smoothie.df)
     assert len(smoothie.df.columns) == ncols, (list(smoothie.df.columns), ncols)
     if pair.order == "sample":
         assert pair.sample_of is not None
-        full, _ = run_sql(pair.db, pair.sample_of, pair.params)
+        full, _ = run_sql(pair.db, pair.sample_of, pair.params, backend)
         assert len(got) == len(twin), f"{pair.id}: {got} vs {twin}"
         assert not Counter(got) - Counter(full), f"{pair.id}: rows not from the full result"
         return
@@ -136,10 +138,11 @@ def _check_rows(pair: Pair, smoothie: Any) -> None:
 
 
 @pytest.mark.parametrize("pair", PAIR_PARAMS)
-def test_engine_matches_twin(pair: Pair) -> None:
-    """The correctness contract: same rows as the plain-SQL twin."""
-    smoothie, _ = run_blend(pair.db, pair.query, pair.params)
-    _check_rows(pair, smoothie)
+def test_engine_matches_twin(pair: Pair, backend: str) -> None:
+    """The correctness contract: same rows as the plain-SQL twin, on every backend."""
+    skip_unless_portable(pair.id, backend)
+    smoothie, _ = run_blend(pair.db, pair.query, pair.params, backend)
+    _check_rows(pair, smoothie, backend)
 
 
 def _passed(ingredients: dict[str, Recorder], key: str) -> list[Any]:
@@ -163,24 +166,25 @@ def _check_calls_clean(ingredients: dict[str, Recorder]) -> None:
 
 
 @pytest.mark.parametrize("pair", VALUE_PARAMS)
-def test_engine_passes_promised_values(pair: Pair) -> None:
+def test_engine_passes_promised_values(pair: Pair, backend: str) -> None:
     """Planner work: exactly / at most / at least the values the contract names."""
-    smoothie, ingredients = run_blend(pair.db, pair.query, pair.params)
+    skip_unless_portable(pair.id, backend)
+    smoothie, ingredients = run_blend(pair.db, pair.query, pair.params, backend)
     _check_calls_clean(ingredients)
     for key, sql in pair.exact.items():
         got = {normalise_cell(v) for v in _passed(ingredients, key)}
-        want = distinct_values(pair.db, sql)
+        want = distinct_values(pair.db, sql, backend)
         assert got == want, (
             f"{pair.id} {key}: extra {sorted(map(repr, got - want))[:10]}, "
             f"missing {sorted(map(repr, want - got))[:10]}"
         )
     for key, sql in pair.within.items():
         got = {normalise_cell(v) for v in _passed(ingredients, key)}
-        extra = got - distinct_values(pair.db, sql)
+        extra = got - distinct_values(pair.db, sql, backend)
         assert not extra, f"{pair.id} {key}: values outside the candidate set: {extra}"
     for key, sql in pair.needs.items():
         got = {normalise_cell(v) for v in _passed(ingredients, key)}
-        missing = distinct_values(pair.db, sql) - got
+        missing = distinct_values(pair.db, sql, backend) - got
         assert not missing, f"{pair.id} {key}: needed values never passed: {missing}"
     for key in pair.once:  # identical calls share one evaluation: each value once overall
         got = [repr(normalise_cell(v)) for v in _passed(ingredients, key)]
@@ -198,9 +202,14 @@ def test_cascade_fixture_is_well_formed(pair: Pair) -> None:
 
 
 @pytest.mark.parametrize("pair", CASCADE_PARAMS)
-def test_engine_and_predicates_cascade(pair: Pair) -> None:
+def test_engine_and_predicates_cascade(pair: Pair, backend: str) -> None:
     """Under AND, one ingredient sees all candidates, the other only survivors."""
-    _, ingredients = run_blend(pair.db, pair.query, pair.params)
+    skip_unless_portable(pair.id, backend)
+    _, ingredients = run_blend(pair.db, pair.query, pair.params, backend)
+
+    def distinct_values(db: str, sql: str) -> set[Any]:
+        return distinct_on(db, sql, backend)
+
     (ka, a_first, a_second), (kb, b_first, b_second) = pair.cascade
     got_a = {normalise_cell(v) for v in _passed(ingredients, ka)}
     got_b = {normalise_cell(v) for v in _passed(ingredients, kb)}
@@ -226,9 +235,10 @@ def _expected_values_passed(ingredients: dict[str, Recorder]) -> int:
 
 
 @pytest.mark.parametrize("pair", PAIR_PARAMS)
-def test_engine_values_passed_counter(pair: Pair) -> None:
+def test_engine_values_passed_counter(pair: Pair, backend: str) -> None:
     """``meta.values_passed`` counts exactly what reached the ingredients."""
-    smoothie, ingredients = run_blend(pair.db, pair.query, pair.params)
+    skip_unless_portable(pair.id, backend)
+    smoothie, ingredients = run_blend(pair.db, pair.query, pair.params, backend)
     assert smoothie.meta.values_passed == _expected_values_passed(ingredients)
 
 

@@ -1,0 +1,298 @@
+"""The DuckDB backend: ``.duckdb`` files, DuckDB connections, DataFrames, Parquet, CSV.
+
+Read-only by construction where DuckDB allows it: a file is opened with
+``read_only=True``; an in-memory database (built from DataFrames, Parquet
+or CSV) and a connection handed in are guarded by statement type instead
+(DuckDB's parser tells SELECT from INSERT / CREATE / SET / ATTACH ...), and
+user statements that would create temp objects are refused, so one query
+never changes what the next one sees. The engine's own rows live in the
+``temp`` catalog under unguessable names and are dropped after each query.
+
+Full-text search: DuckDB's ``fts`` extension, shipped for DuckDB 1.4 by the
+``duckdb-ext-fts`` wheel (loaded from its file, never downloaded). ``t MATCH
+q`` becomes ``fts_main_t.match_bm25(rowid, q)``; the index is built on
+first use for an in-memory database and must exist already
+(``PRAGMA create_fts_index``) in a read-only file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlglot import exp
+
+from blendsql.db.backend import require
+from blendsql.db.guarded import GuardedBackend, as_type, short
+from blendsql.db.temp_rows import quote
+from blendsql.db.transpile import FullText, Transpiler, words_only
+from blendsql.errors import ExecutionError
+
+_READ_TYPES = {"SELECT", "EXPLAIN"}
+_WRITE_TYPES = {"INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "COPY"}
+_TYPES = {"TEXT": "VARCHAR", "BLOB": "BLOB", "BIGINT": "BIGINT", "DOUBLE": "DOUBLE",
+          "BOOLEAN": "BOOLEAN", "INTEGER": "INTEGER", "NUMERIC": "HUGEINT",
+          "DATE": "DATE", "TIMESTAMP": "TIMESTAMP"}
+_PANDAS = {"VARCHAR": object, "BLOB": object, "BIGINT": "Int64", "DOUBLE": "Float64",
+           "BOOLEAN": "boolean", "INTEGER": "Int64", "HUGEINT": object,
+           "DATE": object, "TIMESTAMP": object}
+
+
+def fts_extension() -> Path | None:
+    """The ``fts`` extension file for the installed DuckDB, if ``duckdb-ext-fts`` has it."""
+    import duckdb
+
+    spec = importlib.util.find_spec("duckdb_ext")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    version = f"v{duckdb.__version__}"
+    for base in spec.submodule_search_locations:
+        found = sorted(Path(base).glob(f"extensions/{version}/*/fts.duckdb_extension"))
+        if found:
+            return found[0]
+    return None
+
+
+class DuckFullText(FullText):
+    """FTS5's MATCH / rank / bm25 through DuckDB's ``fts`` extension."""
+
+    def __init__(self, db: DuckDBDatabase) -> None:
+        self.db = db
+
+    def unavailable(self, table: str) -> str | None:
+        return self.db.fts_problem(table)
+
+    def _bm25(self, table: str, alias: str, query: exp.Expression) -> exp.Expression:
+        fn = exp.Dot(this=exp.to_identifier(f"fts_main_{table}"),
+                     expression=exp.Anonymous(this="match_bm25", expressions=[
+                         exp.column("rowid", table=alias), words_only(query.copy())]))
+        return fn
+
+    def match(self, table: str, alias: str, query: exp.Expression) -> exp.Expression:
+        return exp.Not(this=exp.Is(this=self._bm25(table, alias, query), expression=exp.null()))
+
+    def score(self, table: str, alias: str, query: exp.Expression) -> exp.Expression:
+        return exp.Neg(this=self._bm25(table, alias, query))
+
+
+class DuckDBDatabase(GuardedBackend):
+    """A DuckDB connection behind the backend interface (see the module docstring)."""
+
+    json_collect = False
+
+    def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
+        duckdb = require("duckdb", "duckdb")
+        super().__init__(allow_writes=allow_writes, dialect="duckdb",
+                         transpiler=Transpiler("duckdb", DuckFullText(self)))
+        self._owns = True
+        self._in_memory = False
+        self._views: dict[str, str] = {}  # engine temp view -> its table (NULL columns)
+        self.path: str | None = None
+        if isinstance(source, duckdb.DuckDBPyConnection):
+            self.conn = source
+            self._owns = False
+        elif isinstance(source, (str, Path)) and Path(source).suffix.lower() in (".duckdb",
+                                                                                 ".ddb"):
+            path = Path(source)
+            if not path.exists():
+                raise ExecutionError(f"database file not found: {path}", hint="check the path")
+            try:
+                self.conn = duckdb.connect(str(path), read_only=not allow_writes)
+            except duckdb.Error as e:
+                raise ExecutionError(f"cannot open {path}: {e}",
+                                     hint="is it a DuckDB file of this DuckDB version?") from e
+            self.path = str(path)
+        else:
+            self.conn = duckdb.connect(":memory:")
+            self._in_memory = True
+            self._load(source)
+        self._fts_loaded = self._load_fts()
+
+    # -- loading -------------------------------------------------------------------------
+
+    def _load(self, source: Any) -> None:
+        """Tables from DataFrames (pandas / polars) and views over Parquet / CSV files."""
+        items: Mapping[Any, Any]
+        if isinstance(source, Mapping):
+            items = source
+        elif isinstance(source, (str, Path)):
+            items = {Path(source).stem: source}
+        else:
+            items = {"df": source}
+        for name, value in items.items():
+            self._load_one(str(name), value)
+
+    def _load_one(self, name: str, value: Any) -> None:
+        q = quote(name)
+        if isinstance(value, (str, Path)):
+            path = Path(value)
+            if not path.exists():
+                raise ExecutionError(f"file not found: {path}", hint="check the path")
+            reader = "read_parquet" if path.suffix.lower() == ".parquet" else "read_csv_auto"
+            self.conn.execute(f"CREATE VIEW {q} AS SELECT * FROM "
+                              f"{reader}('{_sql_string(str(path.resolve()))}')")
+            return
+        if not (isinstance(value, pd.DataFrame) or type(value).__module__.startswith("polars")):
+            raise ExecutionError(f"table {name!r} is a {type(value).__name__}, not a DataFrame",
+                                 hint="pass DataFrames (pandas or polars) or Parquet / CSV paths")
+        view = f"__bsql_load_{self.token}"
+        self.conn.register(view, value)
+        try:
+            self.conn.execute(f"CREATE TABLE {q} AS SELECT * FROM {quote(view)}")
+        finally:
+            self.conn.unregister(view)
+
+    def _load_fts(self) -> bool:
+        path = fts_extension()
+        if path is None:
+            return False
+        try:
+            self.conn.execute(f"LOAD '{_sql_string(str(path))}'")
+        except Exception:  # noqa: BLE001 - a mismatched build: MATCH says it is unavailable
+            return False
+        return True
+
+    # -- full text -----------------------------------------------------------------------
+
+    def fts_tables(self) -> list[str]:
+        rows = self.conn.execute("SELECT schema_name FROM duckdb_schemas() WHERE schema_name "
+                                 "LIKE 'fts_main_%' ORDER BY 1").fetchall()
+        return [r[0][len("fts_main_"):] for r in rows]
+
+    def fts_problem(self, table: str) -> str | None:
+        """Why ``table MATCH ..`` cannot run (None: it can; builds the index if it may)."""
+        if not self._fts_loaded:
+            import duckdb
+
+            return (f"full-text search (MATCH) is not available on this DuckDB "
+                    f"({duckdb.__version__}): the 'fts' extension is not installed for it "
+                    f"(pip install duckdb-ext-fts ships it for DuckDB 1.4)")
+        if table in self.fts_tables():
+            return None
+        if not (self._owns and self._in_memory):
+            return (f"{table!r} has no full-text index in this DuckDB database "
+                    f"(MATCH needs one; blendsql does not change your database)")
+        with self.session(), self.engine():
+            text_cols = [r[0] for r in self.conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                "AND data_type = 'VARCHAR' ORDER BY ordinal_position", [table]).fetchall()]
+            if not text_cols:
+                return f"{table!r} has no text column to search"
+            cols = ", ".join(f"'{_sql_string(c)}'" for c in text_cols)
+            self.conn.execute(f"PRAGMA create_fts_index('{_sql_string(table)}', 'rowid', "
+                              f"{cols}, stemmer='none', stopwords='none', "
+                              f"ignore='(\\.|[^a-z0-9])+')")
+        return None
+
+    # -- driver hooks ------------------------------------------------------------------
+
+    def _interrupter(self) -> Any:
+        return self.conn
+
+    def _driver_run(self, text: str, binds: Any, user: bool,
+                    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        if user:
+            self._check_statement(text)
+        cur = self.conn.execute(text, binds) if binds is not None else self.conn.execute(text)
+        cols = [d[0] for d in cur.description] if cur.description else []
+        rows = self.fetch_limited(cur.fetchmany, text) if cur.description else []
+        return cols, rows
+
+    def _check_statement(self, text: str) -> None:
+        """Refuse writes (unless allowed), temp objects, SET / ATTACH / PRAGMA / LOAD."""
+        try:
+            statements = self.conn.extract_statements(text)
+        except Exception:  # noqa: BLE001 - a syntax error: DuckDB reports it when run
+            return
+        for st in statements:
+            kind = st.type.name
+            if kind in _READ_TYPES:
+                continue
+            if kind in _WRITE_TYPES and self.allow_writes and not _creates_temp(text):
+                continue
+            raise self.refused(kind, text)
+
+    def _driver_error(self, e: Exception, sql: str) -> ExecutionError | None:
+        import duckdb
+
+        if not isinstance(e, duckdb.Error):
+            return None
+        msg = str(e)
+        if "read-only" in msg or "read only" in msg:
+            return self.refused("a write on a read-only database", sql)
+        hint = ("check the table and column names"
+                if isinstance(e, (duckdb.CatalogException, duckdb.BinderException))
+                else "check the SQL")
+        return ExecutionError(f"DuckDB error: {msg}\n  in: {short(sql)}", hint=hint)
+
+    def _store(self, name: str, columns: list[str], types: list[str],
+               rows: list[Sequence[Any]], primary_key: str | None) -> None:
+        duck_types = [_TYPES[t] for t in types]
+        data = {f"c{i}": pd.array([as_type(r[i], types[i]) for r in rows],
+                                  dtype=_PANDAS[t])  # type: ignore[call-overload]
+                for i, t in enumerate(duck_types)}
+        frame = pd.DataFrame(data, columns=list(data))
+        view = f"__bsql_rows_{self.token}"
+        select = ", ".join(f"CAST(c{i} AS {t}) AS {quote(c)}"
+                           for i, (c, t) in enumerate(zip(columns, duck_types, strict=True)))
+        nulls = [i for i, t in enumerate(types) if all(r[i] is None for r in rows)]
+        table = f"{name}_rows" if nulls else name
+        self.conn.register(view, frame)
+        try:
+            self._run(f"CREATE TEMP TABLE {quote(table)} AS SELECT {select} "
+                      f"FROM {quote(view)}", (), _engine_value)
+        finally:
+            self.conn.unregister(view)
+        if nulls:
+            # a column of NULLs only: a view gives it DuckDB's NULL type, which compares
+            # with every type (as SQLite's untyped NULL does); a table would make it INTEGER
+            cols = ", ".join(f"NULL AS {quote(c)}" if i in nulls else quote(c)
+                             for i, c in enumerate(columns))
+            self._views[name] = table
+            self._run(f"CREATE TEMP VIEW {quote(name)} AS SELECT {cols} FROM "
+                      f"temp.{quote(table)}", (), _engine_value)
+
+    def drop_temp_table(self, name: str) -> None:
+        table = self._views.pop(name, None)
+        if table is None:
+            super().drop_temp_table(name)
+            return
+        for sql in (f"DROP VIEW IF EXISTS temp.{quote(name)}",
+                    f"DROP TABLE IF EXISTS temp.{quote(table)}"):
+            try:
+                self._engine_statement(sql)
+            except ExecutionError:
+                pass
+
+    # -- misc ----------------------------------------------------------------------------
+
+    def tables(self) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE NOT temporary AND schema_name = "
+            "'main' AND database_name = current_database() UNION SELECT view_name FROM "
+            "duckdb_views() WHERE NOT internal AND NOT temporary AND schema_name = 'main' "
+            "AND database_name = current_database() ORDER BY 1").fetchall()
+        return [r[0] for r in rows]
+
+    def close(self) -> None:
+        if self._owns and not self._closed:
+            with self._lock:
+                self._closed = True
+                self.conn.close()
+
+
+def _engine_value(name: str) -> str:
+    return "an ingredient's output"
+
+
+def _sql_string(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _creates_temp(text: str) -> bool:
+    import re
+
+    return bool(re.match(r"\s*CREATE\s+(OR\s+REPLACE\s+)?(TEMP|TEMPORARY)\b", text, re.I))

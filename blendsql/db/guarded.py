@@ -1,0 +1,357 @@
+"""What DuckDB and PostgreSQL backends share: the session, the traced path, limits.
+
+Why a shared base: the session guarantees (one thread at a time, a time
+limit on every statement, a row limit, a query after a timed-out statement
+refused, every statement traced, errors as ``blendsql.errors``) are the
+same whatever the driver; only running one statement, storing rows in a
+temp table and telling the user's statements from the engine's differ.
+SQLite keeps its own implementation (``database.py``), whose authorizer
+and handed-in-connection rules are SQLite-specific.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import itertools
+import secrets
+import threading
+import time
+from abc import abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from blendsql.db.backend import Backend, ParamOrigin, StatementHook
+from blendsql.db.statements import TRANSACTION_KEYWORDS, leading_keyword
+from blendsql.db.transpile import Transpiler
+from blendsql.db.watchdog import WATCHDOG
+from blendsql.errors import (
+    BlendSQLError,
+    ExecutionError,
+    QueryTimeoutError,
+    SessionBusyError,
+    TooManyRowsError,
+    UnsafeQueryError,
+)
+
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_MAX_ROWS = 20_000_000
+DEFAULT_LOCK_TIMEOUT = 600.0
+_CHUNK = 65536
+
+
+def user_param(name: str) -> str:
+    """Where a parameter of a user's own statement came from."""
+    return f"the value you passed for parameter {name!r}"
+
+
+def short(sql: str, limit: int = 2000) -> str:
+    return sql if len(sql) <= limit else sql[:limit] + " ..."
+
+
+class GuardedBackend(Backend):
+    """Session lock, time limits, row limits and tracing around a driver's ``execute``."""
+
+    def __init__(self, *, allow_writes: bool, dialect: str, transpiler: Transpiler) -> None:
+        self.allow_writes = allow_writes
+        self.dialect = dialect
+        self.transpile = transpiler
+        self.timeout: float | None = DEFAULT_TIMEOUT
+        self.lock_timeout = DEFAULT_LOCK_TIMEOUT
+        self.max_rows = DEFAULT_MAX_ROWS
+        self.token = secrets.token_hex(6)
+        self.tracer: StatementHook | None = None
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._owner: int | None = None
+        self._engine = False
+        self._expired: str | None = None
+        self._names = itertools.count()
+        self._closed = False
+
+    # -- driver hooks ------------------------------------------------------------------
+
+    @abstractmethod
+    def _driver_run(self, text: str, binds: Any, user: bool,
+                    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run one translated statement; ``user``: a user statement (read-only rules)."""
+
+    @abstractmethod
+    def _interrupter(self) -> Any:
+        """An object whose ``interrupt()`` stops the running statement from another thread."""
+
+    @abstractmethod
+    def _driver_error(self, e: Exception, sql: str) -> ExecutionError | None:
+        """The driver's exception as ours, or None when ``e`` is not a driver error."""
+
+    def _begin_use(self) -> None:
+        """Start of the outermost use (e.g. put a handed-in connection in shape)."""
+
+    def _end_use(self) -> None:
+        """End of the outermost use (give a handed-in connection back)."""
+
+    def _check_user_statement(self, sql: str) -> None:
+        """Refuse what a user statement may not do before it runs (beyond the driver's)."""
+
+    # -- sessions ----------------------------------------------------------------------
+
+    @contextmanager
+    def session(self, timeout: float | None | str = "keep") -> Iterator[GuardedBackend]:
+        """Hold the connection for one use; ``timeout`` per statement ("keep": as set)."""
+        if not self._lock.acquire(timeout=self.lock_timeout):
+            raise SessionBusyError(
+                f"this BlendSQL session was busy in another thread for more than "
+                f"{self.lock_timeout:g} s",
+                hint="a session runs one query at a time; use one BlendSQL per thread, "
+                "or raise db.lock_timeout")
+        saved, expired = self.timeout, self._expired
+        try:
+            if self._closed:
+                raise ExecutionError("this BlendSQL session is closed",
+                                     hint="create a new BlendSQL(...) to run more queries")
+            if timeout != "keep":
+                self.timeout = timeout  # type: ignore[assignment]
+            self._depth += 1
+            self._owner = threading.get_ident()
+            if self._depth == 1 or timeout != "keep":
+                self._expired = None
+            if self._depth == 1:
+                self._begin_use()
+            yield self
+        finally:
+            self._depth -= 1
+            self.timeout = saved
+            if timeout != "keep":
+                self._expired = expired
+            if self._depth == 0:
+                self._owner = None
+                try:
+                    self._end_use()
+                finally:
+                    self._lock.release()
+            else:
+                self._lock.release()
+
+    @contextmanager
+    def engine(self) -> Iterator[None]:
+        was, self._engine = self._engine, True
+        try:
+            yield
+        finally:
+            self._engine = was
+
+    @contextmanager
+    def tracing(self, hook: StatementHook | None) -> Iterator[None]:
+        saved, self.tracer = self.tracer, hook
+        try:
+            yield
+        finally:
+            self.tracer = saved
+
+    # -- running SQL -------------------------------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None,
+                *, origin: ParamOrigin = user_param,
+                ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run one statement of BlendSQL's SQL (translated); (column names, rows)."""
+        if not self._engine:
+            self._refuse_by_keyword(sql)
+        with self.session():
+            return self._run(sql, params if params is not None else (), origin)
+
+    def _refuse_by_keyword(self, sql: str) -> None:
+        word = leading_keyword(sql)
+        if word in TRANSACTION_KEYWORDS or word in ("VACUUM", "ATTACH", "DETACH"):
+            raise UnsafeQueryError(
+                f"refused to run {word}:\n  {short(sql)}",
+                hint="blendsql runs each query on its own and never leaves a transaction "
+                "open or changes the session; run it on your own connection, outside blendsql")
+
+    def _run(self, sql: str, params: Any, origin: ParamOrigin,
+             ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        hook = self.tracer
+        if hook is None:
+            return self._run_statement(sql, params, origin)
+        t0 = time.perf_counter()
+        try:
+            cols, rows = self._run_statement(sql, params, origin)
+        except BlendSQLError as e:
+            hook(sql, None, time.perf_counter() - t0, self._engine, e.message)
+            raise
+        hook(sql, len(rows), time.perf_counter() - t0, self._engine, None)
+        return cols, rows
+
+    def _run_statement(self, sql: str, params: Any, origin: ParamOrigin,
+                       ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        if self._expired is not None:
+            raise QueryTimeoutError(
+                f"a SQL statement of this query ran longer than the time limit of "
+                f"{self.timeout:g} s and was stopped:\n  {short(self._expired)}",
+                hint="add a LIMIT or a tighter WHERE, or raise the limit with "
+                "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)")
+        from blendsql.db.transpile import bind
+
+        text, names = self.transpile(sql)
+        binds = bind(names, params)
+        user = not self._engine
+        if user:
+            self._check_user_statement(sql)
+        ticket = WATCHDOG.arm(self._interrupter(), self.timeout) if self.timeout else None
+        try:
+            cols, rows = self._driver_run(text, binds, user)
+        except BlendSQLError:
+            if ticket is not None:
+                WATCHDOG.disarm(ticket)
+            raise
+        except Exception as e:  # noqa: BLE001 - driver errors become ours below
+            fired = ticket is not None and WATCHDOG.disarm(ticket)
+            if fired:
+                self._expired = sql
+                raise QueryTimeoutError(
+                    f"a SQL statement ran longer than the time limit of {self.timeout:g} s "
+                    f"and was stopped:\n  {short(sql)}",
+                    hint="add a LIMIT or a tighter WHERE, or raise the limit with "
+                    "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)",
+                ) from None
+            err = self._driver_error(e, sql)
+            if err is None:
+                raise
+            raise err from None
+        if ticket is not None:
+            WATCHDOG.disarm(ticket)
+        return cols, rows
+
+    def fetch_limited(self, fetchmany: Any, sql: str) -> list[tuple[Any, ...]]:
+        """All rows, refusing more than ``max_rows``."""
+        rows: list[tuple[Any, ...]] = list(fetchmany(_CHUNK))
+        if len(rows) < _CHUNK:
+            return rows
+        while True:
+            more = fetchmany(_CHUNK)
+            rows.extend(more)
+            if len(more) < _CHUNK:
+                return rows
+            if len(rows) > self.max_rows:
+                raise TooManyRowsError(
+                    f"the statement returned more than {self.max_rows:,} rows and was "
+                    f"stopped:\n  {short(sql)}",
+                    hint="add a LIMIT or a tighter WHERE (or raise db.max_rows)")
+
+    def refused(self, what: str, sql: str) -> UnsafeQueryError:
+        return UnsafeQueryError(
+            f"refused to run a statement that would change the database or the "
+            f"session ({what}):\n  {short(sql)}",
+            hint="blendsql opens databases read-only and keeps each query from changing "
+            "what the next one sees; pass allow_writes=True to BlendSQL to change your own "
+            "tables (temp objects and transaction control stay refused)")
+
+    # -- engine temp objects -----------------------------------------------------------
+
+    def temp_name(self, kind: str) -> str:
+        return f"__bsql_{self.token}_{kind}{next(self._names)}"
+
+    def create_temp_table_as(self, name: str, select_sql: str,
+                             params: Sequence[Any] | Mapping[str, Any] = (),
+                             origin: ParamOrigin = user_param) -> float:
+        """Read the rows under the user's rules (read-only), then store them.
+
+        Why not ``CREATE TEMP TABLE .. AS <select>``: the select may call the
+        user's functions; run as the user's statement it stays read-only.
+        """
+        t0 = time.perf_counter()
+        with self.session():
+            cols, rows = self._run(select_sql, params, origin)
+            self.create_temp_table(name, cols, rows)
+        return time.perf_counter() - t0
+
+    def create_temp_table(self, name: str, columns: Sequence[str],
+                          rows: Iterable[Sequence[Any]],
+                          primary_key: str | None = None) -> float:
+        t0 = time.perf_counter()
+        rows = list(rows)
+        if primary_key is not None:
+            at = list(columns).index(primary_key)
+            rows = list({r[at]: r for r in reversed(rows)}.values())[::-1]
+        types = [column_type(r[i] for r in rows) for i in range(len(columns))]
+        with self.session(), self.engine():
+            self._store(name, list(columns), types, rows, primary_key)
+        return time.perf_counter() - t0
+
+    @abstractmethod
+    def _store(self, name: str, columns: list[str], types: list[str],
+               rows: list[Sequence[Any]], primary_key: str | None) -> None:
+        """Create the temp table ``name`` with these columns and rows (engine mode)."""
+
+    def _engine_statement(self, sql: str) -> None:
+        """One of the engine's own statements, traced."""
+        with self.session(), self.engine():
+            self._run(sql, (), user_param)
+
+    def drop_temp_table(self, name: str) -> None:
+        from blendsql.db.temp_rows import quote
+
+        try:
+            self._engine_statement(f"DROP TABLE IF EXISTS temp.{quote(name)}")
+        except BlendSQLError:
+            pass
+
+    def declares_collation(self, names: Sequence[str]) -> bool:
+        """Always "cannot tell": the pre-aggregation rewrite (SQLite's bare columns in
+        an aggregate query) is kept for SQLite."""
+        return True
+
+    @property
+    def borrowed(self) -> bool:
+        return not getattr(self, "_owns", True)
+
+
+def column_type(values: Iterable[Any]) -> str:
+    """A portable SQL type for a column of Python values (the widest that holds them).
+
+    Why: SQLite's untyped temp columns keep each value's storage class; a
+    typed backend needs one type per column. Booleans stay BOOLEAN, integers
+    BIGINT, numbers DOUBLE, and any mix with text becomes TEXT; a column of
+    NULLs is INTEGER (it compares with numbers and booleans).
+    """
+    kinds: set[str] = set()
+    for v in values:
+        if v is None:
+            continue
+        kinds.add(_kind(v))
+        if len(kinds) > 1 and kinds != {"BIGINT", "DOUBLE"}:
+            return "TEXT"
+    if not kinds:
+        return "INTEGER"
+    if kinds == {"BIGINT", "DOUBLE"}:
+        return "DOUBLE"
+    return kinds.pop()
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "BOOLEAN"
+    if isinstance(v, int):
+        return "BIGINT" if -(2**63) <= v < 2**63 else "NUMERIC"
+    if isinstance(v, float):
+        return "DOUBLE"
+    if isinstance(v, decimal.Decimal):
+        return "NUMERIC"
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return "BLOB"
+    if isinstance(v, dt.datetime):
+        return "TIMESTAMP"
+    if isinstance(v, dt.date):
+        return "DATE"
+    return "TEXT"
+
+
+def as_type(v: Any, sql_type: str) -> Any:
+    """A value as stored in a column of ``sql_type`` (text: its string form)."""
+    if v is None:
+        return None
+    if sql_type == "TEXT" and not isinstance(v, str):
+        return "1" if v is True else "0" if v is False else str(v)
+    if sql_type == "DOUBLE" and isinstance(v, int):
+        return float(v)
+    return v

@@ -1,0 +1,229 @@
+"""The PostgreSQL backend (psycopg 3): ``postgresql://`` URLs and psycopg connections.
+
+Read-only by the server: every user statement runs in its own ``BEGIN
+READ ONLY`` transaction that is rolled back afterwards (committed only
+with ``allow_writes=True``), so neither a write nor a session change
+(``SET``, temp objects) survives it. The engine's own rows go to temp
+tables created in autocommit (PostgreSQL refuses ``CREATE`` in a read-only
+transaction): ``pg_temp`` only, names no user can guess, dropped after
+each query. A handed-in connection must be idle (no open transaction);
+its autocommit setting is restored after each use.
+
+Full-text: ``t MATCH q`` becomes ``to_tsvector('simple', <t's text columns>)
+@@ websearch_to_tsquery('simple', q)`` (FTS5's ``OR`` / quotes / ``-``
+read the same way), ``rank`` / ``bm25(t)`` minus ``ts_rank`` (lower is
+better, as in FTS5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlglot import exp
+
+from blendsql.db.backend import require
+from blendsql.db.guarded import GuardedBackend, as_type, short
+from blendsql.db.temp_rows import quote
+from blendsql.db.transpile import FullText, Transpiler
+from blendsql.errors import ExecutionError
+
+_TYPES = {"TEXT": "TEXT", "BLOB": "BYTEA", "BIGINT": "BIGINT", "DOUBLE": "DOUBLE PRECISION",
+          "BOOLEAN": "BOOLEAN", "INTEGER": "INTEGER", "NUMERIC": "NUMERIC",
+          "DATE": "DATE", "TIMESTAMP": "TIMESTAMP"}
+_READ_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Values)
+
+
+class _Canceller:
+    """``interrupt()`` for the watchdog: cancel the running statement server-side."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def interrupt(self) -> None:
+        cancel = getattr(self.conn, "cancel_safe", None) or self.conn.cancel
+        cancel()
+
+
+class PgFullText(FullText):
+    """FTS5's MATCH / rank / bm25 as PostgreSQL text search."""
+
+    def __init__(self, db: PostgresDatabase) -> None:
+        self.db = db
+
+    def unavailable(self, table: str) -> str | None:
+        return None if self.db.text_columns(table) else f"{table!r} has no text column to search"
+
+    def _vector(self, table: str, alias: str) -> exp.Expression:
+        cols = [exp.column(c, table=alias, quoted=True) for c in self.db.text_columns(table)]
+        joined = exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string(" "), *cols])
+        return exp.Anonymous(this="to_tsvector", expressions=[exp.Literal.string("simple"),
+                                                              joined])
+
+    def _query(self, query: exp.Expression) -> exp.Expression:
+        return exp.Anonymous(this="websearch_to_tsquery",
+                             expressions=[exp.Literal.string("simple"), query.copy()])
+
+    def match(self, table: str, alias: str, query: exp.Expression) -> exp.Expression:
+        # ts_match_vq is the function behind PostgreSQL's ``tsvector @@ tsquery``
+        return exp.Anonymous(this="ts_match_vq", expressions=[self._vector(table, alias),
+                                                              self._query(query)])
+
+    def score(self, table: str, alias: str, query: exp.Expression) -> exp.Expression:
+        return exp.Neg(this=exp.Anonymous(this="ts_rank", expressions=[
+            self._vector(table, alias), self._query(query)]))
+
+
+class PostgresDatabase(GuardedBackend):
+    """A PostgreSQL connection behind the backend interface (see the module docstring)."""
+
+    def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
+        psycopg = require("psycopg", "psycopg[binary]")
+        super().__init__(allow_writes=allow_writes, dialect="postgres",
+                         transpiler=Transpiler("postgres", PgFullText(self)))
+        self._owns = True
+        self._text_columns: dict[str, list[str]] = {}
+        self._saved_autocommit: bool | None = None
+        if isinstance(source, psycopg.Connection):
+            self.conn = source
+            self._owns = False
+        else:
+            try:
+                self.conn = psycopg.connect(str(source), autocommit=True, connect_timeout=30)
+            except psycopg.Error as e:
+                raise ExecutionError(f"cannot connect to PostgreSQL: {e}",
+                                     hint="check the postgresql:// URL (host, port, user, "
+                                     "database) and that the server runs") from None
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def _begin_use(self) -> None:
+        """A handed-in connection: idle required; autocommit on while we use it."""
+        if self._owns:
+            return
+        import psycopg
+
+        status = self.conn.info.transaction_status
+        if status != psycopg.pq.TransactionStatus.IDLE:
+            raise ExecutionError(
+                "the PostgreSQL connection handed to BlendSQL is inside a transaction",
+                hint="commit or roll back first: blendsql runs each statement in its own "
+                "READ ONLY transaction")
+        self._saved_autocommit = self.conn.autocommit
+        self.conn.autocommit = True
+
+    def _end_use(self) -> None:
+        if self._saved_autocommit is not None:
+            try:
+                self.conn.autocommit = self._saved_autocommit
+            except Exception:  # noqa: BLE001 - closed meanwhile
+                pass
+            self._saved_autocommit = None
+
+    # -- driver hooks --------------------------------------------------------------------
+
+    def _interrupter(self) -> Any:
+        return _Canceller(self.conn)
+
+    def _driver_run(self, text: str, binds: Any, user: bool,
+                    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        if user:
+            self._check_statement(text)
+        conn = self.conn
+        if not user:
+            cur = conn.execute(text, binds, prepare=False)
+            return self._result(cur, text)
+        conn.execute("BEGIN READ WRITE" if self.allow_writes else "BEGIN READ ONLY")
+        ok = False
+        try:
+            cur = conn.execute(text, binds, prepare=False)
+            out = self._result(cur, text)
+            ok = True
+            return out
+        finally:
+            conn.execute("COMMIT" if ok and self.allow_writes else "ROLLBACK")
+
+    def _result(self, cur: Any, text: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        if cur.description is None:
+            return [], []
+        cols = [d.name for d in cur.description]
+        return cols, self.fetch_limited(cur.fetchmany, text)
+
+    def _check_statement(self, text: str) -> None:
+        """Only queries unless writes are allowed (temp objects and SET never)."""
+        import sqlglot
+
+        try:
+            tree = sqlglot.parse_one(text, read="postgres")
+        except Exception:  # noqa: BLE001 - the server reports the syntax error
+            return
+        if isinstance(tree, _READ_ROOTS):
+            return
+        if self.allow_writes and isinstance(tree, (exp.Insert, exp.Update, exp.Delete,
+                                                   exp.Create, exp.Drop, exp.Alter)):
+            temp = tree.find(exp.TemporaryProperty) is not None
+            if not temp:
+                return
+        raise self.refused(type(tree).__name__.upper(), text)
+
+    def _driver_error(self, e: Exception, sql: str) -> ExecutionError | None:
+        import psycopg
+
+        if not isinstance(e, psycopg.Error):
+            return None
+        msg = str(e).strip()
+        if "read-only transaction" in msg:
+            return self.refused("a write in a read-only transaction", sql)
+        missing = isinstance(e, (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn,
+                                 psycopg.errors.UndefinedFunction))
+        return ExecutionError(f"PostgreSQL error: {msg}\n  in: {short(sql)}",
+                              hint="check the table and column names" if missing
+                              else "check the SQL")
+
+    def _store(self, name: str, columns: list[str], types: list[str],
+               rows: list[Sequence[Any]], primary_key: str | None) -> None:
+        cols = ", ".join(f"{quote(c)} {_TYPES[t]}" for c, t in zip(columns, types, strict=True))
+        self._run(f"CREATE TEMP TABLE {quote(name)} ({cols})", (), _engine_value)
+        with self.conn.cursor() as cur, cur.copy(
+                f"COPY pg_temp.{quote(name)} FROM STDIN") as copy:
+            for r in rows:
+                copy.write_row([as_type(v, t) for v, t in zip(r, types, strict=True)])
+        if primary_key is not None:
+            self._run(f"CREATE INDEX ON temp.{quote(name)} ({quote(primary_key)})", (),
+                      _engine_value)
+        self.conn.execute(f"ANALYZE pg_temp.{quote(name)}")
+
+    # -- schema --------------------------------------------------------------------------
+
+    def text_columns(self, table: str) -> list[str]:
+        if table not in self._text_columns:
+            rows = self.conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+                "AND table_schema = ANY(current_schemas(false)) AND data_type IN "
+                "('text', 'character varying', 'character') ORDER BY ordinal_position",
+                [table]).fetchall()
+            self._text_columns[table] = [r[0] for r in rows]
+        return self._text_columns[table]
+
+    def tables(self) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+            "ANY(current_schemas(false)) ORDER BY 1").fetchall()
+        return [r[0] for r in rows]
+
+    def fts_tables(self) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT DISTINCT tablename FROM pg_indexes WHERE schemaname = "
+            "ANY(current_schemas(false)) AND indexdef ILIKE '%to_tsvector%' ORDER BY 1"
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def close(self) -> None:
+        if self._owns and not self._closed:
+            with self._lock:
+                self._closed = True
+                self.conn.close()
+
+
+def _engine_value(name: str) -> str:
+    return "an ingredient's output"

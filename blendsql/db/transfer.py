@@ -1,0 +1,155 @@
+"""Copy a SQLite database into DuckDB or PostgreSQL, so one query runs on all three.
+
+Why: the same tables on every backend are what lets a user (and the test
+suite) run one BlendSQL query unchanged on SQLite, DuckDB and PostgreSQL.
+Each column gets the type its values need: SQLite's declared affinity when
+every stored value fits it (SQLite lets a TEXT cell sit in an INT column),
+otherwise TEXT. FTS5 tables become plain tables with a full-text index
+(DuckDB's ``fts``; PostgreSQL's GIN over ``to_tsvector``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from blendsql.db.backend import require
+from blendsql.db.temp_rows import quote
+
+_PG = {"BIGINT": "BIGINT", "DOUBLE": "DOUBLE PRECISION", "TEXT": "TEXT", "BLOB": "BYTEA"}
+_DUCK = {"BIGINT": "BIGINT", "DOUBLE": "DOUBLE", "TEXT": "VARCHAR", "BLOB": "BLOB"}
+
+
+def _affinity(declared: str) -> str:
+    d = declared.upper()
+    if "INT" in d:
+        return "BIGINT"
+    if any(k in d for k in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if "BLOB" in d:
+        return "BLOB"
+    if any(k in d for k in ("REAL", "FLOA", "DOUB")):
+        return "DOUBLE"
+    return ""
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if value is None:
+        return True
+    if kind == "BIGINT":
+        return isinstance(value, int) and -(2**63) <= value < 2**63
+    if kind == "DOUBLE":
+        return isinstance(value, (int, float))
+    if kind == "BLOB":
+        return isinstance(value, bytes)
+    return isinstance(value, str)
+
+
+def column_kind(declared: str, values: Sequence[Any]) -> str:
+    """BIGINT / DOUBLE / TEXT / BLOB for a SQLite column's declared type and values."""
+    kind = _affinity(declared)
+    if kind and all(_fits(v, kind) for v in values):
+        return kind
+    for guess in ("BIGINT", "DOUBLE", "BLOB"):
+        if any(v is not None for v in values) and all(_fits(v, guess) for v in values):
+            return guess
+    return "TEXT"
+
+
+def _convert(value: Any, kind: str) -> Any:
+    if value is None:
+        return None
+    if kind == "TEXT" and not isinstance(value, str):
+        return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    if kind == "DOUBLE":
+        return float(value)
+    return value
+
+
+def read_sqlite(path: str | Path) -> list[tuple[str, list[str], list[str], list[tuple], bool]]:
+    """(table, columns, kinds, rows, is_fts) for every table of a SQLite file."""
+    con = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+    try:
+        out = []
+        tables = con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND "
+                             "name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall()
+        fts = {n for n, sql in tables if sql and "using fts5" in sql.lower()}
+        shadow = {f"{n}_{s}" for n in fts for s in ("data", "idx", "content", "docsize",
+                                                     "config")}
+        for name, _ in tables:
+            if name in shadow:
+                continue
+            info = con.execute(f"PRAGMA table_info({quote(name)})").fetchall()
+            cols = [r[1] for r in info]
+            rows = con.execute(f"SELECT * FROM {quote(name)}").fetchall()
+            kinds = [column_kind(str(r[2] or ""), [row[i] for row in rows])
+                     for i, r in enumerate(info)]
+            rows = [tuple(_convert(v, k) for v, k in zip(row, kinds, strict=True))
+                    for row in rows]
+            out.append((name, cols, kinds, rows, name in fts))
+        return out
+    finally:
+        con.close()
+
+
+def sqlite_to_duckdb(sqlite_path: str | Path, duckdb_path: str | Path) -> Path:
+    """Write every table of a SQLite file into a new DuckDB file; returns its path."""
+    duckdb = require("duckdb", "duckdb")
+    import pandas as pd
+
+    from blendsql.db.duck import _PANDAS, fts_extension
+
+    target = Path(duckdb_path)
+    con = duckdb.connect(str(target))
+    try:
+        fts_path = fts_extension()
+        for name, cols, kinds, rows, is_fts in read_sqlite(sqlite_path):
+            types = [_DUCK[k] for k in kinds]
+            con.execute(f"CREATE TABLE {quote(name)} ("
+                        + ", ".join(f"{quote(c)} {t}" for c, t in zip(cols, types, strict=True))
+                        + ")")
+            if rows:
+                frame = pd.DataFrame({f"c{i}": pd.array([r[i] for r in rows],
+                                                        dtype=_PANDAS[t])  # type: ignore[call-overload]
+                                      for i, t in enumerate(types)})
+                con.register("__bsql_copy", frame)
+                con.execute(f"INSERT INTO {quote(name)} SELECT * FROM __bsql_copy")
+                con.unregister("__bsql_copy")
+            if is_fts and fts_path is not None:
+                con.execute(f"LOAD '{fts_path}'")
+                text = ", ".join(f"'{c}'" for c, k in zip(cols, kinds, strict=True)
+                                 if k == "TEXT")
+                con.execute(f"PRAGMA create_fts_index('{name}', 'rowid', {text}, "
+                            f"stemmer='none', stopwords='none', ignore='(\\.|[^a-z0-9])+')")
+    finally:
+        con.close()
+    return target
+
+
+def sqlite_to_postgres(sqlite_path: str | Path, url: str) -> None:
+    """Write every table of a SQLite file into the PostgreSQL database at ``url``.
+
+    Table and column names are lower-cased (see the comment below).
+    """
+    psycopg = require("psycopg", "psycopg[binary]")
+    with psycopg.connect(url) as con:
+        for name, cols, kinds, rows, is_fts in read_sqlite(sqlite_path):
+            # PostgreSQL folds unquoted names to lower case; SQLite ignores case. Lower-case
+            # names let the same query text (``singer.Name``) find them.
+            name, cols = name.lower(), [c.lower() for c in cols]
+            types = [_PG[k] for k in kinds]
+            con.execute(f"CREATE TABLE {quote(name)} ("
+                        + ", ".join(f"{quote(c)} {t}" for c, t in zip(cols, types, strict=True))
+                        + ")")
+            with con.cursor() as cur, cur.copy(
+                    f"COPY {quote(name)} ({', '.join(quote(c) for c in cols)}) FROM STDIN") as cp:
+                for row in rows:
+                    cp.write_row(row)
+            if is_fts:
+                text = " || ' ' || ".join(f"coalesce({quote(c)}, '')"
+                                         for c, k in zip(cols, kinds, strict=True)
+                                         if k == "TEXT")
+                con.execute(f"CREATE INDEX {quote(name + '_fts')} ON {quote(name)} "
+                            f"USING gin (to_tsvector('simple', {text}))")

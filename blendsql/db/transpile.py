@@ -1,0 +1,233 @@
+"""BlendSQL's SQLite-flavoured SQL as another backend's SQL (sqlglot), once per text.
+
+Why at the backend and not in the engine: the engine plans and renders one
+dialect (SQLite's, the one users write), so every rule and golden plan
+stays the same; each statement is translated on its way to the database.
+Translations are cached by text, so a query's repeated statements pay once.
+
+What needs more than sqlglot's generator:
+
+- parameters: ``:name`` and ``?`` become the driver's style (DuckDB
+  ``$name`` / ``?``; psycopg ``%(name)s`` / ``%s``, with every other ``%``
+  doubled because psycopg reads them as format characters);
+- ``temp.<name>`` (SQLite's temp schema) becomes PostgreSQL's ``pg_temp``;
+- ``json_array(..)`` (several-column values, ``plan.calls.tuple_value``)
+  must come back as JSON *text*, as it does from SQLite;
+- FTS5 ``t MATCH q``, ``rank`` and ``bm25(t)`` become the backend's
+  full-text search (``FullText`` below), or a clear error where it has none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from blendsql.errors import ExecutionError
+
+_CACHE_SIZE = 512
+_MARK = "__bsql_param_mark_{}__"
+#: FTS5 operators and syntax characters, turned into spaces before a bag-of-words search
+FTS5_SYNTAX = r'\b(OR|AND|NOT|NEAR)\b|[\"*():^{}+\-]'
+
+
+class FullText:
+    """How a backend answers FTS5's ``MATCH`` / ``rank`` / ``bm25``.
+
+    ``match(table, alias, query)`` returns the predicate, ``score(table,
+    alias, query)`` an expression ordered like FTS5's ``rank`` (lower is
+    better). ``None`` from :meth:`unavailable` means it is available.
+    """
+
+    def unavailable(self, table: str) -> str | None:
+        """Why MATCH on ``table`` cannot run here (None: it can)."""
+        return None
+
+    def match(self, table: str, alias: str, query: exp.Expression) -> exp.Expression:
+        raise NotImplementedError
+
+    def score(self, table: str, alias: str, query: exp.Expression) -> exp.Expression:
+        raise NotImplementedError
+
+
+class Transpiler:
+    """SQLite-flavoured SQL -> ``dialect`` SQL (and its parameter style), cached."""
+
+    def __init__(self, dialect: str, full_text: FullText | None = None,
+                 read: str = "sqlite") -> None:
+        self.dialect = dialect
+        self.read = read
+        self.full_text = full_text
+        self._cache: OrderedDict[str, tuple[str, list[str | None]]] = OrderedDict()
+
+    def __call__(self, sql: str) -> tuple[str, list[str | None]]:
+        """(text for the driver, the parameters it names in order: a name or None for ``?``)."""
+        hit = self._cache.get(sql)
+        if hit is not None:
+            self._cache.move_to_end(sql)
+            return hit
+        out = self._translate(sql)
+        self._cache[sql] = out
+        if len(self._cache) > _CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return out
+
+    def _translate(self, sql: str) -> tuple[str, list[str | None]]:
+        try:
+            trees = [t for t in sqlglot.parse(sql, read=self.read) if t is not None]
+        except SqlglotError as e:
+            raise ExecutionError(f"SQL error: {str(e).splitlines()[0]}\n  in: {sql[:2000]}",
+                                 hint="check the SQL") from None
+        if len(trees) != 1:
+            raise ExecutionError(f"expected one SQL statement, got {len(trees)}:\n  {sql[:2000]}",
+                                 hint="run one statement at a time")
+        tree: exp.Expression = trees[0]  # type: ignore[assignment]
+        self._rewrite(tree)
+        names: list[str | None] = []
+        for i, ph in enumerate(list(tree.find_all(exp.Placeholder))):
+            names.append(ph.name if ph.name and ph.name != "?" else None)
+            ph.replace(exp.column(_MARK.format(i)))
+        text = tree.sql(dialect=self.dialect)
+        if self.dialect == "postgres":
+            text = text.replace("%", "%%")
+        for i, name in enumerate(names):
+            text = text.replace(_MARK.format(i), self._param(name), 1)
+        return text, names
+
+    def _param(self, name: str | None) -> str:
+        if self.dialect == "postgres":
+            return f"%({name})s" if name else "%s"
+        return f"${name}" if name else "?"
+
+    def _rewrite(self, tree: exp.Expression) -> None:
+        if self.dialect == "postgres":
+            for table in tree.find_all(exp.Table):
+                if table.db.lower() == "temp" and not table.catalog:
+                    table.set("db", exp.to_identifier("pg_temp"))
+        for fn in list(tree.find_all(exp.Anonymous, exp.JSONArray)):
+            if isinstance(fn, exp.Anonymous) and fn.name.lower() != "json_array":
+                continue
+            args = [a.copy() for a in fn.expressions]
+            name = "json_build_array" if self.dialect == "postgres" else "json_array"
+            text_type = "TEXT" if self.dialect == "postgres" else "VARCHAR"
+            fn.replace(exp.cast(exp.Anonymous(this=name, expressions=args), text_type))
+        _text_arguments(tree)
+        if tree.find(exp.Match) is not None or _mentions_fts(tree):
+            for select in list(tree.find_all(exp.Select)):
+                self._rewrite_fts(select)
+
+    def _rewrite_fts(self, select: exp.Select) -> None:
+        """MATCH / rank / bm25 of one SELECT scope."""
+        own = [m for m in select.find_all(exp.Match)
+               if m.find_ancestor(exp.Select) is select]
+        if not own:
+            return
+        sources = _sources(select)
+        ranked: dict[str, tuple[str, str, exp.Expression]] = {}
+        for m in own:
+            ref = m.this
+            key = (ref.name if isinstance(ref, exp.Column) else ref.sql()).lower()
+            table = sources.get(key)
+            if table is None:
+                raise ExecutionError(f"MATCH needs a table of this query on its left: "
+                                     f"{m.sql('sqlite')}",
+                                     hint="write <table> MATCH 'words' with a table of FROM")
+            why = self.full_text.unavailable(table) if self.full_text else (
+                f"full-text search (MATCH) is not available on {self.dialect}")
+            if why is not None:
+                raise ExecutionError(why, hint="use LIKE / instr(), or the SQLite backend "
+                                     "(FTS5) for documents")
+            assert self.full_text is not None
+            alias = key
+            m.replace(self.full_text.match(table, alias, m.expression.copy()))
+            ranked[key] = (table, alias, m.expression)
+        first = next(iter(ranked.values()))
+        for col in list(select.find_all(exp.Column)):
+            if col.name.lower() == "rank" and not col.table and col.find_ancestor(
+                    exp.Select) is select:
+                col.replace(exp.paren(self.full_text.score(*first)))  # type: ignore[union-attr]
+        for fn in list(select.find_all(exp.Anonymous)):
+            if fn.name.lower() == "bm25" and fn.expressions:
+                key = fn.expressions[0].name.lower()
+                if key in ranked:
+                    fn.replace(exp.paren(self.full_text.score(*ranked[key])))  # type: ignore[union-attr]
+
+
+#: string functions whose first argument SQLite converts to text (numbers included)
+_TEXT_FUNCS = (exp.Upper, exp.Lower, exp.Trim, exp.Substring, exp.Length, exp.StrPosition,
+               exp.Like, exp.ILike)
+
+
+def _text_arguments(tree: exp.Expression) -> None:
+    """``upper(1)``, ``length(12)``, ``trim(id)``: SQLite reads a number as its text.
+
+    Why a cast: typed backends have no ``upper(BIGINT)``; the text of a
+    number is what SQLite would have used, so the answer stays the same.
+    """
+    for fn in reversed(list(tree.find_all(*_TEXT_FUNCS, bfs=False))):  # inner calls first
+        arg = fn.this
+        if arg is None or (isinstance(arg, exp.Literal) and arg.is_string):
+            continue
+        if isinstance(arg, exp.Cast) and arg.to.is_type(*exp.DataType.TEXT_TYPES):
+            continue
+        arg.replace(exp.cast(arg.copy(), "TEXT"))
+
+
+def _mentions_fts(tree: exp.Expression) -> bool:
+    return any(f.name.lower() == "bm25" for f in tree.find_all(exp.Anonymous))
+
+
+def _sources(select: exp.Select) -> dict[str, str]:
+    """Alias or name (lower case) -> table name of the tables this SELECT reads."""
+    out: dict[str, str] = {}
+    from_ = select.args.get("from_")
+    nodes = [from_.this] if from_ is not None else []
+    nodes += [j.this for j in select.args.get("joins") or []]
+    for node in nodes:
+        if isinstance(node, exp.Table):
+            out[node.name.lower()] = node.name
+            if node.alias:
+                out[node.alias.lower()] = node.name
+    return out
+
+
+def bind(names: list[str | None], params: Any) -> Any:
+    """The driver's parameters for a translated statement (named: a dict; ``?``: a list)."""
+    if not names:
+        return None
+    if all(n is None for n in names):
+        if isinstance(params, dict):
+            raise ExecutionError("the statement uses '?' but parameters were given by name",
+                                 hint="pass params as a list for '?'")
+        return list(params or ())
+    if not isinstance(params, dict):
+        values = list(params or ())
+        if any(n is None for n in names):
+            raise ExecutionError("a statement cannot mix '?' and named parameters",
+                                 hint="use one style")
+        return dict(zip([n for n in names if n], values, strict=False))
+    missing = sorted({n for n in names if n and n not in params})
+    if missing:
+        raise ExecutionError(f"no value bound for parameter :{missing[0]}",
+                             hint="pass params={...} with a value for every :name")
+    return {n: params[n] for n in dict.fromkeys(n for n in names if n)}
+
+
+def words_only(expr: exp.Expression) -> exp.Expression:
+    """An FTS5 query expression with its operators and syntax turned into spaces."""
+    return exp.Anonymous(this="regexp_replace", expressions=[
+        expr, exp.Literal.string(FTS5_SYNTAX), exp.Literal.string(" "),
+        exp.Literal.string("g")])
+
+
+def is_match_error(message: str) -> bool:
+    """True for a driver error about an unknown MATCH operator (FTS5 syntax left in)."""
+    return bool(re.search(r"\bMATCH\b", message))
+
+
+TranslateFn = Callable[[str], tuple[str, list[str | None]]]

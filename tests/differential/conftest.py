@@ -1,0 +1,34 @@
+"""The ``backend`` fixture: engine checks run on SQLite, DuckDB and PostgreSQL.
+
+DuckDB and PostgreSQL get copies of the same Spider fixtures
+(``blendsql.db.transfer``); the twins are the same SQL texts, run through
+each backend's translation. PostgreSQL needs a server (tests/pg_server.py);
+without its binaries those cases skip with a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .common import BACKENDS, use_postgres
+
+
+@pytest.fixture(scope="session")
+def _pg_for_differential(request: pytest.FixtureRequest) -> Iterator[Any]:
+    server = request.getfixturevalue("postgres_server")
+    use_postgres(server)
+    yield server
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """A backend name; 'postgres' starts (once) or skips the test server."""
+    name = str(request.param)
+    if name == "duckdb":
+        pytest.importorskip("duckdb")
+    if name == "postgres":
+        request.getfixturevalue("_pg_for_differential")
+    return name
