@@ -185,7 +185,7 @@ _DUCK_FILES = (".duckdb", ".ddb", ".parquet", ".csv", ".tsv")
 
 def backend_kind(source: Any) -> str:
     """``sqlite`` / ``duckdb`` / ``postgres`` for a database source (see open_database)."""
-    module = type(source).__module__.split(".")[0]
+    module = type(source).__module__.split(".")[0].lstrip("_")  # DuckDB's is "_duckdb"
     if module == "duckdb":
         return "duckdb"
     if module == "psycopg":

@@ -1,0 +1,262 @@
+"""DuckDB and PostgreSQL backends: read-only data, no leftovers, the same errors, FTS.
+
+The user's data must be byte-identical after any query (failed ones too):
+DuckDB files are compared by their bytes, PostgreSQL tables by an md5 of
+every row; the engine's temp objects must be gone after each query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from blendsql import BlendSQL
+from blendsql.errors import BlendSQLError, ExecutionError, ParseError, UnsafeQueryError
+from blendsql.ingredients import MapIngredient, QAIngredient
+
+duckdb = pytest.importorskip("duckdb")
+
+SPIDER = Path(__file__).resolve().parents[1] / "data" / "spider"
+SINGERS = SPIDER / "concert_singer" / "concert_singer.sqlite"
+QUERY = ("SELECT Name, Age FROM singer WHERE {{StartsWith('J', singer.Name)}} = TRUE "
+         "AND Age > 20 ORDER BY Age")
+BAD = [
+    ("SELECT nope FROM singer", ExecutionError),
+    ("SELECT Name FROM singer WHERE {{StartsWith('J', singer.nope)}} = TRUE", ExecutionError),
+    ("DELETE FROM singer", UnsafeQueryError),
+    ("DROP TABLE singer", UnsafeQueryError),
+    ("CREATE TEMP TABLE x AS SELECT 1", UnsafeQueryError),
+    ("BEGIN", UnsafeQueryError),
+    ("SELECT {{StartsWith('J', singer.Name)}} FROM singer WHERE", ParseError),
+]
+
+
+class StartsWith(MapIngredient):
+    """True where str(value) starts with the question."""
+
+    def run(self, question: Any, values: list, **kwargs: Any) -> list:
+        return [str(v).startswith(str(question)) for v in values]
+
+
+class FirstTitle(QAIngredient):
+    """The first title of the context (the documents found by MATCH)."""
+
+    def run(self, question: Any, context: Any, options: Any, **kwargs: Any) -> Any:
+        return None if context is None or context.empty else str(context.iloc[0, 0])
+
+
+def _session(source: Any) -> BlendSQL:
+    return BlendSQL(source, ingredients=[StartsWith, FirstTitle])
+
+
+def _names(df: pd.DataFrame) -> list[str]:
+    return [str(v) for v in df.iloc[:, 0]]
+
+
+@pytest.fixture(scope="module")
+def duck_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from blendsql.db.transfer import sqlite_to_duckdb
+
+    return sqlite_to_duckdb(SINGERS, tmp_path_factory.mktemp("duck") / "cs.duckdb")
+
+
+@pytest.fixture(scope="module")
+def pg_url(postgres_server: Any) -> str:
+    from blendsql.db.transfer import sqlite_to_postgres
+
+    url = str(postgres_server.create_db("backend_tests"))
+    sqlite_to_postgres(SINGERS, url)
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("CREATE TABLE documents (title TEXT, content TEXT)")
+        con.execute("INSERT INTO documents VALUES ('Sydney', 'Sydney is a city in Australia'), "
+                    "('Bathurst', 'Bathurst lies 120 miles west of Sydney'), "
+                    "('Paris', 'Paris is in France')")
+    return url
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _want() -> list[str]:
+    return _names(_session(str(SINGERS)).execute(QUERY).df)
+
+
+# ------------------------------------------------------------------------- DuckDB
+
+
+def test_duckdb_file_same_answer_read_only_and_unchanged(duck_file: Path, tmp_path: Path) -> None:
+    """A .duckdb file: the SQLite answer, writes refused, the file's bytes unchanged."""
+    copy = tmp_path / "cs.duckdb"
+    shutil.copy(duck_file, copy)
+    before = _sha(copy)
+    bsql = _session(str(copy))
+    assert type(bsql.db).__name__ == "DuckDBDatabase"
+    assert _names(bsql.execute(QUERY).df) == _want()
+    for sql, err in BAD:
+        with pytest.raises(err):
+            bsql.execute(sql)
+    bsql.close()
+    assert _sha(copy) == before
+
+
+def test_duckdb_connection_keeps_no_temp_objects(duck_file: Path) -> None:
+    """A handed-in DuckDB connection: answers, and no engine object left after a query."""
+    con = duckdb.connect(str(duck_file), read_only=True)
+    try:
+        bsql = _session(con)
+        assert _names(bsql.execute(QUERY).df) == _want()
+        left = con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()
+        views = con.execute("SELECT count(*) FROM duckdb_views() WHERE temporary AND NOT "
+                            "internal").fetchone()
+        assert left == (0,) and views == (0,)
+    finally:
+        con.close()
+
+
+def test_duckdb_dataframe_parquet_and_csv_inputs(tmp_path: Path) -> None:
+    """A DataFrame, a Parquet file and a CSV file run through an in-memory DuckDB."""
+    df = pd.DataFrame({"name": ["Joe", "Ann", "Jim", None], "age": [30, 40, 50, 60]})
+    csv = tmp_path / "people.csv"
+    df.to_csv(csv, index=False)
+    parquet = tmp_path / "people.parquet"
+    con = duckdb.connect()
+    con.execute(f"COPY (SELECT * FROM read_csv_auto('{csv}')) TO '{parquet}' (FORMAT PARQUET)")
+    con.close()
+    q = "SELECT name FROM {t} WHERE {{{{StartsWith('J', {t}.name)}}}} = TRUE ORDER BY age"
+    assert _names(_session(df).execute(q.format(t="df")).df) == ["Joe", "Jim"]
+    assert _names(_session(str(csv)).execute(q.format(t="people")).df) == ["Joe", "Jim"]
+    assert _names(_session({"p": str(parquet)}).execute(q.format(t="p")).df) == ["Joe", "Jim"]
+
+
+def test_duckdb_in_memory_refuses_writes_clearly() -> None:
+    """In-memory data cannot be opened read-only: writes are refused by statement type."""
+    bsql = _session(pd.DataFrame({"a": [1, 2]}))
+    for sql in ("DELETE FROM df", "INSERT INTO df VALUES (3)", "UPDATE df SET a = 0",
+                "CREATE TABLE x AS SELECT 1", "SET threads = 1", "ATTACH 'x.db' AS x"):
+        with pytest.raises(UnsafeQueryError, match="refused"):
+            bsql.execute(sql)
+    assert bsql.execute("SELECT sum(a) FROM df").df.iloc[0, 0] == 3
+
+
+def test_duckdb_full_text_match_and_rank() -> None:
+    """MATCH / ORDER BY rank on DuckDB's fts extension, and LLMQA-style context from it."""
+    from blendsql.db.duck import fts_extension
+
+    if fts_extension() is None:
+        pytest.skip("duckdb-ext-fts has no build for this DuckDB")
+    docs = pd.DataFrame({"title": ["Sydney", "Bathurst", "Paris"],
+                         "content": ["Sydney is a city in Australia",
+                                     "Bathurst lies 120 miles west of Sydney",
+                                     "Paris is in France"]})
+    from blendsql.db.duck import DuckDBDatabase  # a dict of pandas frames is SQLite's by default
+
+    bsql = _session(DuckDBDatabase({"documents": docs,
+                                    "w": pd.DataFrame({"city": ["Bathurst", "Paris"]})}))
+    got = bsql.execute("SELECT title FROM documents WHERE documents MATCH 'miles OR west' "
+                       "ORDER BY rank").df
+    assert _names(got) == ["Bathurst"]
+    answer = bsql.execute(
+        "SELECT city FROM w WHERE city = {{FirstTitle('Which?', (SELECT title FROM documents "
+        "WHERE documents MATCH '120 miles' ORDER BY rank LIMIT 1))}}").df
+    assert _names(answer) == ["Bathurst"]
+
+
+def test_duckdb_match_without_index_in_read_only_file_is_clear(duck_file: Path) -> None:
+    """No FTS index in a read-only file: a blendsql error that says so (never a raw one)."""
+    bsql = _session(str(duck_file))
+    with pytest.raises(ExecutionError, match="full-text|MATCH"):
+        bsql.execute("SELECT Name FROM singer WHERE singer MATCH 'joe'")
+
+
+# ----------------------------------------------------------------------- PostgreSQL
+
+
+def _pg_checksums(url: str) -> dict[str, Any]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        tables = [r[0] for r in con.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")]
+        sums = {t: con.execute(f'SELECT md5(coalesce(string_agg(x::text, \',\' ORDER BY '
+                               f'x::text), \'\')) FROM "{t}" x').fetchone() for t in tables}
+        sums["__schema__"] = con.execute(
+            "SELECT string_agg(table_name || '.' || column_name || ':' || data_type, ',' "
+            "ORDER BY table_name, column_name) FROM information_schema.columns WHERE "
+            "table_schema = 'public'").fetchone()
+    return sums
+
+
+def test_postgres_same_answer_and_data_byte_identical(pg_url: str) -> None:
+    """The SQLite answer on PostgreSQL; every table's rows identical after any query."""
+    before = _pg_checksums(pg_url)
+    bsql = _session(pg_url)
+    assert type(bsql.db).__name__ == "PostgresDatabase"
+    assert _names(bsql.execute(QUERY).df) == _want()
+    for sql, err in BAD:
+        with pytest.raises(err):
+            bsql.execute(sql)
+    bsql.close()
+    assert _pg_checksums(pg_url) == before
+
+
+def test_postgres_temp_tables_only_in_session_temp_schema_and_dropped(pg_url: str) -> None:
+    """Engine rows go to pg_temp (nowhere else) and are dropped after the query."""
+    seen: list[str] = []
+    bsql = _session(pg_url)
+    smoothie = bsql.execute(QUERY)
+    seen = [s.sql or "" for s in smoothie.trace if s.kind == "temp_table"]
+    assert seen and all("CREATE TEMP TABLE" in s for s in seen)
+    left = bsql.db.conn.execute("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON "
+                                "n.oid = c.relnamespace WHERE c.relname LIKE '__bsql%'"
+                                ).fetchone()
+    assert left == (0,)
+    bsql.close()
+
+
+def test_postgres_handed_in_connection_given_back(pg_url: str) -> None:
+    """A psycopg connection: autocommit restored; refused clearly inside a transaction."""
+    import psycopg
+
+    con = psycopg.connect(pg_url)
+    try:
+        bsql = _session(con)
+        assert _names(bsql.execute(QUERY).df) == _want()
+        assert con.autocommit is False
+        con.execute("SELECT 1")  # now inside the user's transaction
+        with pytest.raises(ExecutionError, match="inside a transaction"):
+            bsql.execute(QUERY)
+        con.rollback()
+    finally:
+        con.close()
+
+
+def test_postgres_full_text_match_and_rank(pg_url: str) -> None:
+    """MATCH / rank through tsvector / ts_rank, FTS5's OR kept."""
+    bsql = _session(pg_url)
+    got = bsql.execute("SELECT title FROM documents WHERE documents MATCH 'miles OR france' "
+                       "ORDER BY rank, title").df
+    assert sorted(_names(got)) == ["Bathurst", "Paris"]
+    got = bsql.execute("SELECT title FROM documents WHERE documents MATCH 'sydney' "
+                       "ORDER BY rank LIMIT 1").df
+    assert _names(got) in (["Sydney"], ["Bathurst"])
+    bsql.close()
+
+
+def test_every_error_is_a_blendsql_error(pg_url: str, duck_file: Path) -> None:
+    """The same bad query gets the same blendsql.errors class on each backend."""
+    sessions = [_session(str(SINGERS)), _session(str(duck_file)), _session(pg_url)]
+    for sql, err in BAD:
+        classes = set()
+        for s in sessions:
+            with pytest.raises(BlendSQLError) as info:
+                s.execute(sql)
+            classes.add(type(info.value))
+        assert classes == {err}, (sql, classes)
