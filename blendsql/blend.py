@@ -360,6 +360,11 @@ class BlendSQL:
         """
         from blendsql.nl.ask import ask
 
+        if self.db.dialect != "sqlite":  # the NL layer reads the schema through sqlite3
+            raise ExecutionError(f"ask() runs on SQLite databases only (this one is "
+                                 f"{self.db.dialect})",
+                                 hint="write the BlendSQL query and use execute(), or copy "
+                                 "the tables into SQLite")
         with self.db.session():  # reads the schema through the connection: one thread
             return ask(self, question, **kwargs)
 

@@ -260,3 +260,9 @@ def test_every_error_is_a_blendsql_error(pg_url: str, duck_file: Path) -> None:
                 s.execute(sql)
             classes.add(type(info.value))
         assert classes == {err}, (sql, classes)
+
+
+def test_ask_on_duckdb_says_it_is_sqlite_only(duck_file: Path) -> None:
+    """The NL layer reads SQLite schemas: on DuckDB ask() is a clear blendsql error."""
+    with pytest.raises(ExecutionError, match="SQLite databases only"):
+        _session(str(duck_file)).ask("Who is the oldest singer?")
