@@ -372,6 +372,8 @@ def one_line(text: str) -> str:
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# "Jr.", "St.", "J." (a short capitalised word or an initial) rarely ends a sentence
+_ABBREVIATION = re.compile(r"(?:^|\s)[A-Z][a-z]{0,2}\.$")
 _QUESTION_STOP = frozenset(
     "a an the of in on at to for by with from and or is are was were be been do does did what "
     "which who whom whose when where why how many much this that these those it its his her "
@@ -384,6 +386,20 @@ def question_terms(question: str | None) -> frozenset[str]:
     if not question:
         return frozenset()
     return frozenset(w for w in _WORD.findall(question.lower()) if w not in _QUESTION_STOP)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a passage; a piece ending in an abbreviation or initial ("Mike Martin
+    Jr.", "J. D. Drew") or followed by a lower-case word joins the next one."""
+    out: list[str] = []
+    for piece in _SENTENCE_END.split(text):
+        if not piece.strip():
+            continue
+        if out and (_ABBREVIATION.search(out[-1]) or piece[0].islower()):
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
 
 
 def relevant_excerpt(text: str, terms: frozenset[str], max_chars: int) -> str:
@@ -399,7 +415,7 @@ def relevant_excerpt(text: str, terms: frozenset[str], max_chars: int) -> str:
     """
     if len(text) <= max_chars or not terms:
         return truncate(text, max_chars)
-    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
+    sentences = split_sentences(text)
     if len(sentences) < 2:
         return truncate(text, max_chars)
     scores = [len(terms & set(_WORD.findall(s.lower()))) for s in sentences]

@@ -78,3 +78,18 @@ def test_note_reaches_the_engine_trace(recorder):
     bsql = BlendSQL(conn, model=FunctionModel(lambda r: "Bogota"))
     sm = bsql.execute("SELECT {{LLMQA('What is the capital of this country?', (SELECT * FROM docs))}}")
     assert any(s.kind == "warning" and "context cut to fit" in s.summary for s in sm.trace)
+
+
+def test_abbreviations_and_initials_do_not_end_a_sentence():
+    from blendsql.ingredients._llm import split_sentences
+
+    text = ("Former head coach Mike Martin won often . Players include J. D. Drew and St. Louis fans . "
+            "Mike Martin Jr. is the current head coach .")
+    assert split_sentences(text) == [
+        "Former head coach Mike Martin won often .",
+        "Players include J. D. Drew and St. Louis fans .",
+        "Mike Martin Jr. is the current head coach .",
+    ]
+    long = text + " " + FILLER
+    out = relevant_excerpt(long, question_terms("Who is the current head coach?"), 200)
+    assert "Mike Martin Jr. is the current head coach" in out
