@@ -144,16 +144,31 @@ def _repair_tables(tree: exp.Expression, tables: dict[str, TableInfo]) -> bool:
 
 def _repair_column(col: exp.Column, select: exp.Select, tables: dict[str, TableInfo]) -> bool:
     """Fix one column reference in place; True when it changed. A fix that would
-    compare the column with itself (``T1.id = T1.id``, a join condition on the
-    wrong table) is undone: the model must rewrite that join."""
+    compare the column with itself (``T1.id = T1.id``) or make a join condition
+    compare two columns of one table (``JOIN t2 ON T1.Id = T1.Maker``: the model
+    joined the wrong table) is undone: the model must rewrite that join."""
     before = col.copy()
     if not _repair_column_once(col, select, tables):
         return False
-    cmp = col.parent
-    if isinstance(cmp, exp.Binary) and cmp.this == cmp.expression:
+    if _degenerate(col):
         col.replace(before)
         return False
     return True
+
+
+def _degenerate(col: exp.Column) -> bool:
+    """True when ``col`` is compared with itself, or with a column of the same table
+    inside a JOIN's ON condition (no longer a join of two tables)."""
+    cmp = col.parent
+    if not isinstance(cmp, exp.Binary):
+        return False
+    if cmp.this == cmp.expression:
+        return True
+    a, b = cmp.this, cmp.expression
+    same_table = (isinstance(a, exp.Column) and isinstance(b, exp.Column) and bool(a.table)
+                  and a.table.lower() == b.table.lower())
+    join = cmp.find_ancestor(exp.Join, exp.Select)
+    return same_table and isinstance(join, exp.Join)
 
 
 def _repair_column_once(col: exp.Column, select: exp.Select, tables: dict[str, TableInfo]) -> bool:

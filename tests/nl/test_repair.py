@@ -208,3 +208,14 @@ def test_parser_keeps_the_program_when_the_model_insists_on_the_text(flights):
     parser = Parser(FunctionModel(model), examples=[], n_examples=0)
     result = parser.parse("How many United Airlines flights?", flights, BlendSQL(flights).registry)
     assert result.program == program and len(calls) == 2
+
+
+def test_a_repair_never_makes_a_join_condition_read_one_table(conn):
+    # Has_Pet (T2) has no Fname; Student (T1) does, but T1.StuID = T1.Fname joins nothing
+    program = "SELECT T1.Age FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.StuID = T2.Fname"
+    assert fix(conn, program) is None
+    # outside a join condition the same move is a plain repair
+    assert fix(conn, "SELECT T1.Age FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.StuID = T2.StuID "
+                     "WHERE T2.Fname = 'Linda'") == (
+        "SELECT T1.Age FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.StuID = T2.StuID "
+        "WHERE T1.Fname = 'Linda'")
