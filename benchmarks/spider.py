@@ -38,6 +38,11 @@ twin cannot hand over the answer (``--allow-twins`` keeps them).
 
     python benchmarks/spider.py --model ~/.cache/blendsql-eval/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --n 200
     python benchmarks/spider.py --model M --split dev --n 30 --modes direct,parser
+    # two processes on disjoint slices of the first 200, then one summary:
+    python benchmarks/spider.py --model M --n 100 --offset 0 --modes parser --out results/spider_parser_part1.jsonl
+    python benchmarks/spider.py --model M --n 100 --offset 100 --modes parser --out results/spider_parser_part2.jsonl
+    python benchmarks/spider.py --combine results/spider_direct.jsonl results/spider_parser_part1.jsonl \
+        results/spider_parser_part2.jsonl
 
 Writes results/spider.jsonl (one line per question and mode; resumable) and
 results/spider.json (summary). Data: Spider (Yu et al. 2018, CC BY-SA 4.0);
