@@ -291,6 +291,7 @@ class GuardedBackend(Backend):
     def drop_temp_table(self, name: str) -> None:
         from blendsql.db.temp_rows import quote
 
+        self.transpile.null_columns = {p for p in self.transpile.null_columns if p[0] != name}
         try:
             self._engine_statement(f"DROP TABLE IF EXISTS temp.{quote(name)}")
         except BlendSQLError:

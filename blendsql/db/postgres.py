@@ -80,9 +80,11 @@ class PostgresDatabase(GuardedBackend):
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         psycopg = require("psycopg", "psycopg[binary]")
         super().__init__(allow_writes=allow_writes, dialect="postgres",
-                         transpiler=Transpiler("postgres", PgFullText(self)))
+                         transpiler=Transpiler("postgres", PgFullText(self),
+                                               columns=self.column_names))
         self._owns = True
         self._text_columns: dict[str, list[str]] = {}
+        self._all_columns: dict[str, set[str] | None] = {}
         self._saved_autocommit: bool | None = None
         if isinstance(source, psycopg.Connection):
             self.conn = source
@@ -182,6 +184,9 @@ class PostgresDatabase(GuardedBackend):
 
     def _store(self, name: str, columns: list[str], types: list[str],
                rows: list[Sequence[Any]], primary_key: str | None) -> None:
+        for i, c in enumerate(columns):
+            if all(r[i] is None for r in rows):  # see transpile._untyped_lookups
+                self.transpile.null_columns.add((name, c))
         cols = ", ".join(f"{quote(c)} {_TYPES[t]}" for c, t in zip(columns, types, strict=True))
         self._run(f"CREATE TEMP TABLE {quote(name)} ({cols})", (), _engine_value)
         with self.conn.cursor() as cur, cur.copy(
@@ -194,6 +199,16 @@ class PostgresDatabase(GuardedBackend):
         self.conn.execute(f"ANALYZE pg_temp.{quote(name)}")
 
     # -- schema --------------------------------------------------------------------------
+
+    def column_names(self, table: str) -> set[str] | None:
+        """Lower-case column names of a user table or view (None: no such table)."""
+        if table not in self._all_columns:
+            rows = self.conn.execute(
+                "SELECT lower(column_name) FROM information_schema.columns WHERE "
+                "lower(table_name) = lower(%s) AND table_schema = ANY(current_schemas(true))",
+                [table]).fetchall()
+            self._all_columns[table] = {r[0] for r in rows} or None
+        return self._all_columns[table]
 
     def text_columns(self, table: str) -> list[str]:
         if table not in self._text_columns:

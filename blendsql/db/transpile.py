@@ -59,10 +59,15 @@ class Transpiler:
     """SQLite-flavoured SQL -> ``dialect`` SQL (and its parameter style), cached."""
 
     def __init__(self, dialect: str, full_text: FullText | None = None,
-                 read: str = "sqlite") -> None:
+                 read: str = "sqlite",
+                 columns: Callable[[str], set[str] | None] | None = None) -> None:
         self.dialect = dialect
         self.read = read
         self.full_text = full_text
+        # lower-case column names of a table (None: unknown), for SELECT aliases in WHERE
+        self.columns = columns
+        # (engine temp table, column) pairs holding only NULLs (see _untyped_lookups)
+        self.null_columns: set[tuple[str, str]] = set()
         self._cache: OrderedDict[str, tuple[str, list[str | None]]] = OrderedDict()
 
     def __call__(self, sql: str) -> tuple[str, list[str | None]]:
@@ -117,6 +122,13 @@ class Transpiler:
             text_type = "TEXT" if self.dialect == "postgres" else "VARCHAR"
             fn.replace(exp.cast(exp.Anonymous(this=name, expressions=args), text_type))
         _text_arguments(tree)
+        if self.null_columns:
+            _untyped_lookups(tree, self.null_columns)
+        if self.dialect == "postgres":
+            _alias_derived_tables(tree)
+            if self.columns is not None:
+                for select in list(tree.find_all(exp.Select)):
+                    _inline_alias_refs(select, self.columns)
         if tree.find(exp.Match) is not None or _mentions_fts(tree):
             for select in list(tree.find_all(exp.Select)):
                 self._rewrite_fts(select)
@@ -176,6 +188,71 @@ def _text_arguments(tree: exp.Expression) -> None:
         if isinstance(arg, exp.Cast) and arg.to.is_type(*exp.DataType.TEXT_TYPES):
             continue
         arg.replace(exp.cast(arg.copy(), "TEXT"))
+
+
+def _untyped_lookups(tree: exp.Expression, nulls: set[tuple[str, str]]) -> None:
+    """Lookups into an engine column of NULLs only, written without its (unknown) type.
+
+    Why: SQLite's NULL compares with anything; a typed backend must give the
+    column a type, which then clashes with the other side (``text = integer``).
+    The results do not depend on the type: ``(SELECT v ..)`` is NULL, and
+    ``x IN (SELECT v FROM t)`` is FALSE when ``t`` is empty, else NULL.
+    """
+    for sub in list(tree.find_all(exp.Subquery)):
+        inner = sub.this
+        if not isinstance(inner, exp.Select) or len(inner.expressions) != 1:
+            continue
+        src = inner.args.get("from_")
+        col = inner.expressions[0]
+        if (src is None or not isinstance(src.this, exp.Table) or inner.args.get("joins")
+                or not isinstance(col, exp.Column)
+                or (src.this.name, col.name) not in nulls):
+            continue
+        parent = sub.parent
+        if isinstance(parent, exp.In) and parent.args.get("query") is sub:
+            probe = exp.select(exp.Literal.number(1)).from_(src.this.copy())
+            parent.replace(exp.paren(exp.Case(
+                ifs=[exp.If(this=exp.Exists(this=probe), true=exp.null())],
+                default=exp.false())))
+        else:
+            sub.replace(exp.null())
+
+
+def _alias_derived_tables(tree: exp.Expression) -> None:
+    """``FROM (SELECT ..)`` needs an alias on PostgreSQL 15; SQLite's does not."""
+    for i, sub in enumerate(list(tree.find_all(exp.Subquery))):
+        if not sub.alias and isinstance(sub.parent, (exp.From, exp.Join)):
+            sub.set("alias", exp.TableAlias(this=exp.to_identifier(f"__bsql_sq{i}")))
+
+
+def _inline_alias_refs(select: exp.Select,
+                       columns: Callable[[str], set[str] | None]) -> None:
+    """SQLite lets WHERE / GROUP BY / HAVING name a SELECT alias; PostgreSQL does not.
+
+    A bare name that is an alias of this SELECT and no column of its tables
+    (SQLite prefers a real column) is replaced by the aliased expression.
+    """
+    aliases = {a.alias.lower(): a.this for a in select.expressions
+               if isinstance(a, exp.Alias) and a.alias}
+    if not aliases:
+        return
+    known: set[str] = set()
+    for table in select.find_all(exp.Table):
+        if table.find_ancestor(exp.Select) is not select:
+            continue
+        cols = columns(table.name)
+        if cols is None:
+            return  # a CTE or an unknown table: leave the text as written
+        known |= cols
+    for key in ("where", "group", "having"):
+        part = select.args.get(key)
+        if part is None:
+            continue
+        for col in list(part.find_all(exp.Column)):
+            name = col.name.lower()
+            if (not col.table and name in aliases and name not in known
+                    and col.find_ancestor(exp.Select) is select):
+                col.replace(exp.paren(aliases[name].copy()))
 
 
 def _mentions_fts(tree: exp.Expression) -> bool:

@@ -222,7 +222,9 @@ class Run:
                 values = json_values(rows[0][0])
                 self.trace[-1].rows_out = len(values)
                 return values
-        if conn is None:  # a borrowed connection: no functions, the rows deduplicated here
+        if self.db.dialect != "sqlite":  # typed backends: their own DISTINCT (no collations)
+            values = distinct_values(self.sql(render(cand, copy=False), summary)[1])
+        elif conn is None:  # a borrowed connection: no functions, the rows deduplicated here
             values = distinct_values(self.sql(render(without_distinct(cand)), summary)[1])
         else:
             with Collector(conn) as col:
