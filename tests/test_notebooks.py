@@ -2,7 +2,9 @@
 and is committed with its outputs, so a reader sees results before installing anything.
 
 A notebook whose metadata says ``"blendsql": {"needs_model": true}`` runs the
-embedded model and carries the ``model`` marker. Re-execute and save with
+embedded model and carries the ``model`` marker. Notebooks that show a bigger model
+(hybridqa, plain_language) replay its recorded answers (``blendsql.models.Recorded``,
+``notebooks/recorded/``), so they run offline like the rest. Re-execute and save with
 ``python notebooks/execute.py``.
 """
 
@@ -32,7 +34,8 @@ def _html_outputs(nb) -> list:
 
 
 def test_there_is_a_gallery():
-    assert {"quickstart", "custom_ingredients", "cost_and_calls", "hybridqa"} <= set(IDS)
+    assert {"quickstart", "custom_ingredients", "cost_and_calls", "hybridqa",
+            "plain_language"} <= set(IDS)
 
 
 @pytest.mark.parametrize("path", RUNS)
@@ -57,3 +60,14 @@ def test_notebook_is_committed_with_outputs(path):
     text = path.read_text(encoding="utf-8")
     for private in ("/work/", "/home/", "/root/", "/tmp/"):
         assert private not in text, f"{path.name} leaks a local path ({private})"
+
+
+def test_replaying_notebooks_need_no_model():
+    """A notebook that replays recorded answers runs in the default (no-model) CI run,
+    and the file it replays is committed beside it."""
+    replaying = [p for p in NOTEBOOKS if "Recorded(" in p.read_text(encoding="utf-8")]
+    assert {p.stem for p in replaying} >= {"hybridqa", "plain_language"}
+    for path in replaying:
+        nb = nbformat.read(path, as_version=4)
+        assert not nb.metadata.get("blendsql", {}).get("needs_model"), f"{path.name} replays: no model needed"
+        assert (path.parent / "recorded" / f"{path.stem}.json").is_file(), f"{path.name}: recording missing"
