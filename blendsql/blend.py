@@ -27,6 +27,7 @@ from blendsql.errors import (
     BlendSQLError,
     ExecutionError,
     ModelError,
+    OptionError,
     ParseError,
     UnsafeQueryError,
 )
@@ -34,7 +35,7 @@ from blendsql.execute.engine import Run, bind_params, execute_tree, to_smoothie
 from blendsql.execute.explain import build_plan
 from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall
-from blendsql.grammar.parser import check_query_size, check_query_type
+from blendsql.grammar.parser import READ_DIALECT, check_query_size, check_query_type
 from blendsql.ingredients.base import Ingredient, IngredientRegistry
 from blendsql.models.base import Model
 from blendsql.models.guard import guarded
@@ -61,6 +62,21 @@ def _parser() -> Any:
     except ImportError:
         from blendsql.grammar.parser import parse
     return parse
+
+
+def _check_dialect(dialect: str | None) -> str | None:
+    """``dialect=``: a sqlglot dialect name the user writes queries in (None: SQLite's)."""
+    if dialect is None or dialect == "sqlite":
+        return None
+    import sqlglot
+
+    try:
+        sqlglot.Dialect.get_or_raise(dialect)
+    except ValueError:
+        raise OptionError(f"unknown SQL dialect {dialect!r}",
+                          hint="use a sqlglot dialect name: 'duckdb', 'postgres', "
+                          "'sqlite', ...") from None
+    return dialect
 
 
 def _check_query(query: object, options: Mapping[str, Any]) -> None:
@@ -96,7 +112,8 @@ class BlendSQL:
     (table ``df``) or a dict with Parquet / CSV / polars values (an in-memory
     DuckDB); a ``postgresql://`` URL or a psycopg connection (see
     :func:`blendsql.db.backend.open_database`). Queries are written in
-    BlendSQL's SQLite-flavoured SQL on every backend. ``model``: a :class:`blendsql.models.Model`, a GGUF
+    BlendSQL's SQLite-flavoured SQL on every backend; ``dialect=`` (a sqlglot
+    dialect name, e.g. ``"duckdb"``) lets them be written in that SQL instead. ``model``: a :class:`blendsql.models.Model`, a GGUF
     path, or ``None`` for the embedded default (loaded lazily).
     ``ingredients``: classes or instances added to (or overriding) the
     built-ins. ``cache``: wrap the model in the persistent cache
@@ -112,9 +129,11 @@ class BlendSQL:
                  ingredients: Iterable[type[Ingredient] | Ingredient] = (), *,
                  allow_writes: bool = False, cache: bool | str = True,
                  progress: Callable[[str, int, int], None] | None = None,
+                 dialect: str | None = None,
                  **options: Any) -> None:
         # checked before the database is opened: a typo leaves nothing behind
         self.options = Options(options)
+        self.dialect = _check_dialect(dialect)
         self.db: Backend = open_database(db, allow_writes=allow_writes)
         self.registry = IngredientRegistry(builtin_ingredients())
         for item in ingredients:
@@ -189,7 +208,11 @@ class BlendSQL:
         tree = self._parse_cache.get(key)
         if tree is None:
             # the size limit is the session's max_query_chars, checked by the callers
-            tree = _parser()(query, self.registry, max_chars=None)
+            token = READ_DIALECT.set(self.dialect or "sqlite")
+            try:
+                tree = _parser()(query, self.registry, max_chars=None)
+            finally:
+                READ_DIALECT.reset(token)
             if len(self._parse_cache) >= PARSE_CACHE_SIZE:
                 self._parse_cache.pop(next(iter(self._parse_cache)))
             self._parse_cache[key] = tree
@@ -324,6 +347,8 @@ class BlendSQL:
 
     def _plain(self, run: Run, query: str, params: Any) -> Any:
         """A query without ingredients runs as written, with the user's params."""
+        if self.dialect is not None:  # the backend reads BlendSQL's (SQLite's) SQL
+            query = self._parse_cached(query).sql(dialect="sqlite")
         with run.labelled("sql", "query (no ingredients)"):  # traced by the database
             cols, rows = self.db.execute(query, params)
         return rows_to_frame(cols, rows)

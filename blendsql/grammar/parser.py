@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -402,11 +403,16 @@ def _skip_ws(text: str, pos: int) -> int:
 # ---------------------------------------------------------------------- sqlglot
 
 
+#: the SQL dialect of the text around ingredient calls: SQLite's unless a session was
+#: given ``dialect=`` (``BlendSQL(db, dialect="duckdb")`` sets it while parsing)
+READ_DIALECT: ContextVar[str] = ContextVar("blendsql_read_dialect", default="sqlite")
+
+
 def _sqlglot_parse(ctx: _Ctx, sp: _Splice) -> exp.Expression:
     spliced = sp.text
     try:
         # a comment after the final ';' comes back as an empty Semicolon statement
-        trees = [t for t in sqlglot.parse(spliced, read="sqlite")
+        trees = [t for t in sqlglot.parse(spliced, read=READ_DIALECT.get())
                  if t is not None and not isinstance(t, exp.Semicolon)]
     except SqlglotParseError as err:
         raise _map_sqlglot_error(ctx, sp, err) from None

@@ -266,3 +266,27 @@ def test_ask_on_duckdb_says_it_is_sqlite_only(duck_file: Path) -> None:
     """The NL layer reads SQLite schemas: on DuckDB ask() is a clear blendsql error."""
     with pytest.raises(ExecutionError, match="SQLite databases only"):
         _session(str(duck_file)).ask("Who is the oldest singer?")
+
+
+def test_dialect_lets_users_write_duckdb_sql() -> None:
+    """``dialect="duckdb"``: DuckDB's own syntax (list literals) around ingredients.
+
+    Read as SQLite's SQL, ``[30, 50]`` is a bracket-quoted identifier and the
+    query fails; read as DuckDB's it is a list.
+    """
+    df = pd.DataFrame({"name": ["Joe", "Ann", "Jim"], "age": [30, 40, 50]})
+    q = ("SELECT name FROM df WHERE {{StartsWith('J', df.name)}} = TRUE "
+         "AND list_contains([30, 50], age) ORDER BY age")
+    assert _names(BlendSQL(df, ingredients=[StartsWith], dialect="duckdb").execute(q).df) == [
+        "Joe", "Jim"]
+    plain = "SELECT name FROM df WHERE list_contains([30, 40], age) ORDER BY age"
+    assert _names(BlendSQL(df, dialect="duckdb").execute(plain).df) == ["Joe", "Ann"]
+    with pytest.raises(ExecutionError):
+        BlendSQL(df, ingredients=[StartsWith]).execute(q)
+
+
+def test_unknown_dialect_is_an_option_error() -> None:
+    from blendsql.errors import OptionError
+
+    with pytest.raises(OptionError, match="dialect"):
+        BlendSQL(pd.DataFrame({"a": [1]}), dialect="klingon")
