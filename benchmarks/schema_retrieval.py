@@ -5,22 +5,33 @@ Recall@B of the gold columns for B in (10, 20, 50, 100) on
 - spider_UNION (4,503 columns of all Spider databases): gold columns from each
   Spider dev gold SQL (sqlglot, aliases resolved); reported on questions NOT in
   ``spider/dev_ids.txt`` (``--split dev`` uses the dev ids, for tuning);
-- bird_UNION (798 columns): gold elements from ``bird_dev.json``;
+- bird_UNION (798 columns): gold elements from ``bird_dev.json``; BIRD has no
+  dev_ids list here, so question ids divisible by 10 are the tuning split
+  (``--split dev``) and the others the report split;
 
-for four methods: ``cosine`` (dense top-B of the question), ``bm25`` (BM25
-top-B of the question), ``crush_no_llm`` (entropy/greedy selection probing
-with the question only) and ``crush`` (with hallucinated schemas from the
-model). Also times one question end to end on ndap_super.json (18,891
-columns; it has no questions, so the Spider questions are reused for timing).
+for five methods on the same questions: ``cosine`` (dense top-B of the
+question), ``bm25`` (BM25 top-B of the question), ``crush_no_llm`` (the
+collective selection probing with the question only), ``crush`` (collective
+selection with the model's hallucinated schema) and ``crush_greedy`` (the
+paper's entropy-weighted coverage objective, same hallucinations). Also times
+selection on ndap_super.json (18,891 columns; it has no questions, so the
+Spider questions are reused for timing).
+
+Hallucinations are cached in a JSONL file (``--hallucinations``), keyed by
+the model identity (weights hash) and the prompt, so re-scoring after a change
+to the selection never re-runs the model; ``--generate-only`` fills the cache,
+``--cached-only`` scores only the questions already in it.
 
     python benchmarks/schema_retrieval.py --limit 100
-    python benchmarks/schema_retrieval.py --model path/to/model.gguf
+    python benchmarks/schema_retrieval.py --model path/to/model.gguf --threads 1
+    python benchmarks/schema_retrieval.py --model M --threads 1 --generate-only  # fill cache first
     python benchmarks/schema_retrieval.py --base-url http://localhost:8080/v1 --model-name x
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import os
@@ -51,6 +62,12 @@ from blendsql.retrieval.embeddings import (  # noqa: E402
 from blendsql.retrieval.index import BM25Index, top_k  # noqa: E402
 
 BUDGETS = (10, 20, 50, 100)
+# --ablations: what each part of the collective selection adds (SchemaSelector fields)
+ABLATIONS: dict[str, dict[str, float]] = {
+    "crush_without_link_bonus": {"link_bonus": 0.0},
+    "crush_without_group_boost": {"db_weight": 0.0, "table_weight": 0.0},
+    "crush_probes_only": {"db_weight": 0.0, "table_weight": 0.0, "link_bonus": 0.0},
+}
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 
@@ -177,6 +194,22 @@ class HallucinationCache:
         return round(sum(secs) / len(secs), 3) if secs else None
 
 
+def paired(method: list[float], baseline: list[float], resamples: int = 2000) -> dict[str, Any]:
+    """Per-question comparison on the same questions: wins / ties / losses, the mean
+    difference and its 95% bootstrap interval (seeded), so a small gap is read as such."""
+    diff = [a - b for a, b in zip(method, baseline, strict=True)]
+    rng = random.Random(0)
+    n = len(diff)
+    means = sorted(sum(diff[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+    return {
+        "wins": sum(d > 1e-12 for d in diff),
+        "ties": sum(abs(d) <= 1e-12 for d in diff),
+        "losses": sum(d < -1e-12 for d in diff),
+        "mean_diff": round(sum(diff) / n, 4),
+        "ci95": [round(means[int(0.025 * resamples)], 4), round(means[int(0.975 * resamples) - 1], 4)],
+    }
+
+
 def make_model(args: argparse.Namespace) -> tuple[Model | None, str]:
     """The hallucination model and a name for the report (None: no LLM)."""
     if args.no_llm:
@@ -198,7 +231,7 @@ def make_model(args: argparse.Namespace) -> tuple[Model | None, str]:
 
 def evaluate(name: str, elements: list[str], questions: list[dict[str, Any]],
              embedder: Embedder, hcache: HallucinationCache,
-             cache_dir: Path | None) -> dict[str, Any]:
+             cache_dir: Path | None, ablations: bool = False) -> dict[str, Any]:
     """Recall@B of every method on one union schema."""
     model = hcache.model
     t0 = time.perf_counter()
@@ -206,9 +239,15 @@ def evaluate(name: str, elements: list[str], questions: list[dict[str, Any]],
     build_s = time.perf_counter() - t0
     bm25 = BM25Index(elements)
     methods = ["cosine", "bm25", "crush_no_llm"]
+    variants: dict[str, SchemaSelector] = {}
     if model is not None:
         methods += ["crush", "crush_greedy"]
-    sums = {m: {b: 0.0 for b in BUDGETS} for m in methods}
+        if ablations:  # the collective selection with one part switched off
+            for label, changes in ABLATIONS.items():
+                variants[label] = copy.copy(selector)
+                variants[label].__dict__.update(changes)
+            methods += list(variants)
+    per_q: dict[str, dict[int, list[float]]] = {m: {b: [] for b in BUDGETS} for m in methods}
     select_s = 0.0
     examples = []
     for k, q in enumerate(questions):
@@ -228,8 +267,10 @@ def evaluate(name: str, elements: list[str], questions: list[dict[str, Any]],
                 picks["crush"] = selector.select_from_similarities(sims, b)
                 select_s += time.perf_counter() - t1 + embed_s / len(BUDGETS)
                 picks["crush_greedy"] = selector.select_from_similarities(sims, b, "greedy")
+                for label, variant in variants.items():
+                    picks[label] = variant.select_from_similarities(sims, b)
             for m in methods:
-                sums[m][b] += recall(picks[m], q["gold"])
+                per_q[m][b].append(recall(picks[m], q["gold"]))
         if k < 3:
             examples.append({"question": q["question"], "gold": q["gold"], "hallucinated": hall})
         print(f"{name} {k + 1}/{len(questions)}", file=sys.stderr, flush=True)
@@ -238,7 +279,10 @@ def evaluate(name: str, elements: list[str], questions: list[dict[str, Any]],
         "elements": len(elements),
         "questions": n,
         "index_build_seconds": round(build_s, 2),
-        "recall": {m: {f"@{b}": round(sums[m][b] / n, 4) for b in BUDGETS} for m in methods},
+        "recall": {m: {f"@{b}": round(sum(per_q[m][b]) / n, 4) for b in BUDGETS}
+                   for m in methods},
+        "paired_vs_cosine": {m: {f"@{b}": paired(per_q[m][b], per_q["cosine"][b])
+                                 for b in (10, 20)} for m in methods if m != "cosine"},
         "seconds_per_question": {
             "hallucination": hcache.mean_seconds(questions),
             "crush_probe_embed_and_select_per_budget": round(select_s / (n * len(BUDGETS)), 4)
@@ -310,6 +354,8 @@ def main() -> None:
                     help="JSONL cache of model hallucinations (keyed by model + prompt)")
     ap.add_argument("--generate-only", action="store_true",
                     help="only fill the hallucination cache for the sampled questions")
+    ap.add_argument("--ablations", action="store_true",
+                    help="also score the collective selection with parts switched off")
     ap.add_argument("--cached-only", action="store_true",
                     help="score only the sampled questions whose hallucination is cached")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "schema_retrieval.json")
@@ -355,14 +401,14 @@ def main() -> None:
         return
     if "spider" in sets:
         res = evaluate("spider", load_union(args.data / "crush4sql" / "spider_UNION.txt"),
-                       spider_qs, embedder, hcache, args.cache_dir)
+                       spider_qs, embedder, hcache, args.cache_dir, args.ablations)
         res["split"] = (f"spider dev, {args.split} split ({len(all_qs)} usable, {dropped} "
                         f"dropped), seeded sample of {len(spider_qs)}")
         result["sets"]["spider_UNION"] = res
         write(args.out, result)  # partial results survive an interrupted run
     if "bird" in sets:
         res = evaluate("bird", load_union(args.data / "crush4sql" / "bird_UNION.txt"),
-                       bird_qs, embedder, hcache, args.cache_dir)
+                       bird_qs, embedder, hcache, args.cache_dir, args.ablations)
         res["split"] = (f"bird_dev.json, {args.split} split (dev: question_id % 10 == 0; "
                         f"{len(bird_all)} usable, {bdropped} dropped), seeded sample of "
                         f"{len(bird_qs)}")

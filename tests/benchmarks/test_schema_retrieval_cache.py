@@ -58,3 +58,13 @@ def test_no_model_means_no_hallucination(tmp_path: Path) -> None:
 
 def test_bird_dev_split_is_every_tenth_question() -> None:
     assert [i for i in range(25) if is_bird_dev(i)] == [0, 10, 20]
+
+
+def test_paired_comparison_counts_and_interval() -> None:
+    from benchmarks.schema_retrieval import paired
+
+    out = paired([1.0, 0.5, 1.0, 1.0], [0.5, 0.5, 1.0, 0.0])
+    assert (out["wins"], out["ties"], out["losses"]) == (2, 2, 0)
+    assert out["mean_diff"] == 0.375
+    lo, hi = out["ci95"]
+    assert 0.0 <= lo <= out["mean_diff"] <= hi <= 1.0

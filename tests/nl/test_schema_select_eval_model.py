@@ -1,0 +1,80 @@
+"""CRUSH schema selection with the evaluation model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
+
+Runs only when the GGUF is present (``BLENDSQL_EVAL_MODEL`` or the default
+cache path); skipped otherwise. Guards the regression that silently undoes
+CRUSH: a prompt or parser change after which the model's hallucinated schema
+comes back empty or unreadable, so selection falls back to the bare question.
+The union schema is built from the Spider fixture databases in
+``tests/data/spider`` (six databases); questions are Spider dev questions
+outside ``dev_ids.txt``. One short generation per question.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from blendsql.nl.schema_select import SchemaSelector, hallucinate
+from blendsql.retrieval.embeddings import HashingEmbedder
+
+DATA = Path(__file__).parents[1] / "data" / "spider"
+DEFAULT = Path("~/.cache/blendsql-eval/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf").expanduser()
+MODEL_PATH = Path(os.environ.get("BLENDSQL_EVAL_MODEL", str(DEFAULT))).expanduser()
+
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.skipif(not MODEL_PATH.is_file(),
+                       reason=f"evaluation model not found at {MODEL_PATH} (set BLENDSQL_EVAL_MODEL "
+                              "or run ../shared/tools/get_eval_model.sh)"),
+]
+
+# Spider dev 51, 43 (report split): (question, gold db.table.column elements)
+CASES = [
+    ("Find number of pets owned by students who are older than 20.",
+     {"pets_1.student.stuid", "pets_1.student.age", "pets_1.has_pet.stuid"}),
+    ("Find the number of concerts happened in the stadium with the highest capacity .",
+     {"concert_singer.concert.stadium_id", "concert_singer.stadium.stadium_id",
+      "concert_singer.stadium.capacity"}),
+]
+
+
+def union_schema() -> list[str]:
+    """``db.table.column`` for every column of the fixture databases (lower-cased)."""
+    out = []
+    for db in sorted(p for p in DATA.iterdir() if p.is_dir()):
+        con = sqlite3.connect(f"file:{db / (db.name + '.sqlite')}?mode=ro", uri=True)
+        try:
+            tables = [r[0] for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+            for t in tables:
+                for col in con.execute(f'PRAGMA table_info("{t}")'):
+                    out.append(f"{db.name}.{t}.{col[1]}".lower())
+        finally:
+            con.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def model():  # type: ignore[no-untyped-def]
+    from blendsql.models import LlamaCpp
+
+    return LlamaCpp(MODEL_PATH, n_threads=1)
+
+
+def test_hallucinated_schema_is_readable_and_helps(model) -> None:  # type: ignore[no-untyped-def]
+    elements = union_schema()
+    selector = SchemaSelector(elements, HashingEmbedder())
+    budget = 8
+    plain_hits = helped_hits = 0
+    for question, gold in CASES:
+        assert gold <= set(elements)
+        hall = hallucinate(question, model)
+        # a readable minimal schema: a few table.column names, not prose
+        assert 1 <= len(hall) <= 12, hall
+        assert all("." in h and " " not in h.strip() for h in hall), hall
+        plain_hits += len(gold & set(selector.select_with_probes(question, [], budget)))
+        helped_hits += len(gold & set(selector.select_with_probes(question, hall, budget)))
+    assert helped_hits >= plain_hits, (helped_hits, plain_hits)
