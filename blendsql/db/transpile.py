@@ -122,6 +122,8 @@ class Transpiler:
             text_type = "TEXT" if self.dialect == "postgres" else "VARCHAR"
             fn.replace(exp.cast(exp.Anonymous(this=name, expressions=args), text_type))
         _text_arguments(tree)
+        for select in list(tree.find_all(exp.Select)):
+            _bare_columns(select)
         if self.null_columns:
             _untyped_lookups(tree, self.null_columns)
         if self.dialect == "postgres":
@@ -216,6 +218,44 @@ def _untyped_lookups(tree: exp.Expression, nulls: set[tuple[str, str]]) -> None:
                 default=exp.false())))
         else:
             sub.replace(exp.null())
+
+
+def _bare_columns(select: exp.Select) -> None:
+    """SQLite's bare columns in a grouped SELECT, as ``MIN(..)`` for typed backends.
+
+    Why: SQLite lets ``SELECT a AS n, COUNT(*) .. GROUP BY f(a)`` name ``a``
+    outside the GROUP BY (any row of the group supplies it); the engine's late
+    maps rely on it (every ``a`` of a group maps to the same value). DuckDB
+    and PostgreSQL refuse it; ``MIN`` picks one of the same rows. Not done
+    when the SELECT uses MIN / MAX (there SQLite takes the bare value from the
+    min / max row, which MIN would not reproduce).
+    """
+    group = select.args.get("group")
+    if group is None or not group.expressions:
+        return
+    if any(isinstance(n, (exp.Min, exp.Max)) and n.find_ancestor(exp.Select) is select
+           for p in select.expressions for n in p.find_all(exp.Min, exp.Max)):
+        return
+    keys = {g.sql() for g in group.expressions}
+    names = {g.name.lower() for g in group.expressions if isinstance(g, exp.Column)}
+    aliases = {p.alias.lower() for p in select.expressions if isinstance(p, exp.Alias)}
+    for i, proj in enumerate(select.expressions):
+        value = proj.this if isinstance(proj, exp.Alias) else proj
+        if value.sql() in keys or (isinstance(proj, exp.Alias) and
+                                   proj.alias.lower() in {k.lower() for k in keys}):
+            continue
+        bare = [c for c in value.find_all(exp.Column)
+                if not c.find_ancestor(exp.AggFunc, exp.Subquery, exp.Window)
+                and c.sql() not in keys and c.name.lower() not in names
+                and not (not c.table and c.name.lower() in aliases - {proj.alias_or_name.lower()})]
+        if not bare or isinstance(value, exp.Star):
+            continue
+        wrapped = exp.Min(this=value.copy())
+        if isinstance(proj, exp.Alias):
+            proj.set("this", wrapped)
+        else:
+            select.expressions[i].replace(exp.alias_(wrapped, proj.alias_or_name, quoted=True)
+                                          if isinstance(value, exp.Column) else wrapped)
 
 
 def _alias_derived_tables(tree: exp.Expression) -> None:

@@ -73,12 +73,12 @@ SQLITE_ONLY = {
     "preagg_avg_of_no_values_is_null": "the twin uses SQLite's total()",
     "preagg_avg_total_count_with_nulls_and_where": "the twin uses SQLite's total()",
     "preagg_after_where_ingredient": "exact values promise SQLite's pre-aggregation plan",
-    "group_by_map_key": "the engine's GROUP BY <map> keeps a bare column (SQLite only)",
-    "alias_inside_having_call": "the engine's GROUP BY <map> keeps a bare column (SQLite only)",
-    "shared_call_select_where_group_by": "GROUP BY <map> keeps a bare column (SQLite only)",
-    "preagg_distinct_over_call_expression": "GROUP BY <map> keeps a bare column (SQLite only)",
-    "preagg_expression_aggregates_and_key_arithmetic": "GROUP BY <map> keeps a bare column",
-    "preagg_same_call_in_projection_and_group_by": "GROUP BY <map> keeps a bare column",
+    "alias_inside_having_call": "a map over an ungrouped column in HAVING (SQLite's bare "
+    "columns)",
+    "preagg_distinct_over_call_expression": "a map over an ungrouped column outside the "
+    "projection (SQLite's bare columns)",
+    "preagg_expression_aggregates_and_key_arithmetic": "a map over an ungrouped column "
+    "outside the projection (SQLite's bare columns)",
 }
 
 
