@@ -250,9 +250,27 @@ def test_postgres_full_text_match_and_rank(pg_url: str) -> None:
     bsql.close()
 
 
+MORE_BAD = [
+    "SELECT * FROM nope",
+    "SELECT {{Nope('x', singer.Name)}} FROM singer",
+    "SELECT Name FROM singer WHERE {{StartsWith('J', 'nope::Name')}} = TRUE",
+    "SELECT Name FROM singer WHERE Age > ?",
+    "INSERT INTO singer (Name) VALUES ('x')",
+    "ALTER TABLE singer ADD COLUMN x INT",
+    "SELECT Name FROM singer; SELECT 1",
+]
+
+
 def test_every_error_is_a_blendsql_error(pg_url: str, duck_file: Path) -> None:
     """The same bad query gets the same blendsql.errors class on each backend."""
     sessions = [_session(str(SINGERS)), _session(str(duck_file)), _session(pg_url)]
+    for sql in MORE_BAD:
+        classes = []
+        for s in sessions:
+            with pytest.raises(BlendSQLError) as info:
+                s.execute(sql)
+            classes.append(type(info.value))
+        assert len(set(classes)) == 1, (sql, classes)
     for sql, err in BAD:
         classes = set()
         for s in sessions:
