@@ -308,3 +308,30 @@ def test_unknown_dialect_is_an_option_error() -> None:
 
     with pytest.raises(OptionError, match="dialect"):
         BlendSQL(pd.DataFrame({"a": [1]}), dialect="klingon")
+
+
+def test_time_limit_stops_a_duckdb_statement() -> None:
+    """A statement past ``timeout`` is interrupted: QueryTimeoutError, and the session
+    still answers the next query."""
+    from blendsql.errors import QueryTimeoutError
+
+    bsql = _session(pd.DataFrame({"a": [1, 2]}))
+    endless = ("SELECT count(*) FROM range(100000000000) r(i), range(1000) s(j) "
+               "WHERE i * j % 7 = 3")
+    with pytest.raises(QueryTimeoutError):
+        bsql.execute(endless, timeout=0.5)
+    assert bsql.execute("SELECT sum(a) FROM df").df.iloc[0, 0] == 3
+
+
+def test_time_limit_cancels_a_postgres_statement(pg_url: str) -> None:
+    """PostgreSQL: the watchdog cancels the statement server-side; nothing stays open."""
+    from blendsql.errors import QueryTimeoutError
+
+    bsql = _session(pg_url)
+    with pytest.raises(QueryTimeoutError):
+        bsql.execute("SELECT pg_sleep(600)", timeout=0.5)
+    assert _names(bsql.execute(QUERY).df) == _want()
+    import psycopg
+
+    assert bsql.db.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    bsql.close()
