@@ -76,3 +76,30 @@ def test_connection_input_matches_twin_and_leaves_no_temp_tables(pair: Pair) -> 
         assert leftovers == [], leftovers
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("pair", PARAMS)
+def test_duckdb_connection_input_matches_twin_and_leaves_no_temp_objects(pair: Pair) -> None:
+    """A handed-in DuckDB connection: the twin's rows (on DuckDB), no engine object left."""
+    duckdb = pytest.importorskip("duckdb")
+    from blendsql import BlendSQL
+
+    from .common import skip_unless_portable, target
+
+    skip_unless_portable(pair.id, "duckdb")
+    con = duckdb.connect(target(pair.db, "duckdb"), read_only=True)
+    try:
+        bsql = BlendSQL(con, ingredients=list(fresh_ingredients().values()))
+        smoothie = bsql.execute(pair.query, params=list(pair.params) if pair.params else None)
+        twin, _ = run_sql(pair.db, pair.twin, pair.params, "duckdb")
+        got = df_rows(smoothie.df)
+        if pair.order == "sample":
+            assert len(got) == len(twin)
+        else:
+            assert_same_rows(got, twin, pair.order == "exact", pair.id)
+        left = con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()
+        views = con.execute("SELECT count(*) FROM duckdb_views() WHERE temporary AND NOT "
+                            "internal").fetchone()
+        assert left == (0,) and views == (0,)
+    finally:
+        con.close()
