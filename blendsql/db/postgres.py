@@ -132,6 +132,8 @@ class PostgresDatabase(GuardedBackend):
         if user:
             self._check_statement(text)
         conn = self.conn
+        if binds is None:  # the text has every '%' doubled: psycopg undoes that with params
+            binds = {}
         if not user:
             cur = conn.execute(text, binds, prepare=False)
             return self._result(cur, text)

@@ -335,3 +335,20 @@ def test_time_limit_cancels_a_postgres_statement(pg_url: str) -> None:
 
     assert bsql.db.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     bsql.close()
+
+
+def test_percent_signs_survive_on_postgres(pg_url: str) -> None:
+    """'%' in literals (LIKE patterns) reaches PostgreSQL as written, with or without params.
+
+    psycopg reads '%' as a placeholder character; the translation doubles each one,
+    which psycopg undoes only when parameters are passed (it was sent as '%%').
+    """
+    bsql = _session(pg_url)
+    assert bsql.execute("SELECT 'a%' AS x").df.iloc[0, 0] == "a%"
+    assert bsql.execute("SELECT 'a%' AS x WHERE 1 = ?", params=[1]).df.iloc[0, 0] == "a%"
+    got = bsql.execute("SELECT Name FROM singer WHERE Name LIKE 'Jo%' AND "
+                       "{{StartsWith('J', singer.Name)}} = TRUE ORDER BY Name").df
+    want = _session(str(SINGERS)).execute("SELECT Name FROM singer WHERE Name LIKE 'Jo%' "
+                                          "ORDER BY Name").df
+    assert _names(got) == _names(want) and _names(got)
+    bsql.close()
