@@ -39,7 +39,8 @@ class ParseError(BlendSQLError):
     (nothing but blanks / comments), ``"statements"`` (more than one
     statement), ``"too_large"`` (longer than ``max_query_chars``),
     ``"too_deep"`` (nesting beyond what can be parsed), ``"column_ref"``
-    (a malformed ``'table::column'``), ``"type"`` (not a string).
+    (a malformed ``'table::column'``), ``"type"`` (not a string),
+    ``"unknown_keyword"`` (a keyword argument the ingredient does not read).
     """
 
     def __init__(

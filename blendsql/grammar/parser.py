@@ -33,7 +33,7 @@ from sqlglot.errors import SqlglotError, TokenError
 from blendsql.errors import BlendSQLError, LineIndex, ParseError, QueryTypeError
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.grammar.scanner import Arg, Block, Param, Semi, Text, nearest_name, scanner_for
-from blendsql.ingredients.base import IngredientRegistry
+from blendsql.ingredients.base import IngredientRegistry, accepted_kwargs
 from blendsql.options import DEFAULT_MAX_QUERY_CHARS
 
 _ING = "__bsql_ing"
@@ -143,7 +143,30 @@ def _parse(text: str, registry: IngredientRegistry, max_chars: int | None) -> ex
     _remap_positions(ctx, splice, tree)
     _restore_params(ctx, tree)
     _restore_calls(ctx, splice, tree)
+    _check_call_kwargs(ctx, tree)
     return tree
+
+
+def _check_call_kwargs(ctx: _Ctx, tree: exp.Expression) -> None:
+    """Every keyword argument is one its ingredient reads (``Ingredient.query_kwargs``).
+
+    Why at parse time: an unknown keyword (``optoins=``) would otherwise be
+    ignored, and the query would run with a different meaning than written.
+    """
+    for call in tree.find_all(IngredientCall):
+        ingredient = ctx.registry.get(call.key_name)
+        allowed = accepted_kwargs(ingredient) if ingredient is not None else None
+        if allowed is None:
+            continue
+        for key in call.call_kwargs:
+            if key in allowed:
+                continue
+            near = nearest_name(key, sorted(allowed))
+            hint = (f"did you mean {near}=? " if near else "") + \
+                f"{call.name} accepts {', '.join(f'{k}=' for k in sorted(allowed))}"
+            raise ParseError(f"{call.name} has no keyword argument {key!r}", text=ctx.text,
+                             position=int(call.meta.get("position", 0)), hint=hint,
+                             code="unknown_keyword")
 
 
 def check_query_type(query: object) -> None:

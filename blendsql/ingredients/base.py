@@ -25,12 +25,26 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+#: keyword arguments the engine itself reads from a call, per ingredient kind (see
+#: ``execute.engine``: ``options=`` / ``return_type=`` / ``example_outputs=`` set the
+#: constraint; ``prefilter=`` ranks LIMIT candidates; ``left_on=`` / ``right_on=`` name a join)
+ENGINE_QUERY_KWARGS: dict[str, frozenset[str]] = {
+    "map": frozenset({"options", "return_type", "example_outputs", "prefilter"}),
+    "qa": frozenset({"options", "return_type", "example_outputs"}),
+    "join": frozenset({"left_on", "right_on", "options", "return_type", "example_outputs"}),
+}
+
 
 class Ingredient:
     """Base of every ingredient. SQL name = class name unless ``name=`` is given."""
 
     kind: ClassVar[str] = "base"
     needs_model: ClassVar[bool] = False
+    #: keyword arguments a query may give this ingredient, beyond the ones the engine reads
+    #: (:data:`ENGINE_QUERY_KWARGS`). Checked when the query is parsed, so a misspelt
+    #: ``optoins=`` is a ``ParseError`` with a did-you-mean hint instead of being silently
+    #: ignored. ``None`` (the default): any name, for ingredients that read ``**kwargs`` freely.
+    query_kwargs: ClassVar[frozenset[str] | None] = None
 
     def __init__(self, name: str | None = None, **options: Any) -> None:
         self.name = name or type(self).__name__
@@ -143,6 +157,14 @@ class AliasIngredient(Ingredient):
 
     def run(self, *args: str, **kwargs: str) -> str:
         raise NotImplementedError
+
+
+def accepted_kwargs(ingredient: Ingredient) -> frozenset[str] | None:
+    """The keyword names a query may pass to ``ingredient`` (``None``: any)."""
+    declared = type(ingredient).query_kwargs
+    if declared is None:
+        return None
+    return frozenset(declared) | ENGINE_QUERY_KWARGS.get(ingredient.kind, frozenset())
 
 
 class IngredientRegistry:
