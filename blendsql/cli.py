@@ -153,12 +153,16 @@ def resolve_db(db: str) -> Path:
     return path
 
 
-def open_source(db: str) -> Path | sqlite3.Connection:
+def open_source(db: str) -> Path | sqlite3.Connection | str:
     """The database to run on: a SQLite path, or a CSV / TSV file loaded in memory.
 
     A CSV becomes one table named after the file (``players.csv`` -> ``players``)
     with sanitised column names and inferred types, like the HybridQA loader.
+    A ``postgresql://`` URL is passed on as it is; a ``.duckdb`` / ``.parquet``
+    path opens DuckDB (see ``blendsql.db.backend.open_database``).
     """
+    if db.split("://", 1)[0] in ("postgresql", "postgres"):
+        return db
     path = resolve_db(db)
     if path.suffix.lower() not in (".csv", ".tsv"):
         return path
@@ -320,7 +324,7 @@ def render(smoothie: Any, fmt: str, max_rows: int) -> str:
     return str(df.to_string(index=False, max_rows=max_rows or None))
 
 
-def _make_engine(db: Path | sqlite3.Connection, model: Any, ingredients: Sequence[Any], cache: bool,
+def _make_engine(db: Path | sqlite3.Connection | str, model: Any, ingredients: Sequence[Any], cache: bool,
                  progress: Any) -> Any:
     """``BlendSQL(...)``; ``progress=`` is passed only if the engine accepts it."""
     from blendsql import BlendSQL
@@ -426,6 +430,10 @@ def describe_schema(conn: sqlite3.Connection, show_meta: bool = False) -> str:
 def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``blendsql schema``: list tables and columns, opened read-only."""
     db = open_source(args.db)
+    if isinstance(db, str) or (isinstance(db, Path) and db.suffix.lower() in (
+            ".duckdb", ".ddb", ".parquet")):
+        raise ExecutionError("blendsql schema reads SQLite databases only",
+                             hint="run: blendsql run DB \"SELECT * FROM information_schema.columns\"")
     try:
         conn = db if isinstance(db, sqlite3.Connection) else sqlite3.connect(
             f"file:{db}?mode=ro", uri=True)

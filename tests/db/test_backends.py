@@ -352,3 +352,21 @@ def test_percent_signs_survive_on_postgres(pg_url: str) -> None:
                                           "ORDER BY Name").df
     assert _names(got) == _names(want) and _names(got)
     bsql.close()
+
+
+def test_cli_runs_on_duckdb_files_and_postgres_urls(duck_file: Path, pg_url: str) -> None:
+    """``blendsql run DB QUERY`` with a .duckdb path or a postgresql:// URL (was: 'database
+    file not found' for the URL)."""
+    import io
+
+    from blendsql import cli
+
+    q = "SELECT Name FROM singer WHERE Age > 40 ORDER BY Name"
+    outputs = []
+    for db in (str(SINGERS), str(duck_file), pg_url):
+        out, err = io.StringIO(), io.StringIO()
+        rc = cli.main(["run", db, q, "--no-progress", "--format", "csv"], stdout=out,
+                      stderr=err)
+        assert rc == 0, err.getvalue()
+        outputs.append(out.getvalue().splitlines()[1:])  # the header's case may differ
+    assert outputs[0] and outputs[0] == outputs[1] == outputs[2]
