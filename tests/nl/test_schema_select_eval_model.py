@@ -6,7 +6,9 @@ CRUSH: a prompt or parser change after which the model's hallucinated schema
 comes back empty or unreadable, so selection falls back to the bare question.
 The union schema is built from the Spider fixture databases in
 ``tests/data/spider`` (six databases); questions are Spider dev questions
-outside ``dev_ids.txt``. One short generation per question.
+outside ``dev_ids.txt``, plus one paraphrase whose words miss the schema's,
+where only the hallucinated names can find the columns. One short generation
+per question (about a minute in all on a loaded 2-core machine).
 """
 
 from __future__ import annotations
@@ -31,15 +33,18 @@ pytestmark = [
                               "or run ../shared/tools/get_eval_model.sh)"),
 ]
 
-# Spider dev 51, 43 (report split): (question, gold db.table.column elements)
+# Spider dev 51, 43 (report split), then a paraphrase that avoids every schema word
+# ("venue", "show", "hold" for stadium, concert, capacity): (question, gold elements)
 CASES = [
     ("Find number of pets owned by students who are older than 20.",
      {"pets_1.student.stuid", "pets_1.student.age", "pets_1.has_pet.stuid"}),
     ("Find the number of concerts happened in the stadium with the highest capacity .",
      {"concert_singer.concert.stadium_id", "concert_singer.stadium.stadium_id",
       "concert_singer.stadium.capacity"}),
+    ("How many people can the venue of the 2014 show hold?",
+     {"concert_singer.stadium.capacity", "concert_singer.concert.year",
+      "concert_singer.concert.stadium_id", "concert_singer.stadium.stadium_id"}),
 ]
-
 
 def union_schema() -> list[str]:
     """``db.table.column`` for every column of the fixture databases (lower-cased)."""
@@ -67,14 +72,18 @@ def model():  # type: ignore[no-untyped-def]
 def test_hallucinated_schema_is_readable_and_helps(model) -> None:  # type: ignore[no-untyped-def]
     elements = union_schema()
     selector = SchemaSelector(elements, HashingEmbedder())
-    budget = 8
-    plain_hits = helped_hits = 0
+    budget = 6
+    hits = []
     for question, gold in CASES:
         assert gold <= set(elements)
         hall = hallucinate(question, model)
         # a readable minimal schema: a few table.column names, not prose
         assert 1 <= len(hall) <= 12, hall
         assert all("." in h and " " not in h.strip() for h in hall), hall
-        plain_hits += len(gold & set(selector.select_with_probes(question, [], budget)))
-        helped_hits += len(gold & set(selector.select_with_probes(question, hall, budget)))
-    assert helped_hits >= plain_hits, (helped_hits, plain_hits)
+        plain = len(gold & set(selector.select_with_probes(question, [], budget)))
+        helped = len(gold & set(selector.select_with_probes(question, hall, budget)))
+        hits.append((plain, helped))
+    # never worse on the Spider questions; on the paraphrase the bare question finds
+    # nothing (measured 0 of 4) and the model's schema must find some (measured 3)
+    assert all(helped >= plain for plain, helped in hits[:2]), hits
+    assert hits[2][1] >= hits[2][0] + 2, hits
