@@ -34,10 +34,11 @@ The paper's entropy-weighted coverage objective is kept as
 
 with ``w_i = 1 - H(softmax(s_i / T)) / log n`` (``entropy_weights``: a peaked
 probe counts more than a flat one) and ``greedy_select``. With the
-evaluation model's hallucinations on the Spider / BIRD union schemas it
-measured below plain cosine at budget 20 on the tuning ids, while the
-collective selection measured above cosine at budgets 10 and 20
-(``benchmarks/results/schema_retrieval_qwen.json``).
+evaluation model's hallucinations it measured below plain cosine at budget 20
+on spider_UNION (tuning and report questions alike), while the collective
+selection measured above cosine at budgets 10 and 20 on both spider_UNION and
+bird_UNION (``benchmarks/results/schema_retrieval_qwen.json``; on Spider at
+budget 20 only by a margin inside the noise of 100 questions).
 
 ``select_schema`` runs all four steps; ``SchemaSelector`` keeps the dense
 index of one schema so many questions can reuse it. ``columns_in_sql`` turns a
@@ -408,9 +409,10 @@ class SchemaSelector:
     ``method="collective"`` (default) ranks by ``element_scores`` and picks
     with ``collective_select``; ``method="greedy"`` is the entropy-weighted
     coverage objective of ``greedy_select``. With the evaluation model's
-    hallucinations, collective measured above both plain cosine and greedy on
-    the Spider and BIRD union schemas (``benchmarks/schema_retrieval.py``);
-    greedy was below cosine at budget 20.
+    hallucinations, collective measured above both plain cosine and greedy at
+    budgets 10 and 20 on the Spider and BIRD union schemas
+    (``benchmarks/schema_retrieval.py``); greedy was below cosine at budget 20
+    on Spider.
     """
 
     def __init__(self, elements: Sequence[str], embedder: Embedder | None = None,
