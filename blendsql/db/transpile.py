@@ -239,7 +239,12 @@ def _bare_columns(select: exp.Select) -> None:
     keys = {g.sql() for g in group.expressions}
     names = {g.name.lower() for g in group.expressions if isinstance(g, exp.Column)}
     aliases = {p.alias.lower() for p in select.expressions if isinstance(p, exp.Alias)}
+    # GROUP BY 2 groups by the second output column
+    ordinals = {int(g.name) - 1 for g in group.expressions
+                if isinstance(g, exp.Literal) and not g.is_string and g.name.isdigit()}
     for i, proj in enumerate(select.expressions):
+        if i in ordinals:
+            continue
         value = proj.this if isinstance(proj, exp.Alias) else proj
         if value.sql() in keys or (isinstance(proj, exp.Alias) and
                                    proj.alias.lower() in {k.lower() for k in keys}):

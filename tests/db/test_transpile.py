@@ -1,0 +1,60 @@
+"""The SQLite-flavoured SQL -> backend SQL translation (no database needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from blendsql.db.transpile import Transpiler, bind
+from blendsql.errors import ExecutionError
+
+
+def test_parameters_take_each_driver_style() -> None:
+    sql = "SELECT a FROM t WHERE b = :p0 AND c = :__bsql_x"
+    assert Transpiler("duckdb")(sql) == ("SELECT a FROM t WHERE b = $p0 AND c = $__bsql_x",
+                                         ["p0", "__bsql_x"])
+    text, names = Transpiler("postgres")("SELECT a FROM t WHERE b = ? AND c LIKE 'x%'")
+    assert text == "SELECT a FROM t WHERE b = %s AND CAST(c AS TEXT) LIKE 'x%%'"
+    assert names == [None]
+
+
+def test_bind_checks_names_and_styles() -> None:
+    assert bind(["a", "a", "b"], {"a": 1, "b": 2, "c": 3}) == {"a": 1, "b": 2}
+    assert bind([None, None], [1, 2]) == [1, 2]
+    with pytest.raises(ExecutionError, match="no value bound"):
+        bind(["a"], {})
+
+
+def test_temp_schema_and_json_text() -> None:
+    text, _ = Transpiler("postgres")('SELECT json_array(a, b) FROM temp."__bsql_t"')
+    assert text == 'SELECT CAST(JSON_BUILD_ARRAY(a, b) AS TEXT) FROM pg_temp."__bsql_t"'
+
+
+def test_sqlite_reads_numbers_as_text_in_string_functions() -> None:
+    text, _ = Transpiler("duckdb")("SELECT lower(trim(id)) FROM t")
+    assert text == "SELECT LOWER(CAST(TRIM(CAST(id AS TEXT)) AS TEXT)) FROM t"
+
+
+def test_bare_columns_of_a_grouped_select() -> None:
+    t = Transpiler("duckdb")
+    assert t("SELECT a AS n, COUNT(*) FROM t GROUP BY f(a)")[0] == (
+        "SELECT MIN(a) AS n, COUNT(*) FROM t GROUP BY F(a)")
+    assert t("SELECT length(r), COUNT(*) FROM c GROUP BY 1")[0] == (
+        "SELECT LENGTH(CAST(r AS TEXT)), COUNT(*) FROM c GROUP BY 1")
+    assert t("SELECT name, MAX(age) FROM t GROUP BY city")[0] == (
+        "SELECT name, MAX(age) FROM t GROUP BY city")  # SQLite's min/max row: left alone
+
+
+def test_select_alias_in_where_and_derived_table_alias_on_postgres() -> None:
+    t = Transpiler("postgres", columns=lambda table: {"name", "district"})
+    text, _ = t("SELECT name, district = 'N' AS f FROM (SELECT * FROM city) WHERE f")
+    assert "WHERE (district = 'N')" in text and "AS __bsql_sq" in text
+
+
+def test_match_without_full_text_is_a_clear_error() -> None:
+    with pytest.raises(ExecutionError, match="not available"):
+        Transpiler("duckdb")("SELECT * FROM docs WHERE docs MATCH 'x'")
+
+
+def test_several_statements_are_refused() -> None:
+    with pytest.raises(ExecutionError, match="one SQL statement"):
+        Transpiler("duckdb")("SELECT 1; SELECT 2")
