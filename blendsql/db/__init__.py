@@ -1,15 +1,22 @@
-"""blendsql.db: the guarded SQLite connection the engine runs on, plus data loaders."""
+"""blendsql.db: the backends the engine runs on (SQLite, DuckDB, PostgreSQL), plus data loaders."""
 
+from blendsql.db.backend import Backend, open_database
 from blendsql.db.database import Database
 from blendsql.db.documents import build_fts, search
+from blendsql.db.duck import DuckDBDatabase
 from blendsql.db.loaders import example_db_path, from_frames, hybridqa_to_sqlite, load_hybridqa
+from blendsql.db.postgres import PostgresDatabase
 
 __all__ = [
+    "Backend",
     "Database",
+    "DuckDBDatabase",
+    "PostgresDatabase",
     "build_fts",
     "example_db_path",
     "from_frames",
     "hybridqa_to_sqlite",
     "load_hybridqa",
+    "open_database",
     "search",
 ]
