@@ -370,3 +370,23 @@ def test_cli_runs_on_duckdb_files_and_postgres_urls(duck_file: Path, pg_url: str
         assert rc == 0, err.getvalue()
         outputs.append(out.getvalue().splitlines()[1:])  # the header's case may differ
     assert outputs[0] and outputs[0] == outputs[1] == outputs[2]
+
+
+def test_postgres_write_hidden_in_a_function_is_refused_by_the_server(pg_url: str) -> None:
+    """A SELECT that writes through a function passes any statement-type check; the READ
+    ONLY transaction refuses it (UnsafeQueryError), and the table stays empty."""
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        con.execute("CREATE TABLE IF NOT EXISTS counter (n int)")
+        con.execute("CREATE OR REPLACE FUNCTION bump() RETURNS int AS "
+                    "$$ INSERT INTO counter VALUES (1) RETURNING 1 $$ LANGUAGE sql")
+    bsql = _session(pg_url)
+    with pytest.raises(UnsafeQueryError, match="read-only"):
+        bsql.execute("SELECT bump()")
+    with pytest.raises(UnsafeQueryError):
+        bsql.execute("SELECT Name FROM singer WHERE {{StartsWith('J', singer.Name)}} = TRUE "
+                     "AND bump() = 1")
+    bsql.close()
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        assert con.execute("SELECT count(*) FROM counter").fetchone() == (0,)
