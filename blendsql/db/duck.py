@@ -26,7 +26,7 @@ import pandas as pd
 from sqlglot import exp
 
 from blendsql.db.backend import require
-from blendsql.db.guarded import GuardedBackend, as_type, short
+from blendsql.db.guarded import GuardedBackend, as_type, session_changing_call, short
 from blendsql.db.temp_rows import quote
 from blendsql.db.transpile import FullText, Transpiler, words_only
 from blendsql.errors import ExecutionError
@@ -209,6 +209,10 @@ class DuckDBDatabase(GuardedBackend):
             return
         for st in statements:
             kind = st.type.name
+            if kind in _READ_TYPES and not self.allow_writes:
+                changed = session_changing_call(text)
+                if changed:
+                    raise self.refused(f"{changed}()", text)
             if kind in _READ_TYPES:
                 continue
             if kind in _WRITE_TYPES and self.allow_writes and not _creates_temp(text):

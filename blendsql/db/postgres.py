@@ -23,7 +23,7 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.db.backend import require
-from blendsql.db.guarded import GuardedBackend, as_type, short
+from blendsql.db.guarded import GuardedBackend, as_type, session_changing_call, short
 from blendsql.db.temp_rows import quote
 from blendsql.db.transpile import FullText, Transpiler
 from blendsql.errors import ExecutionError
@@ -162,6 +162,9 @@ class PostgresDatabase(GuardedBackend):
         except Exception:  # noqa: BLE001 - the server reports the syntax error
             return
         if isinstance(tree, _READ_ROOTS):
+            changed = None if self.allow_writes else session_changing_call(text)
+            if changed:
+                raise self.refused(f"{changed}()", text)
             return
         if self.allow_writes and isinstance(tree, (exp.Insert, exp.Update, exp.Delete,
                                                    exp.Create, exp.Drop, exp.Alter)):

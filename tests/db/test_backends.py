@@ -390,3 +390,21 @@ def test_postgres_write_hidden_in_a_function_is_refused_by_the_server(pg_url: st
     bsql.close()
     with psycopg.connect(pg_url, autocommit=True) as con:
         assert con.execute("SELECT count(*) FROM counter").fetchone() == (0,)
+
+
+def test_select_that_changes_session_state_is_refused(pg_url: str) -> None:
+    """In-memory DuckDB cannot be read-only, and a rollback undoes neither nextval() nor
+    setseed(): such calls are refused, so the next query sees the same sequence."""
+    from blendsql.db.duck import DuckDBDatabase
+
+    db = DuckDBDatabase({"t": pd.DataFrame({"a": [1]})})
+    db.conn.execute("CREATE SEQUENCE s")
+    duck = _session(db)
+    pg = _session(pg_url)
+    for bsql in (duck, pg):
+        for sql in ("SELECT nextval('s') AS n", "SELECT setseed(0.5)",
+                    "SELECT a FROM (SELECT 1 AS a) x WHERE NEXTVAL ('s') > 0"):
+            with pytest.raises(UnsafeQueryError, match="refused"):
+                bsql.execute(sql)
+    assert db.conn.execute("SELECT nextval('s')").fetchone() == (1,)
+    pg.close()
