@@ -139,7 +139,7 @@ class DuckDBDatabase(GuardedBackend):
             raise ExecutionError(f"table {name!r} is a {type(value).__name__}, not a DataFrame",
                                  hint="pass DataFrames (pandas or polars) or Parquet / CSV paths")
         view = f"__bsql_load_{self.token}"
-        self.conn.register(view, value)
+        self.conn.register(view, registrable(value))
         try:
             self.conn.execute(f"CREATE TABLE {q} AS SELECT * FROM {quote(view)}")
         finally:
@@ -290,6 +290,19 @@ class DuckDBDatabase(GuardedBackend):
 
 def _engine_value(name: str) -> str:
     return "an ingredient's output"
+
+
+def registrable(frame: Any) -> Any:
+    """A DataFrame DuckDB can register: pandas as is; polars through Arrow when pyarrow is
+    installed, else through plain Python lists (polars' Arrow export needs pyarrow, and a
+    user with polars alone should not get an ImportError from inside the engine)."""
+    if isinstance(frame, pd.DataFrame):
+        return frame
+    try:
+        import pyarrow  # noqa: F401 - only probing whether polars can export Arrow
+    except ImportError:
+        return pd.DataFrame(frame.to_dict(as_series=False), columns=list(frame.columns))
+    return frame
 
 
 def _sql_string(text: str) -> str:
