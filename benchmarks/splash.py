@@ -87,9 +87,10 @@ def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
     # examples (SPLASH test questions are Spider dev questions: no gold query in the prompt)
     pool = cross_database_pool(spider_pool if spider_pool is not None else load_examples("spider"), path)
     parser = Parser(model, examples=pool, max_retries=retries)
-    # tuning on dev: never retrieve the item itself (the pool is built from dev.json)
-    own = (item["question"], " ".join(item["feedback"].split()))
-    corrections = [e for e in load_correction_examples() if (e.question, e.feedback) != own]
+    # tuning on dev: no example from the item's own database (the pool is built from dev.json;
+    # test items are on other databases, so this is the condition the test split sees)
+    corrections = [e for e, db in zip(load_correction_examples(), pool_databases(), strict=True)
+                   if db != item["db_id"]]
     conv = Conversation(bsql, parser, classify_acts=False, correction_examples=n_examples,
                         correction_pool=corrections)
     conv.history.append(seed_turn(bsql, item["question"], wrong))
@@ -146,6 +147,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def pool_databases() -> list[str]:
+    """The database of each pool example, in pool order (``db`` in splash.json)."""
+    return [str(r.get("db", "")) for r in json.loads(POOL.read_text())["examples"]]
+
+
 def build_pool(data: Path) -> int:
     """The correction pool: SPLASH dev items whose gold query runs and whose wrong one is wrong.
 
@@ -164,7 +170,7 @@ def build_pool(data: Path) -> int:
         seen.add(key)
         ex = CorrectionExample(item["question"], " ".join(wrong.split()),
                                " ".join(item["feedback"].split()), " ".join(gold.split()))
-        out.append(ex.__dict__)
+        out.append({**ex.__dict__, "db": item["db_id"]})
     POOL.write_text(json.dumps({
         "source": "SPLASH dev.json (Elgohary et al. 2020, CC BY-SA 4.0, via parkervg/DestT5): items whose "
                   "gold query runs on the Spider SQLite file and whose predicted query returns other rows; "
