@@ -160,8 +160,12 @@ class AliasIngredient(Ingredient):
 
 
 def accepted_kwargs(ingredient: Ingredient) -> frozenset[str] | None:
-    """The keyword names a query may pass to ``ingredient`` (``None``: any)."""
-    declared = type(ingredient).query_kwargs
+    """The keyword names a query may pass to ``ingredient`` (``None``: any).
+
+    Only a declaration on the ingredient's own class counts: a user's subclass of
+    ``LLMMap`` that reads a new keyword keeps accepting anything until it declares.
+    """
+    declared = type(ingredient).__dict__.get("query_kwargs")
     if declared is None:
         return None
     return frozenset(declared) | ENGINE_QUERY_KWARGS.get(ingredient.kind, frozenset())

@@ -45,6 +45,9 @@ class LLMJoin(_llm.LLMIngredientMixin, JoinIngredient):
     may be many-to-one.
     """
 
+    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
+    query_kwargs = frozenset({"question", "instructions", "template", "k"})
+
     needs_model = True
     template: ClassVar[str] = prompts.JOIN_TEMPLATE
     default_instructions: ClassVar[str] = prompts.JOIN_INSTRUCTIONS

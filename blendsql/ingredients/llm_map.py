@@ -100,6 +100,9 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
     ``values_per_prompt`` (opt-in: k values per request, answered as a JSON list).
     """
 
+    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
+    query_kwargs = frozenset({"question", "instructions", "template", "few_shot", "max_tokens", "value_chars", "context", "context_chars", "values_per_prompt"})
+
     needs_model = True
     template: ClassVar[str] = prompts.MAP_TEMPLATE
     example_template: ClassVar[str] = prompts.MAP_EXAMPLE

@@ -41,6 +41,9 @@ class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
     with its original type.
     """
 
+    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
+    query_kwargs = frozenset({"question", "instructions", "template", "few_shot", "max_tokens", "context", "context_chars", "cell_chars"})
+
     needs_model = True
     template: ClassVar[str] = prompts.QA_TEMPLATE
     example_template: ClassVar[str] = prompts.QA_EXAMPLE
@@ -131,6 +134,9 @@ class LLMValidate(_llm.LLMIngredientMixin, QAIngredient):
     ``WHERE <<LLMValidate('The team won the 1998 final', (SELECT * FROM games))>>``.
     Always a Bool constraint; an unparseable answer is NULL (with a warning).
     """
+
+    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
+    query_kwargs = frozenset({"question", "instructions", "template", "context", "context_chars", "cell_chars"})
 
     needs_model = True
     template: ClassVar[str] = prompts.VALIDATE_TEMPLATE

@@ -69,6 +69,9 @@ class ANSWER(_TextMap):
     (``= 'Yes'``, ``= TRUE``) says otherwise.
     """
 
+    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
+    query_kwargs = frozenset({"question", "instructions", "template", "few_shot", "max_tokens", "text_chars"})
+
     template: ClassVar[str] = prompts.ANSWER_TEMPLATE
     default_instructions: ClassVar[str] = prompts.ANSWER_INSTRUCTIONS
 
@@ -112,6 +115,9 @@ class ANSWER(_TextMap):
 
 class SUMMARY(_TextMap):
     """``SUMMARY(text)``: a one-or-two sentence summary of each text (SUQL's ``summary``)."""
+
+    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
+    query_kwargs = frozenset({"instructions", "template", "max_tokens", "text_chars"})
 
     template: ClassVar[str] = prompts.SUMMARY_TEMPLATE
     default_instructions: ClassVar[str] = prompts.SUMMARY_INSTRUCTIONS

@@ -72,3 +72,22 @@ def test_an_ingredient_that_declares_nothing_accepts_anything():
     assert accepted_kwargs(Free()) is None
     df = session().execute("SELECT {{Free('t', w.x, anything='z')}} AS y FROM w").df
     assert list(df["y"]) == ["z", "z"]
+
+
+def test_a_subclass_of_a_declaring_ingredient_accepts_anything_until_it_declares():
+    class Wider(Tag):
+        def run(self, question, values, **kwargs):
+            return [f"{kwargs.get('suffix', '')}{v}" for v in values]
+
+    class Declared(Tag):
+        query_kwargs = frozenset({"suffix"})
+
+        def run(self, question, values, **kwargs):
+            return [f"{v}{kwargs.get('suffix', '')}" for v in values]
+
+    assert accepted_kwargs(Wider()) is None
+    bsql = BlendSQL({"w": pd.DataFrame({"x": ["a"]})}, ingredients=[Wider, Declared])
+    assert bsql.execute("SELECT {{Wider('t', w.x, suffix='!')}} AS y FROM w").df["y"][0] == "!a"
+    assert bsql.execute("SELECT {{Declared('t', w.x, suffix='!')}} AS y FROM w").df["y"][0] == "a!"
+    with pytest.raises(ParseError, match="no keyword argument 'prefix'"):
+        bsql.execute("SELECT {{Declared('t', w.x, prefix='!')}} AS y FROM w")
