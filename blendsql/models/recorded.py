@@ -9,7 +9,8 @@ was not recorded is an error (never a guess), so a changed prompt shows up at
 once instead of silently replaying a stale answer.
 
 The file is JSON, one entry per request key (sha256 of the request's stable
-key: prompt or messages, constraint, limits), with the raw text, its token
+key: prompt or messages, constraint, limits), plus the recording model's token
+counts of the texts ingredients measured (requests are sized by them), with the raw text, its token
 counts, the parsed value as the backend returned it (stored as JSON, as the
 response cache does) and the end of the prompt for a person reading the file.
 """
@@ -57,6 +58,7 @@ class Recorded(Model):
         self.path = Path(path)
         self.inner = model
         self._lock = threading.Lock()
+        self._dirty = False  # token counts learnt since the last write
         self._data = self._load()
         self.name = f"recorded:{self._data.get('model') or (model.name if model else 'none')}"
 
@@ -66,7 +68,22 @@ class Recorded(Model):
         return f"{self.name}:{self._data.get('identity', '')}"
 
     def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text) if self.inner is not None else super().count_tokens(text)
+        """The real model's count while recording (kept in the file); the kept count on replay.
+
+        Ingredients size requests with it (an answer drawn from options gets
+        ``max_tokens`` from the longest option's tokens), so a replay must count
+        as the recording model did, or the request it builds is not the one recorded.
+        """
+        key = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        counts: dict[str, int] = self._data.setdefault("token_counts", {})
+        if self.inner is None:
+            return int(counts[key]) if key in counts else super().count_tokens(text)
+        n = self.inner.count_tokens(text)
+        with self._lock:
+            if counts.get(key) != n:
+                counts[key] = n
+                self._dirty = True
+        return n
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         keys = [request_key(r) for r in requests]
@@ -80,6 +97,9 @@ class Recorded(Model):
                 hint="the prompt changed since recording: record again with "
                      "Recorded(path, model=<the real model>)")
         live: dict[int, Response] = {}
+        if not missing and self._dirty:
+            with self._lock:
+                self._write()
         if missing:
             assert self.inner is not None
             fresh = self.inner.generate([requests[i] for i in missing])
@@ -130,6 +150,7 @@ class Recorded(Model):
 
     def _write(self) -> None:
         """Atomically, keys sorted: a re-recording shows as a readable diff."""
+        self._dirty = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(self._data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".recorded-", suffix=".json")

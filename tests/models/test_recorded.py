@@ -86,3 +86,22 @@ def test_the_file_is_readable_and_stable(tmp_path):
     assert entry["text"] == "true" and entry["value"] is True and "prompt_end" in entry
     session(Recorded(path, model=FunctionModel(lambda r: "true", name="yes"))).execute(QUERY)
     assert path.read_text() == first
+
+
+def test_requests_sized_by_the_models_token_counts_replay(tmp_path):
+    """An answer drawn from options gets max_tokens from the model's own token count of
+    the options: a replay must count as the recording model did (it did not, at first)."""
+
+    class Wordy(FunctionModel):
+        def count_tokens(self, text: str) -> int:
+            return 3 * len(text)  # far from the default len // 4
+
+    bsql_df = {"w": pd.DataFrame({"x": ["1", "2", "3", "4"]}),
+               "s": pd.DataFrame({"school": ["Fresno State", "Long Beach State"]})}
+    query = "SELECT {{LLMQA('Which school?', (SELECT x FROM w), options='s::school')}} AS a"
+    path = tmp_path / "answers.json"
+    recording = Wordy(lambda r: "Long Beach State", name="wordy")
+    live = BlendSQL(bsql_df, model=Recorded(path, model=recording), cache=False).execute(query)
+    replayed = BlendSQL(bsql_df, model=Recorded(path), cache=False).execute(query)
+    assert replayed.df.equals(live.df) and live.df["a"][0] == "Long Beach State"
+    assert json.loads(path.read_text())["token_counts"]  # what the replay counted by
