@@ -57,11 +57,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from blendsql import BlendSQL
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from spider import create_statements  # noqa: E402 - sibling script: the direct prompt's schema
+
+from blendsql import BlendSQL  # noqa: E402
 from blendsql.models.base import Model, Request
-from blendsql.models.constraints import Text
-from blendsql.nl import Conversation, Parser
-from blendsql.nl.parser import Example, clean_program, load_examples
+from blendsql.models.constraints import Text  # noqa: E402
+from blendsql.nl import Conversation, Parser  # noqa: E402
+from blendsql.nl.parser import Example, clean_program, load_examples  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -194,17 +198,6 @@ def cross_database_pool(pool: list[Example], path: Path) -> list[Example]:
     own = table_names(path)
     return [e for e in pool
             if not (names := {n.lower() for n in _CREATE_NAME.findall(e.schema)}) or not names <= own]
-
-
-def create_statements(path: Path) -> str:
-    """The database's CREATE statements (the direct prompt's schema, as in spider.py)."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        rows = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL "
-                            "AND name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall()
-    finally:
-        conn.close()
-    return "\n\n".join(r[0].strip() + ";" for r in rows)
 
 
 def direct_prompt(schema: str, history: list[tuple[str, str]], question: str) -> str:

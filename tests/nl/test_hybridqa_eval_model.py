@@ -11,10 +11,10 @@ was cut at its head. Slow (a minute or more per test on a loaded 2-core machine)
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from eval_model import MARKS, MODEL_PATH  # noqa: E402 - tests/nl/eval_model.py
 
 from blendsql import BlendSQL
 from blendsql.db.loaders import hybridqa_to_sqlite
@@ -24,15 +24,7 @@ from blendsql.nl.parser import Parser, validate
 from blendsql.nl.program_checks import ingredient_type_errors
 
 DATA = Path(__file__).parents[1] / "data" / "hybridqa"
-DEFAULT = Path("~/.cache/blendsql-eval/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf").expanduser()
-MODEL_PATH = Path(os.environ.get("BLENDSQL_EVAL_MODEL", str(DEFAULT))).expanduser()
-
-pytestmark = [
-    pytest.mark.model,
-    pytest.mark.skipif(not MODEL_PATH.is_file(),
-                       reason=f"evaluation model not found at {MODEL_PATH} (set BLENDSQL_EVAL_MODEL "
-                              "or run ../shared/tools/get_eval_model.sh)"),
-]
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")

@@ -13,26 +13,18 @@ machine).
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from eval_model import MARKS, MODEL_PATH  # noqa: E402 - tests/nl/eval_model.py
 
 from blendsql import BlendSQL
 from blendsql.nl.parser import Parser
 
 DATA = Path(__file__).parents[1] / "data" / "spider"
-DEFAULT = Path("~/.cache/blendsql-eval/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf").expanduser()
-MODEL_PATH = Path(os.environ.get("BLENDSQL_EVAL_MODEL", str(DEFAULT))).expanduser()
-
-pytestmark = [
-    pytest.mark.model,
-    pytest.mark.skipif(not MODEL_PATH.is_file(),
-                       reason=f"evaluation model not found at {MODEL_PATH} (set BLENDSQL_EVAL_MODEL "
-                              "or run ../shared/tools/get_eval_model.sh)"),
-]
+pytestmark = MARKS
 
 # (database, question, gold SQL): Spider dev, report split (not in dev_ids.txt), with no
 # paraphrase twin in the shipped example pool.

@@ -13,25 +13,17 @@ per question (about a minute in all on a loaded 2-core machine).
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
 import pytest
+from eval_model import MARKS, MODEL_PATH  # noqa: E402 - tests/nl/eval_model.py
 
 from blendsql.nl.schema_select import SchemaSelector, hallucinate
 from blendsql.retrieval.embeddings import HashingEmbedder
 
 DATA = Path(__file__).parents[1] / "data" / "spider"
-DEFAULT = Path("~/.cache/blendsql-eval/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf").expanduser()
-MODEL_PATH = Path(os.environ.get("BLENDSQL_EVAL_MODEL", str(DEFAULT))).expanduser()
-
-pytestmark = [
-    pytest.mark.model,
-    pytest.mark.skipif(not MODEL_PATH.is_file(),
-                       reason=f"evaluation model not found at {MODEL_PATH} (set BLENDSQL_EVAL_MODEL "
-                              "or run ../shared/tools/get_eval_model.sh)"),
-]
+pytestmark = MARKS
 
 # Spider dev 51, 43 (report split), then a paraphrase that avoids every schema word
 # ("venue", "show", "hold" for stadium, concert, capacity): (question, gold elements)
