@@ -30,15 +30,16 @@ The contract, per method:
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from blendsql.errors import ExecutionError
+from blendsql.errors import BlendSQLError, ExecutionError
 
 ParamOrigin = Callable[[str], str]
 StatementHook = Callable[[str, "int | None", float, bool, "str | None"], None]
@@ -63,9 +64,45 @@ class Backend(ABC):
     def session(self, timeout: float | None | str = "keep") -> AbstractContextManager[Any]:
         """Hold the connection for one use (see the implementations)."""
 
+    #: the statement hook :meth:`tracing` installs; ``_engine``: engine statements running
+    tracer: StatementHook | None = None
+    _engine: bool = False
+
+    @contextmanager
+    def tracing(self, hook: StatementHook | None) -> Iterator[None]:
+        """Report every statement run inside to ``hook(sql, rows, seconds, engine, error)``.
+
+        Why here: every statement, whoever issues it (the engine's candidate
+        queries, cost scans, schema probes, temp objects, an ingredient's own
+        reads), passes through :meth:`_run` or the temp-table methods, so a
+        trace built from this hook cannot miss one. ``rows`` is None and
+        ``error`` the message when the statement failed.
+        """
+        saved, self.tracer = self.tracer, hook
+        try:
+            yield
+        finally:
+            self.tracer = saved
+
+    def _run(self, sql: str, params: Any, origin: ParamOrigin,
+             ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """One statement (:meth:`_run_statement`), reported to the tracer if any."""
+        hook = self.tracer
+        if hook is None:
+            return self._run_statement(sql, params, origin)
+        t0 = time.perf_counter()
+        try:
+            cols, rows = self._run_statement(sql, params, origin)
+        except BlendSQLError as e:
+            hook(sql, None, time.perf_counter() - t0, self._engine, e.message)
+            raise
+        hook(sql, len(rows), time.perf_counter() - t0, self._engine, None)
+        return cols, rows
+
     @abstractmethod
-    def tracing(self, hook: StatementHook | None) -> AbstractContextManager[None]:
-        """Report every statement run inside to ``hook(sql, rows, seconds, engine, error)``."""
+    def _run_statement(self, sql: str, params: Any, origin: ParamOrigin,
+                       ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """One statement under the session's limits, untraced (see :meth:`_run`)."""
 
     @abstractmethod
     def engine(self) -> AbstractContextManager[None]:

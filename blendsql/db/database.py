@@ -408,37 +408,6 @@ class Database(Backend):
         with self.session():
             return self._run(sql, params if params is not None else (), origin)
 
-    @contextmanager
-    def tracing(self, hook: StatementHook | None) -> Iterator[None]:
-        """Report every statement run inside to ``hook(sql, rows, seconds, engine, error)``.
-
-        Why here: every statement, whoever issues it (the engine's candidate
-        queries, cost scans, schema probes, temp objects, an ingredient's own
-        reads), passes through :meth:`_run` or :meth:`drop_temp_table`, so a
-        trace built from this hook cannot miss one. ``rows`` is None and
-        ``error`` the message when the statement failed.
-        """
-        saved, self.tracer = self.tracer, hook
-        try:
-            yield
-        finally:
-            self.tracer = saved
-
-    def _run(self, sql: str, params: Any, origin: ParamOrigin,
-             ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """One statement (:meth:`_run_statement`), reported to the tracer if any."""
-        hook = self.tracer
-        if hook is None:
-            return self._run_statement(sql, params, origin)
-        t0 = time.perf_counter()
-        try:
-            cols, rows = self._run_statement(sql, params, origin)
-        except BlendSQLError as e:
-            hook(sql, None, time.perf_counter() - t0, self._engine, e.message)
-            raise
-        hook(sql, len(rows), time.perf_counter() - t0, self._engine, None)
-        return cols, rows
-
     def _run_statement(self, sql: str, params: Any, origin: ParamOrigin,
                        ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """One statement under the time limit; commit only what it began."""

@@ -142,14 +142,6 @@ class GuardedBackend(Backend):
         finally:
             self._engine = was
 
-    @contextmanager
-    def tracing(self, hook: StatementHook | None) -> Iterator[None]:
-        saved, self.tracer = self.tracer, hook
-        try:
-            yield
-        finally:
-            self.tracer = saved
-
     # -- running SQL -------------------------------------------------------------------
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None,
@@ -168,20 +160,6 @@ class GuardedBackend(Backend):
                 f"refused to run {word}:\n  {short(sql)}",
                 hint="blendsql runs each query on its own and never leaves a transaction "
                 "open or changes the session; run it on your own connection, outside blendsql")
-
-    def _run(self, sql: str, params: Any, origin: ParamOrigin,
-             ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        hook = self.tracer
-        if hook is None:
-            return self._run_statement(sql, params, origin)
-        t0 = time.perf_counter()
-        try:
-            cols, rows = self._run_statement(sql, params, origin)
-        except BlendSQLError as e:
-            hook(sql, None, time.perf_counter() - t0, self._engine, e.message)
-            raise
-        hook(sql, len(rows), time.perf_counter() - t0, self._engine, None)
-        return cols, rows
 
     def _run_statement(self, sql: str, params: Any, origin: ParamOrigin,
                        ) -> tuple[list[str], list[tuple[Any, ...]]]:
