@@ -26,7 +26,13 @@ import pandas as pd
 from sqlglot import exp
 
 from blendsql.db.backend import require
-from blendsql.db.guarded import GuardedBackend, as_type, session_changing_call, short
+from blendsql.db.guarded import (
+    GuardedBackend,
+    as_type,
+    engine_value,
+    session_changing_call,
+    short,
+)
 from blendsql.db.temp_rows import quote
 from blendsql.db.transpile import FullText, Transpiler, words_only
 from blendsql.errors import ExecutionError
@@ -247,7 +253,7 @@ class DuckDBDatabase(GuardedBackend):
         self.conn.register(view, frame)
         try:
             self._run(f"CREATE TEMP TABLE {quote(table)} AS SELECT {select} "
-                      f"FROM {quote(view)}", (), _engine_value)
+                      f"FROM {quote(view)}", (), engine_value)
         finally:
             self.conn.unregister(view)
         if nulls:
@@ -257,7 +263,7 @@ class DuckDBDatabase(GuardedBackend):
                              for i, c in enumerate(columns))
             self._views[name] = table
             self._run(f"CREATE TEMP VIEW {quote(name)} AS SELECT {cols} FROM "
-                      f"temp.{quote(table)}", (), _engine_value)
+                      f"temp.{quote(table)}", (), engine_value)
 
     def drop_temp_table(self, name: str) -> None:
         table = self._views.pop(name, None)
@@ -281,15 +287,6 @@ class DuckDBDatabase(GuardedBackend):
             "AND database_name = current_database() ORDER BY 1").fetchall()
         return [r[0] for r in rows]
 
-    def close(self) -> None:
-        if self._owns and not self._closed:
-            with self._lock:
-                self._closed = True
-                self.conn.close()
-
-
-def _engine_value(name: str) -> str:
-    return "an ingredient's output"
 
 
 def registrable(frame: Any) -> Any:

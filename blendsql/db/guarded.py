@@ -285,6 +285,13 @@ class GuardedBackend(Backend):
     def borrowed(self) -> bool:
         return not getattr(self, "_owns", True)
 
+    def close(self) -> None:
+        """Close a connection we opened; a handed-in one stays the user's."""
+        if getattr(self, "_owns", True) and not self._closed:
+            with self._lock:
+                self._closed = True
+                self.conn.close()
+
 
 _SESSION_CALLS = re.compile(r"\b(nextval|setval|setseed)\s*\(", re.IGNORECASE)
 
@@ -349,3 +356,8 @@ def as_type(v: Any, sql_type: str) -> Any:
     if sql_type == "DOUBLE" and isinstance(v, int):
         return float(v)
     return v
+
+
+def engine_value(name: str) -> str:
+    """How a parameter of an engine statement is named in an error: an ingredient's output."""
+    return "an ingredient's output"

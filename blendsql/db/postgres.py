@@ -23,7 +23,13 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.db.backend import require
-from blendsql.db.guarded import GuardedBackend, as_type, session_changing_call, short
+from blendsql.db.guarded import (
+    GuardedBackend,
+    as_type,
+    engine_value,
+    session_changing_call,
+    short,
+)
 from blendsql.db.temp_rows import quote
 from blendsql.db.transpile import FullText, Transpiler
 from blendsql.errors import ExecutionError
@@ -193,14 +199,14 @@ class PostgresDatabase(GuardedBackend):
             if all(r[i] is None for r in rows):  # see transpile._untyped_lookups
                 self.transpile.null_columns.add((name, c))
         cols = ", ".join(f"{quote(c)} {_TYPES[t]}" for c, t in zip(columns, types, strict=True))
-        self._run(f"CREATE TEMP TABLE {quote(name)} ({cols})", (), _engine_value)
+        self._run(f"CREATE TEMP TABLE {quote(name)} ({cols})", (), engine_value)
         with self.conn.cursor() as cur, cur.copy(
                 f"COPY pg_temp.{quote(name)} FROM STDIN") as copy:
             for r in rows:
                 copy.write_row([as_type(v, t) for v, t in zip(r, types, strict=True)])
         if primary_key is not None:
             self._run(f"CREATE INDEX ON temp.{quote(name)} ({quote(primary_key)})", (),
-                      _engine_value)
+                      engine_value)
         self.conn.execute(f"ANALYZE pg_temp.{quote(name)}")
 
     # -- schema --------------------------------------------------------------------------
@@ -238,12 +244,3 @@ class PostgresDatabase(GuardedBackend):
         ).fetchall()
         return [r[0] for r in rows]
 
-    def close(self) -> None:
-        if self._owns and not self._closed:
-            with self._lock:
-                self._closed = True
-                self.conn.close()
-
-
-def _engine_value(name: str) -> str:
-    return "an ingredient's output"
