@@ -191,10 +191,8 @@ def _order_limit_steps(sel: exp.Select) -> list[str]:
 def _cond(e: exp.Expr) -> str:
     if isinstance(e, exp.Paren):
         return _cond(e.this)
-    if isinstance(e, exp.And):
-        return f"{_cond(e.left)} and {_cond(e.right)}"
-    if isinstance(e, exp.Or):
-        return f"either {_cond(e.left)} or {_cond(e.right)}"
+    if isinstance(e, (exp.And, exp.Or)):
+        return _connective(e)
     if isinstance(e, exp.Not):
         inner = e.this.this if isinstance(e.this, exp.Paren) else e.this
         if isinstance(inner, exp.In):
@@ -215,6 +213,45 @@ def _cond(e: exp.Expr) -> str:
         if isinstance(e, kind):
             return _compare(e, word)
     return _words(e)
+
+
+def _chain(e: exp.Expr, kind: type[exp.Expr]) -> list[exp.Expr]:
+    """The operands of a run of the same connective, e.g. ``a OR b OR c`` -> [a, b, c].
+
+    Parentheses around an operand of the same kind are looked through: they do not
+    change the meaning of a chain of one connective.
+    """
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, kind):
+        return _chain(e.left, kind) + _chain(e.right, kind)
+    return [e]
+
+
+def _connective(e: exp.And | exp.Or) -> str:
+    """AND / OR in words, grouped so that no two queries read the same.
+
+    Why: ``(a OR b) AND c`` and ``a OR (b AND c)`` used to read identically, and a
+    chain of three ORs read "either either ...". A correction is written against
+    this text, so an ambiguous explanation invites the wrong fix. A chain of one
+    connective reads flat ("a, b and c"; "either a or b"; "at least one of: a, b
+    or c"); an operand of the other connective is put in brackets.
+    """
+    kind = type(e)
+    parts = []
+    for operand in _chain(e, kind):
+        text = _cond(operand)
+        inner = operand.this if isinstance(operand, exp.Paren) else operand
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, (exp.And, exp.Or)):
+            text = f"({text})"
+        parts.append(text)
+    if kind is exp.And:
+        return " and ".join(parts)
+    if len(parts) == 2:
+        return f"either {parts[0]} or {parts[1]}"
+    return "at least one of: " + _join_words(parts, last="or")
 
 
 def _is_match(e: exp.Expr) -> bool:

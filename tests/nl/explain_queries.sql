@@ -69,3 +69,8 @@ SELECT name FROM singer WHERE {{LLMValidate('Is this a famous singer?', (SELECT 
 SELECT name FROM singer WHERE age > ? AND country = ?
 ;;
 SELECT country, count(*) AS n FROM singer WHERE {{LLMMap('Is this country in Europe?', 'singer::country')}} = TRUE GROUP BY country ORDER BY n DESC
+
+;;
+SELECT name FROM singer WHERE (age > 30 OR country = 'France') AND name = 'Joe'
+;;
+SELECT name FROM singer WHERE age > 30 OR country = 'France' AND name = 'Joe' OR song_name LIKE '%Love%'

@@ -47,3 +47,30 @@ def test_every_ingredient_is_named_in_words():
 
 if __name__ == "__main__" and "--regen" in sys.argv:
     GOLDEN.write_text(render_all())
+
+
+@pytest.mark.parametrize("left, right", [
+    ("(age > 30 OR country = 'France') AND name = 'Joe'", "age > 30 OR (country = 'France' AND name = 'Joe')"),
+    ("(a = 1 OR b = 2) AND c = 3", "a = 1 OR b = 2 AND c = 3"),
+    ("NOT (a = 1 OR b = 2) AND c = 3", "NOT (a = 1 OR b = 2 AND c = 3)"),
+    ("(a = 1 AND b = 2) OR (c = 3 AND d = 4)", "a = 1 AND (b = 2 OR c = 3) AND d = 4"),
+])
+def test_differently_grouped_conditions_read_differently(left, right):
+    """A correction is written against this text: two meanings must never read alike."""
+    def where(cond):
+        return explain(f"SELECT name FROM singer WHERE {cond}")[1]
+    assert where(left) != where(right)
+
+
+@pytest.mark.parametrize("n", [3, 4, 6])
+def test_a_chain_of_ors_reads_once_without_repeated_either(n):
+    conds = " OR ".join(f"c{i} = {i}" for i in range(n))
+    text = explain(f"SELECT name FROM singer WHERE {conds}")[1]
+    assert "either either" not in text and text.count("either") <= 1
+    assert all(f"c{i} is {i}" in text for i in range(n))
+
+
+def test_redundant_brackets_do_not_change_the_reading():
+    a = explain("SELECT name FROM singer WHERE (a = 1 OR b = 2) OR c = 3")[1]
+    b = explain("SELECT name FROM singer WHERE a = 1 OR b = 2 OR c = 3")[1]
+    assert a == b
