@@ -82,7 +82,14 @@ def score(pred: Any, gold: str) -> dict[str, Any]:
     return {"pred": text, "acc": denotation_match(pred, gold), "em": exact_match(text, gold), "f1": f1(text, gold)}
 
 
-def run_one(q: dict[str, Any], table: dict[str, Any], model: Model, parser: Parser) -> dict[str, Any]:
+def run_one(q: dict[str, Any], table: dict[str, Any], model: Model, parser: Parser,
+            e2e: dict[str, Any] | None = None, skip_e2e: bool = False) -> dict[str, Any]:
+    """One question through the parser + engine and end-to-end QA.
+
+    ``e2e``: an end-to-end row already scored for this question by the same model
+    and end-to-end code (reused, marked ``e2e_reused``); ``skip_e2e``: no
+    end-to-end call (dev tuning of the program only; marked ``e2e_skipped``).
+    """
     conn = hybridqa_to_sqlite(table, ":memory:")
     bsql = BlendSQL(conn, model=model, cache=False)
     row: dict[str, Any] = {"question_id": q["question_id"], "question": q["question"], "gold": q["answer"]}
@@ -104,10 +111,19 @@ def run_one(q: dict[str, Any], table: dict[str, Any], model: Model, parser: Pars
     row["executed"] = executed
     row["blendsql"] = score(pred, q["answer"]) | {"prompt_tokens": tokens}
     row["blendsql_seconds"] = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    e2e_text, (p_tok, _) = end_to_end(bsql.db.conn, q["question"], model)
-    row["end_to_end"] = score(e2e_text, q["answer"]) | {"prompt_tokens": p_tok}
-    row["end_to_end_seconds"] = time.perf_counter() - t1
+    if e2e is not None:
+        row["end_to_end"], row["end_to_end_seconds"] = e2e["end_to_end"], e2e["end_to_end_seconds"]
+        row["e2e_reused"] = True
+    elif skip_e2e:
+        row["end_to_end"] = score(None, q["answer"]) | {"prompt_tokens": 0}
+        row["end_to_end_seconds"] = 0.0
+        row["e2e_skipped"] = True
+    else:
+        t1 = time.perf_counter()
+        e2e_text, (p_tok, _) = end_to_end(bsql.db.conn, q["question"], model)
+        row["end_to_end"] = score(e2e_text, q["answer"]) | {"prompt_tokens": p_tok}
+        row["end_to_end_seconds"] = time.perf_counter() - t1
+    p_tok = row["end_to_end"]["prompt_tokens"]
     fell_back = is_non_answer(pred)
     row["fallback_used"] = fell_back
     row["blendsql_fallback"] = (row["end_to_end"] if fell_back else row["blendsql"]) | {
@@ -179,6 +195,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out["programs_with_ingredient"] = round(sum("{{" in (r["program"] or "") or "<<" in (r["program"] or "")
                                                 for r in rows) / n, 4)
     out["attempts_per_question"] = round(sum(r["attempts"] for r in rows) / n, 4)
+    out["end_to_end_reused"] = sum(bool(r.get("e2e_reused")) for r in rows)
+    out["end_to_end_skipped"] = sum(bool(r.get("e2e_skipped")) for r in rows)
     out["seconds_per_question"] = {
         "blendsql": round(sum(r["blendsql_seconds"] for r in rows) / n, 1),
         "end_to_end": round(sum(r["end_to_end_seconds"] for r in rows) / n, 1),
@@ -200,6 +218,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=900.0,
                     help="seconds one model request may take (a loaded machine is slow)")
     ap.add_argument("--out", type=Path, default=RESULTS / "hybridqa.jsonl")
+    ap.add_argument("--sketch", action="store_true",
+                    help="Parser(sketch=True): the model writes the row condition, the layer the program")
+    ap.add_argument("--reuse-e2e", type=Path,
+                    help="JSONL of an earlier run (same model, same end-to-end code): reuse its "
+                         "end-to-end rows for the questions it scored")
+    ap.add_argument("--skip-e2e", action="store_true", help="no end-to-end call (dev tuning only)")
     ap.add_argument("--summarize-only", action="store_true",
                     help="write the summary of the rows already in --out (no model run)")
     ap.add_argument("--model-label", help="model name for --summarize-only")
@@ -217,22 +241,27 @@ def main(argv: list[str] | None = None) -> int:
         model_name = args.model_label or (f"gguf:{Path(args.model).name}" if args.model else "unknown")
     else:
         model, model_name = make_model(args)
-        run_all(qs, tables, model, args.out)
+        reuse = ({r["question_id"]: r for r in map(json.loads, args.reuse_e2e.open())}
+                 if args.reuse_e2e else {})
+        run_all(qs, tables, model, args.out, Parser(model, sketch=args.sketch), reuse, args.skip_e2e)
     summary = write_summary(args, qs, model_name, argv)
     print(json.dumps(summary, indent=2))
     return 0
 
 
-def run_all(qs: list[dict[str, Any]], tables: dict[str, Any], model: Model, out: Path) -> None:
+def run_all(qs: list[dict[str, Any]], tables: dict[str, Any], model: Model, out: Path,
+            parser: Parser | None = None, reuse: dict[str, Any] | None = None,
+            skip_e2e: bool = False) -> None:
     """Run the questions not yet in ``out``, one JSON line each (resumable)."""
-    parser = Parser(model)
+    parser = parser or Parser(model)
+    reuse = reuse or {}
     done = {json.loads(line)["question_id"] for line in out.open()} if out.exists() else set()
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as fh:
         for i, q in enumerate(qs):
             if q["question_id"] in done:
                 continue
-            row = run_one(q, tables[q["table_id"]], model, parser)
+            row = run_one(q, tables[q["table_id"]], model, parser, reuse.get(q["question_id"]), skip_e2e)
             fh.write(json.dumps(row, default=str) + "\n")
             fh.flush()
             print(f"[{i + 1}/{len(qs)}] acc(a)={row['blendsql_fallback']['acc']} "

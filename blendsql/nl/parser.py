@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from sqlglot import exp
 
@@ -55,6 +55,9 @@ from blendsql.nl.serialize import (
     serialize_schema,
 )
 from blendsql.nl.sql_grammar import build_grammar, build_permissive_grammar
+
+if TYPE_CHECKING:
+    from blendsql.nl.sketch import PassageLayout
 
 Decoding = Literal["free", "permissive", "grammar"]
 
@@ -142,10 +145,17 @@ class Parser:
         query_seconds: float = 5.0,
         plain_fallback: bool = True,
         check_values: bool = True,
+        sketch: bool = False,
+        sketch_max_rows: int = 6,
+        sketch_context_chars: int = 2400,
     ) -> None:
         """``constrained`` is the older switch: True means ``decoding="grammar"``.
         ``plain_fallback``: one last attempt without examples when none validated.
-        ``check_values``: feed back a condition on a text its column never holds."""
+        ``check_values``: feed back a condition on a text its column never holds.
+        ``sketch``: on a table whose cells link to a documents table (HybridQA),
+        the model writes only the row condition and the program is built from a
+        sketch (:mod:`blendsql.nl.sketch`); a condition matching no row or more than
+        ``sketch_max_rows`` gives way to full-text search of the passages."""
         self.model = model
         self.examples = list(examples) if examples is not None else load_examples()
         self.index = ExampleIndex(self.examples)
@@ -164,6 +174,9 @@ class Parser:
         self.query_seconds = query_seconds
         self.plain_fallback = plain_fallback
         self.check_values = check_values
+        self.sketch = sketch
+        self.sketch_max_rows = sketch_max_rows
+        self.sketch_context_chars = sketch_context_chars
 
     @property
     def constrained(self) -> bool:
@@ -228,6 +241,12 @@ class Parser:
         without them: a small model that keeps copying an example's tables or
         shape into a wrong program often writes a valid one from the schema alone.
         """
+        if self.sketch and not history:
+            from blendsql.nl.sketch import passage_layout
+
+            layout = passage_layout(conn)
+            if layout is not None:
+                return self.parse_sketch(question, conn, layout)
         tables = self.relevant_tables(question, conn)
         schema = serialize_schema(conn, n_rows=self.n_rows, tables=[t.name for t in tables])
         hints = format_hints(bridge_hints(conn, question))
@@ -248,6 +267,41 @@ class Parser:
         result = run(examples, self.max_retries + 1, ParseResult(None))
         if result.program is None and examples and self.plain_fallback:
             result = run([], 1, result)
+        return result
+
+    def parse_sketch(self, question: str, conn: sqlite3.Connection, layout: PassageLayout) -> ParseResult:
+        """The model writes the row condition (regenerated with the error when it does
+        not compile); the program is the sketch around it (see :mod:`blendsql.nl.sketch`).
+        A condition matching no row or too many falls back to full-text search."""
+        from blendsql.nl import sketch
+
+        result = ParseResult(None)
+        retry: tuple[str, str] | None = None
+        condition: str | None = None
+        for _ in range(self.max_retries + 1):
+            req = Request(prompt=sketch.condition_prompt(conn, layout, question, retry=retry),
+                          constraint=Text(), max_tokens=64, stop=("\n", ";"))
+            resp = self.model.generate([req])[0]
+            result.prompt_tokens += resp.usage.prompt_tokens
+            result.completion_tokens += resp.usage.completion_tokens
+            cond = escape_inner_quotes(sketch.clean_condition(resp.text))
+            try:
+                n = sketch.count_rows(conn, layout.table.name, cond, self.query_seconds) if cond else 0
+                error = None if cond else "empty condition"
+            except sqlite3.Error as e:
+                n, error = 0, f"SQLite rejected the condition: {e}"
+            if error is None and not 0 < n <= self.sketch_max_rows:
+                error = EMPTY_RESULT if n == 0 else f"the condition matches {n} rows"
+                result.attempts.append((cond, error))
+                break  # compiles: the model's reading of the question; search instead
+            result.attempts.append((cond, error))
+            if error is None:
+                condition = cond
+                break
+            retry = (cond, error)
+        if condition is None:
+            condition = sketch.search_condition(layout, question)
+        result.program = sketch.build_program(layout, question, condition, self.sketch_context_chars)
         return result
 
     def relevant_tables(self, question: str, conn: sqlite3.Connection) -> list[TableInfo]:
@@ -317,6 +371,10 @@ def generate_program(
         result.completion_tokens += resp.usage.completion_tokens
         program = clean_program(resp.text)
         error = validate(program, conn, registry)
+        if error is not None and "'" in program:
+            escaped = escape_inner_quotes(program)
+            if escaped != program and validate(escaped, conn, registry) is None:
+                program, error = escaped, None
         if error is not None and repair and _NAME_ERROR.search(error):
             fixed, error = repair_program(program, error, conn, registry)
             if fixed != program:
@@ -389,7 +447,51 @@ def clean_program(text: str) -> str:
     if start and start.start() > 0 and not t.lstrip().startswith(("(", "{{", "<<")):
         t = t[start.start() :]
     t = _first_statement(t)
+    if "{{" in t:
+        t = drop_stray_braces(t)
     return t.strip().rstrip(";").strip()
+
+
+def escape_inner_quotes(text: str) -> str:
+    """Double an apostrophe inside a string literal that a word character follows.
+
+    A closing quote is followed by a space, an operator, ``)`` or ``,`` — never
+    directly by a letter or digit — so such a quote is an apostrophe copied from
+    a cell (``'Men 's heavyweight'``, ``'O'Brien'``) that would otherwise end the
+    literal and leave the text unparseable. Already doubled quotes stay as they are.
+    """
+    out: list[str] = []
+    in_str = False
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch != "'":
+            out.append(ch)
+            i += 1
+            continue
+        if not in_str:
+            in_str = True
+            out.append(ch)
+        elif i + 1 < n and text[i + 1] == "'":
+            out.append("''")
+            i += 1
+        elif i + 1 < n and (text[i + 1].isalnum() or text[i + 1] == "_"):
+            out.append("''")
+        else:
+            in_str = False
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+_STRAY_BRACE = re.compile(r"\}\}(\}+)")
+
+
+def drop_stray_braces(text: str) -> str:
+    """``}}}`` → ``}}`` outside string literals: a model closing an ingredient call
+    with one brace too many (a parse error on an otherwise good program)."""
+    parts = re.split(r"('(?:[^']|'')*')", text)
+    return "".join(p if p.startswith("'") else _STRAY_BRACE.sub("}}", p) for p in parts)
 
 
 def _first_statement(text: str) -> str:
