@@ -148,14 +148,15 @@ class Parser:
         sketch: bool = False,
         sketch_max_rows: int = 6,
         sketch_context_chars: int = 2400,
+        sketch_retries: int = 1,
     ) -> None:
         """``constrained`` is the older switch: True means ``decoding="grammar"``.
         ``plain_fallback``: one last attempt without examples when none validated.
         ``check_values``: feed back a condition on a text its column never holds.
         ``sketch``: on a table whose cells link to a documents table (HybridQA),
-        the model writes only the row condition and the program is built from a
-        sketch (:mod:`blendsql.nl.sketch`); a condition matching no row or more than
-        ``sketch_max_rows`` gives way to full-text search of the passages."""
+        the model writes a plain query whose row selection is kept and the program
+        is built from a sketch (:mod:`blendsql.nl.sketch`); a selection of no row or
+        more than ``sketch_max_rows`` gives way to full-text search of the passages."""
         self.model = model
         self.examples = list(examples) if examples is not None else load_examples()
         self.index = ExampleIndex(self.examples)
@@ -177,6 +178,7 @@ class Parser:
         self.sketch = sketch
         self.sketch_max_rows = sketch_max_rows
         self.sketch_context_chars = sketch_context_chars
+        self.sketch_retries = sketch_retries
 
     @property
     def constrained(self) -> bool:
@@ -270,35 +272,40 @@ class Parser:
         return result
 
     def parse_sketch(self, question: str, conn: sqlite3.Connection, layout: PassageLayout) -> ParseResult:
-        """The model writes the row condition (regenerated with the error when it does
-        not compile); the program is the sketch around it (see :mod:`blendsql.nl.sketch`).
-        A condition matching no row or too many falls back to full-text search."""
+        """The model writes a plain SQL query; its row selection (WHERE, and ORDER BY /
+        LIMIT unless it aggregates) becomes the sketch's row filter (see
+        :mod:`blendsql.nl.sketch`). A query that fails is regenerated with the error
+        (``sketch_retries`` times); one whose conditions match no row keeps those that
+        match; no row or too many gives way to full-text search of the passages."""
         from blendsql.nl import sketch
 
         result = ParseResult(None)
         retry: tuple[str, str] | None = None
         condition: str | None = None
-        for _ in range(self.max_retries + 1):
-            req = Request(prompt=sketch.condition_prompt(conn, layout, question, retry=retry),
-                          constraint=Text(), max_tokens=64, stop=("\n", ";"))
+        for _ in range(self.sketch_retries + 1):
+            req = Request(prompt=sketch.query_prompt(conn, layout, question, retry=retry),
+                          constraint=Text(), max_tokens=96)
             resp = self.model.generate([req])[0]
             result.prompt_tokens += resp.usage.prompt_tokens
             result.completion_tokens += resp.usage.completion_tokens
-            cond = escape_inner_quotes(sketch.clean_condition(resp.text))
+            sql = escape_inner_quotes(clean_program(resp.text))
             try:
-                n = sketch.count_rows(conn, layout.table.name, cond, self.query_seconds) if cond else 0
-                error = None if cond else "empty condition"
-            except sqlite3.Error as e:
-                n, error = 0, f"SQLite rejected the condition: {e}"
-            if error is None and not 0 < n <= self.sketch_max_rows:
-                error = EMPTY_RESULT if n == 0 else f"the condition matches {n} rows"
-                result.attempts.append((cond, error))
-                break  # compiles: the model's reading of the question; search instead
-            result.attempts.append((cond, error))
-            if error is None:
-                condition = cond
-                break
-            retry = (cond, error)
+                cond = sketch.row_filter(layout, sql)
+                n = sketch.count_rows(conn, layout.table.name, cond, self.query_seconds)
+            except (sketch.SketchError, sqlite3.Error) as e:
+                result.attempts.append((sql, str(e)))
+                retry = (sql, str(e))
+                continue
+            if n == 0:
+                relaxed = sketch.relax(conn, layout, sql, self.query_seconds)
+                if relaxed is not None:
+                    cond, n = relaxed, sketch.count_rows(conn, layout.table.name, relaxed, self.query_seconds)
+            if not 0 < n <= self.sketch_max_rows:
+                result.attempts.append((sql, EMPTY_RESULT if n == 0 else f"the query selects {n} rows"))
+                break  # the model's reading of the question: search the passages instead
+            result.attempts.append((sql, None))
+            condition = cond
+            break
         if condition is None:
             condition = sketch.search_condition(layout, question)
         result.program = sketch.build_program(layout, question, condition, self.sketch_context_chars)

@@ -2,10 +2,11 @@
 
 Why: on HybridQA a 1.5B model asked for a whole BlendSQL program writes plain
 SQL returning a wrong cell, or an LLMQA call over the wrong passages. It is
-good at one small thing: a SQL condition naming the row(s) a question is
-about (``w.role = 'Beth Lookner' AND w.year = 1998``). So the model writes
-only that condition and the layer builds the rest of the program from a
-fixed sketch::
+good at one thing: the plain SQL query it naturally writes names the row(s)
+the question is about (``WHERE w.role = 'Beth Lookner' AND w.year = 1998``,
+``ORDER BY w.year DESC LIMIT 1``), even when its SELECT list is wrong. So the
+model writes that query, the layer keeps only its row selection
+(:func:`row_filter`) and builds the rest of the program from a fixed sketch::
 
     SELECT {{LLMQA('<question>', (
         SELECT <the row as text> AS text FROM w WHERE <condition>
@@ -19,14 +20,14 @@ to: fewer tokens than a prompt holding the whole table, and the right
 passages, which BM25 over the question often misses. The result is an ordinary
 BlendSQL program, executed and traced like any other.
 
-When the model's condition does not compile, matches no row or matches too
-many, the condition becomes the rows linked to the passages that best match
+When the model's query does not compile (after a retry with the error),
+selects every row, no row (even after dropping the AND-ed conditions that
+match nothing, :func:`relax`) or too many, the condition becomes the rows linked to the passages that best match
 the question in full-text search (still a program: ``documents MATCH``).
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -92,14 +93,17 @@ def passage_layout(conn: sqlite3.Connection) -> PassageLayout | None:
     return PassageLayout(t, d, title, content, linked) if linked else None
 
 
-def condition_prompt(conn: sqlite3.Connection, layout: PassageLayout, question: str,
-                     *, n_rows: int = 2, cell_chars: int = 30, max_hints: int = 4,
-                     retry: tuple[str, str] | None = None) -> str:
-    """A short prompt whose completion is a WHERE condition on the table.
+def query_prompt(conn: sqlite3.Connection, layout: PassageLayout, question: str,
+                 *, n_rows: int = 2, cell_chars: int = 30, max_hints: int = 4,
+                 retry: tuple[str, str] | None = None) -> str:
+    """A short prompt asking for a plain SQL query on the table.
 
-    Compact on purpose (columns, two example rows with short cells, the cells
-    the question mentions): the reader's prompt comes after it, and the two
-    together should cost less than one prompt holding the whole table.
+    The model writes the query it naturally writes (chat models answer an
+    instruction, they do not continue a ``WHERE``); only its row selection is
+    kept (:func:`row_filter`). Compact on purpose (columns, two example rows with
+    short cells, the cells the question mentions): the reader's prompt comes
+    after it, and the two together should cost less than one prompt holding
+    the whole table.
     """
     t = layout.table
     types = [r[2] or "" for r in conn.execute(f"PRAGMA table_info({_q(t.name)})")]
@@ -111,13 +115,13 @@ def condition_prompt(conn: sqlite3.Connection, layout: PassageLayout, question: 
         lines += [" | ".join(_short(v, cell_chars) for v in r) for r in rows]
     for phrase, col, val in bridge_hints(conn, question, max_hints=max_hints):
         lines.append(f"-- '{phrase}' in the question may refer to {col} = {_lit(val)}")
-    lines.append(f"Write the SQLite condition that selects the row(s) of {t.name} the question is "
-                 f"about, using only its columns.")
+    lines.append(f"Write one SQLite query on table {t.name} for the question. "
+                 "Answer with the query only.")
     lines.append(f"Question: {question}")
     if retry is not None:
-        lines.append(f"A previous condition was: {retry[0]}\nIt failed: {retry[1]}\n"
-                     "Write a corrected condition.")
-    lines.append(f"SELECT * FROM {t.name} WHERE")
+        lines.append(f"A previous query was: {retry[0]}\nIt failed: {retry[1]}\n"
+                     "Write a corrected query.")
+    lines.append("SQL:")
     return "\n".join(lines)
 
 
@@ -126,18 +130,78 @@ def _short(v: object, limit: int) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
-_LEAD = re.compile(r"^\s*(?:```\w*\s*)?(?:SELECT\b.*?\bWHERE\b)?", re.I | re.S)
-_TAIL = re.compile(r"\b(?:ORDER\s+BY|GROUP\s+BY|LIMIT)\b.*$", re.I | re.S)
+class SketchError(ValueError):
+    """The model's query gives no row selection (worded for the retry prompt)."""
 
 
-def clean_condition(text: str) -> str:
-    """The condition in a completion: without a repeated ``SELECT ... WHERE``, a code
-    fence, a trailing ``;`` or clause that is not part of a condition."""
-    t = text.strip().split("\n", 1)[0] if not text.strip().startswith("```") else text.strip()
-    t = _LEAD.sub("", t, count=1).replace("```", "")
-    t = t.split(";", 1)[0]
-    t = _TAIL.sub("", t)
-    return t.strip()
+def row_filter(layout: PassageLayout, sql: str) -> str:
+    """The rows ``sql`` selects, as a condition ``w.rowid IN (SELECT w.rowid ...)``.
+
+    Keeps the query's WHERE and, unless it aggregates, its ORDER BY / LIMIT
+    ("the most recent song" is ``ORDER BY year DESC LIMIT 1``); drops what it
+    selects (the model often picks a wrong column when the answer sits in a
+    passage). Raises :class:`SketchError` for a query that is not one SELECT on
+    the table alone, or that selects every row.
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    if "{{" in sql or "<<" in sql:
+        raise SketchError("write plain SQL (no ingredient)")
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except sqlglot.errors.ParseError as e:
+        raise SketchError(f"the query does not parse: {str(e).splitlines()[0]}") from None
+    name = layout.table.name
+    if not isinstance(tree, exp.Select):
+        raise SketchError(f"write one SELECT query on table {name}")
+    others = {t.name for t in tree.find_all(exp.Table)} - {name}
+    if others:
+        raise SketchError(f"use only table {name} (no table {', '.join(sorted(others))})")
+    where = tree.args.get("where")
+    aggregates = tree.args.get("group") is not None or any(
+        e.find(exp.AggFunc) is not None for e in tree.expressions)
+    order, limit = tree.args.get("order"), tree.args.get("limit")
+    keep_order = not aggregates and limit is not None
+    if where is None and not keep_order:
+        raise SketchError("the query selects every row")
+    inner = exp.select(exp.column("rowid", table=name)).from_(name)
+    if where is not None:
+        inner.set("where", where.copy())
+    if keep_order:
+        if order is not None:
+            inner.set("order", order.copy())
+        inner.set("limit", limit.copy())
+        if tree.args.get("offset") is not None:
+            inner.set("offset", tree.args["offset"].copy())
+    return f"{_q(name)}.rowid IN ({inner.sql(dialect='sqlite')})"
+
+
+def relax(conn: sqlite3.Connection, layout: PassageLayout, sql: str, seconds: float = 5.0) -> str | None:
+    """A weaker row filter when ``sql``'s WHERE matches nothing: the AND-ed conditions
+    that each match some row (a small model adds a guessed value). None if none do."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(sql, read="sqlite")
+    where = tree.args.get("where")
+    if where is None or not isinstance(where.this, exp.And):
+        return None
+    parts = list(where.this.flatten())
+    table = layout.table.name
+    good = [p for p in parts if _matches(conn, table, p.sql(dialect="sqlite"), seconds)]
+    if not good or len(good) == len(parts):
+        return None
+    cond = exp.and_(*[p.copy() for p in good])
+    inner = exp.select(exp.column("rowid", table=table)).from_(table).where(cond)
+    return f"{_q(table)}.rowid IN ({inner.sql(dialect='sqlite')})"
+
+
+def _matches(conn: sqlite3.Connection, table: str, condition: str, seconds: float) -> bool:
+    try:
+        return count_rows(conn, table, condition, seconds) > 0
+    except sqlite3.Error:
+        return False
 
 
 def count_rows(conn: sqlite3.Connection, table: str, condition: str, seconds: float = 5.0) -> int:

@@ -42,7 +42,7 @@ class Reader:
 
     def __call__(self, req: Request) -> str:
         self.prompts.append(req.prompt)
-        if req.prompt.rstrip().endswith("WHERE"):
+        if req.prompt.rstrip().endswith("SQL:"):
             return self.conditions.pop(0) if len(self.conditions) > 1 else self.conditions[0]
         return "Leesburg" if self.needle in req.prompt else "unknown"
 
@@ -73,8 +73,8 @@ def test_no_layout_without_documents_or_links():
 
 
 def test_model_writes_only_the_condition_and_reader_sees_the_row_and_its_passages(conn):
-    fake, bsql, parsed = _run(conn, [" w.pick = 5;"])
-    assert parsed.attempts == [("w.pick = 5", None)]
+    fake, bsql, parsed = _run(conn, ["```sql\nSELECT w.team FROM w WHERE w.pick = 5;\n```"])
+    assert parsed.attempts == [("SELECT w.team FROM w WHERE w.pick = 5", None)]
     assert "LLMQA(" in parsed.program and "w.pick = 5" in parsed.program
     out = bsql.execute(parsed.program)
     assert answer_value(out) == "Leesburg"
@@ -85,38 +85,64 @@ def test_model_writes_only_the_condition_and_reader_sees_the_row_and_its_passage
 
 
 def test_passage_title_with_disambiguation_is_linked(conn):
-    fake, bsql, parsed = _run(conn, ["w.player = 'Joe Smith'"], "Who lives next door to Jerry?")
+    fake, bsql, parsed = _run(conn, ["SELECT w.team FROM w WHERE w.player = 'Joe Smith'"],
+                              "Who lives next door to Jerry?")
     bsql.execute(parsed.program)
     assert "Kramer lives next door to Jerry" in fake.prompts[-1]
 
 
 def test_condition_with_a_copied_apostrophe_is_escaped_not_retried(conn):
-    fake, bsql, parsed = _run(conn, ["w.event = 'Men 's singles'"])
-    assert parsed.attempts == [("w.event = 'Men ''s singles'", None)]
+    fake, bsql, parsed = _run(conn, ["SELECT w.player FROM w WHERE w.event = 'Men 's singles'"])
+    assert parsed.attempts == [("SELECT w.player FROM w WHERE w.event = 'Men ''s singles'", None)]
     assert answer_value(bsql.execute(parsed.program)) == "Leesburg"
 
 
 def test_bad_condition_is_retried_with_the_error(conn):
-    fake, bsql, parsed = _run(conn, ["w.nope = 5", "w.pick = 5"])
-    assert parsed.attempts[0][1].startswith("SQLite rejected the condition")
-    assert parsed.attempts[1] == ("w.pick = 5", None)
-    assert "It failed: SQLite rejected the condition" in fake.prompts[1]
+    fake, bsql, parsed = _run(conn, ["SELECT * FROM w WHERE w.nope = 5", "SELECT * FROM w WHERE w.pick = 5"])
+    assert "no such column" in parsed.attempts[0][1]
+    assert parsed.attempts[1] == ("SELECT * FROM w WHERE w.pick = 5", None)
+    assert "It failed: no such column" in fake.prompts[1]
     assert answer_value(bsql.execute(parsed.program)) == "Leesburg"
 
 
 def test_empty_or_broad_condition_falls_back_to_passage_search(conn):
-    fake, bsql, parsed = _run(conn, ["w.pick = 99"], "Who was born in Leesburg Georgia?")
-    assert parsed.attempts == [("w.pick = 99", EMPTY_RESULT)]
+    fake, bsql, parsed = _run(conn, ["SELECT * FROM w WHERE w.pick = 99"], "Who was born in Leesburg Georgia?")
+    assert parsed.attempts == [("SELECT * FROM w WHERE w.pick = 99", EMPTY_RESULT)]
     assert "MATCH" in parsed.program
     assert answer_value(bsql.execute(parsed.program)) == "Leesburg"
     assert "player: Buster Posey" in fake.prompts[-1]
 
-    fake, bsql, parsed = _run(conn, ["w.pick > 0"], "Who was born in Leesburg Georgia?", sketch_max_rows=2)
-    assert parsed.attempts == [("w.pick > 0", "the condition matches 3 rows")]
+    fake, bsql, parsed = _run(conn, ["SELECT * FROM w WHERE w.pick > 0"], "Who was born in Leesburg Georgia?",
+                              sketch_max_rows=2)
+    assert parsed.attempts == [("SELECT * FROM w WHERE w.pick > 0", "the query selects 3 rows")]
     assert "MATCH" in parsed.program
+
+    fake, bsql, parsed = _run(conn, ["SELECT COUNT(*) FROM w"], "Who was born in Leesburg Georgia?")
+    assert parsed.attempts[-1][1] == "the query selects every row"
+    assert "MATCH" in parsed.program and len(parsed.attempts) == 2  # one retry, then search
+
+
+def test_order_by_limit_selects_the_row_unless_the_query_aggregates(conn):
+    layout = sketch.passage_layout(conn)
+    cond = sketch.row_filter(layout, "SELECT player FROM w ORDER BY pick DESC LIMIT 1")
+    assert [r[0] for r in conn.execute(f"SELECT player FROM w WHERE {cond}")] == ["Al Jones"]
+    cond = sketch.row_filter(layout, "SELECT COUNT(*) FROM w WHERE event = 'Relay' ORDER BY 1 LIMIT 1")
+    assert conn.execute(f"SELECT COUNT(*) FROM w WHERE {cond}").fetchone()[0] == 2
+    with pytest.raises(sketch.SketchError, match="only table w"):
+        sketch.row_filter(layout, "SELECT * FROM w JOIN documents ON 1 WHERE w.pick = 5")
+
+
+def test_conditions_with_a_guessed_value_are_dropped_when_nothing_matches(conn):
+    fake, bsql, parsed = _run(conn, ["SELECT * FROM w WHERE w.pick = 5 AND w.team = 'Atlanta'"])
+    assert parsed.attempts[-1][1] is None
+    assert "Atlanta" not in parsed.program and "pick" in parsed.program
+    assert answer_value(bsql.execute(parsed.program)) == "Leesburg"
 
 
 def test_an_ingredient_or_second_statement_in_the_condition_is_rejected(conn):
+    layout = sketch.passage_layout(conn)
+    with pytest.raises(sketch.SketchError):
+        sketch.row_filter(layout, "SELECT * FROM w WHERE {{LLMMap('q', 'w::player')}} = TRUE")
     with pytest.raises(sqlite3.Error):
         sketch.count_rows(conn, "w", "{{LLMMap('q', 'w::player')}} = TRUE")
     with pytest.raises(sqlite3.Error):
@@ -124,25 +150,13 @@ def test_an_ingredient_or_second_statement_in_the_condition_is_rejected(conn):
     assert conn.execute("SELECT COUNT(*) FROM w").fetchone()[0] == 3
 
 
-@pytest.mark.parametrize("text, want", [
-    (" w.pick = 5;", "w.pick = 5"),
-    ("SELECT * FROM w WHERE w.pick = 5", "w.pick = 5"),
-    ("w.pick = 5 ORDER BY w.pick LIMIT 1", "w.pick = 5"),
-    ("```sql\nw.pick = 5\n```", "w.pick = 5"),
-])
-def test_clean_condition(text, want):
-    assert sketch.clean_condition(text) == want
-
-
 def test_question_with_quotes_is_a_valid_literal(conn):
-    fake, bsql, parsed = _run(conn, ["w.pick = 5"], "Where was the 'Buster' born ?")
+    fake, bsql, parsed = _run(conn, ["SELECT * FROM w WHERE w.pick = 5"], "Where was the 'Buster' born ?")
     assert answer_value(bsql.execute(parsed.program)) == "Leesburg"
 
 
-def test_sketch_is_off_by_default_and_for_a_conversation(conn):
-    fake = Reader(["w.pick = 5"])
+def test_sketch_is_off_by_default(conn):
     model = FunctionModel(lambda r: "SELECT w.player FROM w WHERE w.pick = 5", name="plain")
     bsql = BlendSQL(conn, model=model, cache=False)
     parsed = Parser(model).parse("Who was picked 5th?", bsql.db.conn, bsql.registry)
     assert parsed.program == "SELECT w.player FROM w WHERE w.pick = 5"
-    del fake
