@@ -106,8 +106,19 @@ class MeteredModel(Model):
         """One batch; in chunks reporting ``progress(label, done, total)`` when asked to.
 
         Chunking only happens with a progress callback, so batching backends
-        keep their whole batch otherwise.
+        keep their whole batch otherwise. A backend that streams its answers
+        (requests in flight) gets the whole batch and reports each answer as it
+        arrives: chunks would stall its slots at every chunk's slowest request.
         """
+        progress = self.progress
+        if progress is not None and requests and self.inner.streams_results:
+            done = [0]
+
+            def arrived(_i: int, _resp: Response) -> None:
+                done[0] += 1
+                progress(self.label, done[0], len(requests))
+
+            return self.inner.generate_each(requests, arrived)
         if self.progress is None or len(requests) <= self.chunk:
             responses = self.inner.generate(requests)
             if self.progress is not None:

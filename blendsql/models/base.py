@@ -86,6 +86,24 @@ class Model(ABC):
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """Answer each request; the output list is parallel to the input."""
 
+    #: True when :meth:`generate_each` reports each answer as it completes (a
+    #: backend with requests in flight); False: only once the whole batch is done.
+    streams_results: bool = False
+
+    def generate_each(self, requests: Sequence[Request],
+                      on_result: Callable[[int, Response], None]) -> list[Response]:
+        """``generate``, also calling ``on_result(index, response)`` for each answer.
+
+        Why: with several requests in flight, the progress bar and the live page
+        should move as answers arrive, not once per batch. Backends that answer
+        concurrently override this (and set ``streams_results``); the default
+        reports after the batch. Called in the caller's thread.
+        """
+        responses = self.generate(requests)
+        for i, resp in enumerate(responses):
+            on_result(i, resp)
+        return responses
+
     def identity(self) -> str:
         """What makes two models interchangeable for caching (name + weights + params)."""
         return self.name

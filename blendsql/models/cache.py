@@ -20,7 +20,7 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,16 @@ class CachedModel(Model):
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 
+    @property
+    def streams_results(self) -> bool:  # type: ignore[override]
+        return self.inner.streams_results
+
     def generate(self, requests: Sequence[Request]) -> list[Response]:
+        return self.generate_each(requests, None)
+
+    def generate_each(self, requests: Sequence[Request],
+                      on_result: Callable[[int, Response], None] | None) -> list[Response]:
+        """Hits are reported at once, fresh answers as the inner model streams them."""
         t0 = time.perf_counter()
         ident = self.identity()
         keys = [cache_key(ident, r) for r in requests]
@@ -109,8 +118,13 @@ class CachedModel(Model):
                 r.seconds = lookup_seconds
         self.hits += sum(r is not None for r in out)
         self.misses += len(missing)
+        if on_result is not None:
+            for i, r in enumerate(out):
+                if r is not None:
+                    on_result(i, r)
         if missing:
-            fresh = self.inner.generate([requests[i] for i in missing])
+            fresh = self.inner.generate_each([requests[i] for i in missing],
+                                             self._fan_out(keys, missing, on_result))
             if len(fresh) != len(missing):
                 raise ModelError(f"{self.inner.name} returned {len(fresh)} responses for "
                                  f"{len(missing)} requests", hint="a Model must answer every request")
@@ -121,6 +135,20 @@ class CachedModel(Model):
                     out[i] = resp if i == first_of[keys[i]] else dataclasses.replace(resp)
             self._store(ident, [(keys[i], resp) for i, resp in zip(missing, fresh, strict=True)])
         return [r for r in out if r is not None]
+
+    @staticmethod
+    def _fan_out(keys: list[str], missing: list[int],
+                 on_result: Callable[[int, Response], None] | None) -> Callable[[int, Response], None]:
+        """``on_result`` for the inner model: its j-th answer serves every index with that key."""
+        where: dict[str, list[int]] = {}
+        for i, k in enumerate(keys):
+            where.setdefault(k, []).append(i)
+
+        def report(j: int, resp: Response) -> None:
+            if on_result is not None:
+                for i in where[keys[missing[j]]]:
+                    on_result(i, resp)
+        return report
 
     # -- storage ----------------------------------------------------------
 

@@ -9,7 +9,7 @@ promise of one error hierarchy. The session wraps its model once, here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from blendsql.errors import BlendSQLError, ModelError
 from blendsql.models.base import Model, Request, Response
@@ -35,9 +35,20 @@ class GuardedModel(Model):
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 
+    @property
+    def streams_results(self) -> bool:  # type: ignore[override]
+        return self.inner.streams_results
+
     def generate(self, requests: Sequence[Request]) -> list[Response]:
+        return self._guard(lambda: self.inner.generate(requests))
+
+    def generate_each(self, requests: Sequence[Request],
+                      on_result: Callable[[int, Response], None]) -> list[Response]:
+        return self._guard(lambda: self.inner.generate_each(requests, on_result))
+
+    def _guard(self, call: Callable[[], list[Response]]) -> list[Response]:
         try:
-            return self.inner.generate(requests)
+            return call()
         except BlendSQLError:
             raise
         except Exception as e:  # noqa: BLE001 - any backend failure, reported as ours

@@ -17,7 +17,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -299,7 +299,18 @@ class OpenAI(Model):
             return self._kind
 
     # -- generation -------------------------------------------------------------
+    streams_results = True  # answers are reported as each request completes
+
     def generate(self, requests: Sequence[Request]) -> list[Response]:
+        return self.generate_each(requests, None)
+
+    def generate_each(self, requests: Sequence[Request],
+                      on_result: Callable[[int, Response], None] | None) -> list[Response]:
+        """Up to ``max_concurrency`` requests in flight, sent in :func:`prefix_order`.
+
+        ``on_result(i, response)`` is called in the caller's thread as each
+        answer arrives (completion order); the returned list keeps input order.
+        """
         if not requests:
             return []
         kind = self.kind()
@@ -307,15 +318,20 @@ class OpenAI(Model):
         out: list[Response | None] = [None] * len(requests)
         if len(requests) == 1 or self.max_concurrency == 1:
             for i in order:
-                out[i] = self._one(requests[i], kind)
+                out[i] = resp = self._one(requests[i], kind)
+                if on_result is not None:
+                    on_result(i, resp)
             return [r for r in out if r is not None]
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(requests))) as pool:
-            futures = {i: pool.submit(self._one, requests[i], kind) for i in order}
+            futures = {pool.submit(self._one, requests[i], kind): i for i in order}
             try:
-                for i, f in futures.items():
-                    out[i] = f.result()
+                for f in as_completed(futures):
+                    i = futures[f]
+                    out[i] = resp = f.result()
+                    if on_result is not None:
+                        on_result(i, resp)
             except BaseException:
-                for f in futures.values():
+                for f in futures:
                     f.cancel()
                 raise
         return [r for r in out if r is not None]
