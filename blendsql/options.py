@@ -65,6 +65,15 @@ def _positive(value: Any) -> str | None:
     return "must be a positive, finite number"
 
 
+def _rule_names(value: Any) -> str | None:
+    """Every name in ``rules_off`` is an optional rule (unknown ones raise with a hint)."""
+    if value is None:
+        return None
+    from blendsql.plan.rules import check_rules_off  # the planner imports no options
+
+    return check_rules_off(value)
+
+
 def _spec(name: str, types: tuple[type, ...], default: Any, doc: str, **kw: Any) -> OptionSpec:
     kw.setdefault("nullable", default is None)
     return OptionSpec(name, types, default, doc, **kw)
@@ -102,6 +111,9 @@ _SPECS: list[OptionSpec] = [
     _spec("budget", (Budget,), None,
           "most a query may spend on the model: Budget(model_calls=, prompt_tokens=, "
           "dollars=); checked against the plan's estimate and before every request batch"),
+    _spec("rules_off", (set, frozenset, list, tuple), None,
+          "planning rules switched off by name (blendsql.plan.rules.RULES), e.g. "
+          "{'preaggregate', 'lazy'}", check=_rule_names),
     _spec("max_query_chars", (int,), DEFAULT_MAX_QUERY_CHARS,
           "longest query text accepted in characters; longer ones are refused before "
           "parsing (None: no limit)", check=_positive, nullable=True),
@@ -225,6 +237,8 @@ def parse_option_text(name: str, text: str) -> Any:
         value = _number(name, text, float in spec.types)
     elif Budget in spec.types:
         value = _budget(text)
+    elif frozenset in spec.types:  # a set of names: comma-separated
+        value = frozenset(filter(None, (p.strip() for p in text.split(","))))
     return check_option(name, value, "--option")
 
 

@@ -37,19 +37,17 @@ from blendsql.execute.collect import (
 )
 from blendsql.execute.lazy import lazy_pairs, pop_engine_kwargs
 from blendsql.execute.metering import Counters, MeteredModel
-from blendsql.execute.optimise import apply_enum_match, call_cost
+from blendsql.execute.optimise import call_cost, enum_classifier, vocabulary_of
 from blendsql.execute.preagg import preaggregate
-from blendsql.execute.project import apply_late_maps, plan_late_maps
+from blendsql.execute.project import apply_late_maps, bind_late_maps
 from blendsql.execute.values import first_column, lossy_notes, outputs_to_sqlite, to_sqlite
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import (
-    AliasIngredient,
     Ingredient,
     IngredientRegistry,
     JoinIngredient,
     MapIngredient,
     QAIngredient,
-    StringIngredient,
 )
 from blendsql.models.constraints import (
     Bool,
@@ -61,7 +59,7 @@ from blendsql.models.constraints import (
     Text,
     constraint_from_return_type,
 )
-from blendsql.plan.aliases import projection_names, resolve_aliases
+from blendsql.plan.aliases import projection_names
 from blendsql.plan.calls import (
     call_key,
     find_calls,
@@ -73,7 +71,7 @@ from blendsql.plan.calls import (
     visible_ctes,
 )
 from blendsql.plan.candidates import join_side_candidate, map_candidate
-from blendsql.plan.expand import expand_macros, qualify_by_alias
+from blendsql.plan.enum_match import Classifier
 from blendsql.plan.infer import Hint, combine_hints, infer_hint, literal_value
 from blendsql.plan.lookup import (
     filter_atom,
@@ -90,6 +88,7 @@ from blendsql.plan.lookup import (
 )
 from blendsql.plan.lookup import temp_table as lookup_table
 from blendsql.plan.memo import RegistryKey, TreeMemo, registry_key
+from blendsql.plan.rules import RULES, PlanState, apply_stage, has_macros, rule_on
 from blendsql.plan.static_filter import member_lookup, passing_values
 from blendsql.smoothie import Meta, Smoothie, TraceStep
 
@@ -174,6 +173,54 @@ class Run:
                 text = call.meta["bsql_text"] = to_blendsql(call)
             self._texts[call.call_id] = text
         return text
+
+    # -- rule decisions -----------------------------------------------------------
+
+    def decided(self, rule: str, summary: str, **details: Any) -> None:
+        """A planning rule's decision as a ``plan`` trace step (``details["rule"]``).
+
+        Why: rules that need runtime information (candidate counts, a row
+        sample, a LIMIT scan's progress) decide inside the executor; the
+        trace says which rule decided what, and on what condition.
+        """
+        self.trace.append(TraceStep("plan", summary, details={"rule": rule, **details}))
+
+    def note_rules_off(self) -> None:
+        """One trace step naming the rules switched off for this run (when any)."""
+        off = [r.name for r in RULES if not r.required and r.default
+               and not rule_on(self.options, r.name)]
+        if off:
+            self.trace.append(TraceStep("plan", "rules switched off: " + ", ".join(off),
+                                        details={"rules_off": off}))
+
+    def ordering_cost(self) -> Callable[[IngredientCall], float] | None:
+        """The cost function of the ``cost_order`` rule (None when it is off).
+
+        The costs it measures are kept for :meth:`trace_order`.
+        """
+        if not rule_on(self.options, "cost_order"):
+            return None
+        seen: dict[int, float] = self.__dict__.setdefault("_costs_seen", {})
+
+        def cost(c: IngredientCall) -> float:
+            seen[c.call_id] = value = call_cost(self, c)
+            return value
+
+        return cost
+
+    def trace_order(self, chosen: IngredientCall) -> None:
+        """When ``cost_order`` compared ready calls to pick ``chosen``: a decision step."""
+        seen: dict[int, float] = self.__dict__.get("_costs_seen") or {}
+        if len(seen) < 2 or chosen.call_id not in seen:
+            seen.clear()
+            return
+        others = {i: c for i, c in seen.items() if i != chosen.call_id}
+        mine = seen[chosen.call_id]
+        seen.clear()
+        self.decided("cost_order", f"cost_order: {chosen.name} first (estimated cost "
+                     f"{mine:.3g}; {len(others)} other ready call(s) cost "
+                     f"{', '.join(f'{c:.3g}' for c in others.values())})",
+                     call=self.call_text(chosen), costs=list(others.values()))
 
     # -- SQL ----------------------------------------------------------------------
 
@@ -430,7 +477,10 @@ class Run:
         keys: dict[int, str] = self.__dict__.setdefault("_call_keys", {})
         key = keys.get(call.call_id)
         if key is None:
-            key = keys[call.call_id] = call_key(call)
+            key = call_key(call)
+            if not rule_on(self.options, "share_identical"):  # every call on its own
+                key = f"{key}#{call.call_id}"
+            keys[call.call_id] = key
         return key
 
     def shared(self, call: IngredientCall) -> SharedCall:
@@ -449,6 +499,10 @@ class Run:
             uses = twins(call, self.call_key)
             hint, disagreed = combine_hints([infer_hint(c) for c in uses])
             entry = memo[key] = SharedCall(hint=hint, uses=len(uses))
+            if len(uses) > 1:
+                self.decided("share_identical", f"share_identical: {len(uses)} identical "
+                             f"uses of {call.name} share one evaluation",
+                             call=self.call_text(call), uses=len(uses))
             if disagreed:
                 self.trace.append(TraceStep(
                     "warning", f"{call.name}: its {len(uses)} identical uses imply different "
@@ -624,9 +678,13 @@ class Run:
             outputs = run_values(values) if values else []
         stored = outputs_to_sqlite(outputs)
         atom = filter_atom(call)
-        if atom is not None and null_passes_statically(atom, call) is False:
+        if (atom is not None and rule_on(self.options, "static_filter")
+                and null_passes_statically(atom, call) is False):
             passing = passing_values(atom, call, values, stored)
             if passing is not None:  # decided in Python: store only the passing values
+                self.decided("static_filter", f"static_filter: {call.name}'s condition "
+                             f"decided in Python, {len(passing)} of {len(values)} value(s) "
+                             "pass", call=self.call_text(call))
                 table = self.temp_table("m", [(None, v) for v in passing], key=False)
                 return replace_node(tree, atom, member_lookup(lookup_table(table), value_node))
         pairs = list(zip(values, stored, strict=True))
@@ -712,26 +770,6 @@ class Run:
                 if k is not None and v is not None]
         table = self.temp_table("j", rows)
         return join_lookup(table, left, right)
-
-
-def _refuse_row_calls_in_dml(call: IngredientCall) -> None:
-    """A map / join call directly in an UPDATE or DELETE (not inside a SELECT of it).
-
-    Why refuse: such a call is evaluated over the rows of a SELECT scope; the
-    statement's own table has none, so the candidate query failed with
-    SQLite's "no such column" about text the user never wrote. The same
-    intent works as a subquery, which is what the hint says.
-    """
-    p = call.parent
-    while p is not None and not isinstance(p, (exp.Select, exp.Update, exp.Delete)):
-        p = p.parent
-    if isinstance(p, (exp.Update, exp.Delete)):
-        kind = "UPDATE" if isinstance(p, exp.Update) else "DELETE"
-        raise IngredientError(
-            f"{call.name} is evaluated per row, which blendsql supports in SELECT "
-            f"queries, not directly in {kind}",
-            hint=f"select the rows in a subquery: {kind} ... WHERE rowid IN (SELECT rowid "
-            f"FROM <table> WHERE {{{{{call.name}(...)}}}})")
 
 
 @dataclass
@@ -820,15 +858,6 @@ def render(tree: exp.Expression, copy: bool = True) -> str:
     return str(tree.sql(dialect="sqlite", copy=copy))
 
 
-def check_known(tree: exp.Expression, registry: IngredientRegistry) -> None:
-    """Every call names a registered ingredient (the parser may allow unknown names)."""
-    for c in find_calls(tree):
-        if registry.get(c.key_name) is None:
-            names = ", ".join(sorted(registry.names())) or "(none registered)"
-            raise IngredientError(f"unknown ingredient {c.name!r}",
-                                  hint=f"registered ingredients: {names}")
-
-
 @dataclass
 class Prepared(TreeMemo):
     """A macro-free tree after name checks and alias qualification (memoised)."""
@@ -837,33 +866,58 @@ class Prepared(TreeMemo):
     tree: exp.Expression
 
 
+class RuleEnv:
+    """What the planning rules may ask of a run (:class:`blendsql.plan.rules.RuleContext`)."""
+
+    def __init__(self, run: Run, parse_expr: Callable[[str], exp.Expression]) -> None:
+        self.run = run
+        self.registry = run.registry
+        self.options = run.options
+        self.parse_expr = parse_expr
+
+    def literal(self, node: exp.Expression) -> Any:
+        return self.run.evaluate(node, IngredientCall(this=exp.to_identifier("arg")))
+
+    def source_columns(self, scope: exp.Select, src: exp.Expression) -> set[str] | None:
+        return source_columns(self.run, scope, src)
+
+    def vocabulary(self, table: str, column: str) -> list[Any] | None:
+        return vocabulary_of(self.run, table, column)
+
+    def enum_classifier(self) -> Classifier:
+        return enum_classifier(self.run)
+
+    def decided(self, rule: str, summary: str, **details: Any) -> None:
+        self.run.decided(rule, summary, **details)
+
+
 def prepare(run: Run, given: exp.Expression, parse_expr: Callable[[str], exp.Expression],
             memo: bool = False) -> exp.Expression:
-    """Check names, expand alias / string calls, qualify by alias.
+    """The ``prepare`` rules (:data:`blendsql.plan.rules.RULES`) applied to ``given``.
 
     With ``memo`` (a session-cached parse), memoised on ``given`` when it
     holds no alias / string call: then nothing was evaluated, and the result
-    depends only on the tree and the registry.
+    depends only on the tree and the registry (these rules cannot be switched off).
     """
     key = registry_key(run.registry)
     done = given.meta.get("bsql_prepared") if memo else None
     if isinstance(done, Prepared) and done.key == key:
         return done.tree
-    check_known(given, run.registry)
-    tree = expand_macros(given, run.registry, parse_expr,
-                         lambda n: run.evaluate(n, IngredientCall(this=exp.to_identifier("arg"))))
-    macros = any(isinstance(run.registry.get(c.key_name), (AliasIngredient, StringIngredient))
-                 for c in find_calls(given))
-    if macros:
-        check_known(tree, run.registry)
-    for call in find_calls(tree):
-        if isinstance(run.registry.get(call.key_name), (MapIngredient, JoinIngredient)):
-            _refuse_row_calls_in_dml(call)
-    tree = qualify_by_alias(tree)
-    tree = resolve_aliases(tree, lambda scope, src: source_columns(run, scope, src))
-    if memo and not macros:
+    tree = apply_stage("prepare", PlanState(given), RuleEnv(run, parse_expr)).tree
+    if memo and not has_macros(given, run.registry):
         given.meta["bsql_prepared"] = Prepared(key, tree)
     return tree
+
+
+def plan_tree(run: Run, given: exp.Expression, parse_expr: Callable[[str], exp.Expression],
+              memo: bool = False) -> PlanState:
+    """Every tree rule, in list order: ``prepare`` (memoised), then ``rewrite``.
+
+    Shared by :func:`execute_tree` and the planner (``execute.explain``), so
+    ``plan()`` sees the tree the engine will compute on.
+    """
+    tree = prepare(run, given, parse_expr, memo)
+    return apply_stage("rewrite", PlanState(tree, memo=memo), RuleEnv(run, parse_expr))
 
 
 def source_columns(run: Run, scope: exp.Select, src: exp.Expression) -> set[str] | None:
@@ -909,9 +963,10 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
     """
     t0 = time.perf_counter()
     given = tree
-    tree = prepare(run, tree, parse_expr, memo)
-    tree = apply_enum_match(run, tree)  # opt-in (enum_match=...); traced
-    tree, late, late_plan = plan_late_maps(run, tree, memo and not run.options.get("enum_match"))
+    run.note_rules_off()
+    state = plan_tree(run, tree, parse_expr, memo)
+    tree = state.tree
+    late, late_plan = bind_late_maps(run, state)
     calls = find_calls(tree)
     run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
                                seconds=time.perf_counter() - t0,
@@ -919,12 +974,12 @@ def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp
     ready: set[int] = set()  # calls found ready once stay ready (see next_call)
     while calls:
         call = next_call(tree, run.registry, run.readiness_candidate,
-                         cost=(lambda c: call_cost(run, c))
-                         if run.options.get("cost_order", True) else None, known_ready=ready)
+                         cost=run.ordering_cost(), known_ready=ready)
         if call is None:
             raise ExecutionError("could not order the ingredient calls of this query",
                                  hint="an ingredient argument may refer to an outer query; "
                                  "rewrite it without the correlation")
+        run.trace_order(call)
         tree = run.compute(tree, call)
         calls = find_calls(tree)
     if late_plan is not None and tree is late_plan.projected:  # nothing else was computed

@@ -32,9 +32,8 @@ from sqlglot import exp
 from blendsql.budget import Prices
 from blendsql.errors import BlendSQLError
 from blendsql.execute import preagg
-from blendsql.execute.engine import Run, join_sides, prepare, render
+from blendsql.execute.engine import Run, join_sides, plan_tree, render
 from blendsql.execute.optimise import call_cost
-from blendsql.execute.project import plan_late_maps
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.plan.calls import find_calls, map_value, next_call
@@ -43,6 +42,7 @@ from blendsql.plan.infer import infer_hint, literal_value
 from blendsql.plan.lazy import conjunct_atom, lazy_plan
 from blendsql.plan.lookup import filter_atom, replace_call
 from blendsql.plan.order import tokens_per_value
+from blendsql.plan.rules import rule_on
 from blendsql.plan.steps import Bound, Estimate, Plan, Step
 
 MARKER = "__bsql_planned_"
@@ -82,11 +82,13 @@ class _Planner:
 
     def build(self, tree: exp.Expression, parse_expr: Callable[[str], exp.Expression]) -> Plan:
         run = self.run
-        tree = prepare(run, tree, parse_expr)
-        tree, late, late_plan = plan_late_maps(run, tree)
+        state = plan_tree(run, tree, parse_expr)
+        tree = state.tree
+        late_plan = state.late if state.deferred else None
+        late = [call for _, call in late_plan.deferred] if late_plan is not None else []
         self.base = tree
         ready: set[int] = set()
-        cost = (lambda c: call_cost(run, c)) if run.options.get("cost_order", True) else None
+        cost = (lambda c: call_cost(run, c)) if rule_on(run.options, "cost_order") else None
         self.cost = cost
         calls = find_calls(tree)
         for c in calls:  # keys from one tree, as the engine's twins() computes them
@@ -107,8 +109,8 @@ class _Planner:
         self.plan.steps.append(Step(
             "final", "final query" + (" (on the lookups of the steps above)" if depends else ""),
             sql=final_sql))
-        for m in late:
-            self.late_step(m.call, tree if not depends else None, late_plan)
+        for late_call in late:
+            self.late_step(late_call, tree if not depends else None, late_plan)
         self._readable_markers()
         return self.plan
 
@@ -164,7 +166,7 @@ class _Planner:
         cand = map_candidate(call, value)
         sql = render(cand)
         kind, why = "call", ""
-        if self.run.options.get("lazy", True) and self._lazy(call, value):
+        if rule_on(self.run.options, "lazy") and self._lazy(call, value):
             kind, why = "lazy_scan", "stops once LIMIT rows qualify (upper bound: every candidate)"
         else:
             decided = preagg.decide(self.run, tree, call)

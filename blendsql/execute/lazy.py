@@ -17,6 +17,7 @@ from blendsql.execute.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.lazy import LazyPlan, atom_condition, conjunct_atom, lazy_plan
 from blendsql.plan.lookup import null_passes_statically, null_test, temp_table
+from blendsql.plan.rules import rule_on
 from blendsql.smoothie import TraceStep
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -102,11 +103,17 @@ def lazy_pairs(run: Run, call: IngredientCall, value: exp.Expression,
     With ``prefilter`` on (session option or the call's kwarg), values are
     verified best-ranked first instead of in scan order.
     """
-    if not enabled(run, LAZY_OPTION, True):
+    if not rule_on(run.options, LAZY_OPTION):
         return None
     if atom is None:  # e.g. WHERE NOT {{M(x)}}: lazy when a NULL output fails it
         atom = conjunct_atom(call)
-        if atom is None or null_passes(run, atom, call):
+        if atom is None:
+            return None
+        if null_passes(run, atom, call):
+            if lazy_plan(call, value, atom) is not None:  # a runtime decision: traced
+                run.decided("lazy_skipped", f"lazy {call.name} skipped: a NULL output "
+                            "passes its condition, so every row may qualify",
+                            call=run.call_text(call))
             return None
     plan = lazy_plan(call, value, atom)
     if plan is None or atom is None:
@@ -264,6 +271,9 @@ def _trace(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk, total: i
         f"({order}); {qualified} row(s) qualified, {plan.needed} needed",
         seconds=time.perf_counter() - t0, ingredient=call.name, rows_in=total,
         rows_out=len(walk.pairs),
-        details={"lazy": True, "computed": len(walk.pairs), "distinct": total,
+        details={"rule": "lazy", "lazy": True, "condition": f"LIMIT {plan.limit}"
+                 + (f" OFFSET {plan.offset}" if plan.offset else "")
+                 + f" needs {plan.needed} row(s); stopped with {qualified} qualified",
+                 "computed": len(walk.pairs), "distinct": total,
                  "needed": plan.needed, "batches": rounds, "order": order,
                  "call": run.call_text(call)}))

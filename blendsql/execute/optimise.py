@@ -8,7 +8,6 @@ what they decided.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -23,11 +22,9 @@ from blendsql.plan.enum_match import (
     MAX_VALUES,
     Classifier,
     embedding_classifier,
-    match_enums,
 )
 from blendsql.plan.infer import literal_value
 from blendsql.plan.order import CostEstimate, estimate
-from blendsql.smoothie import TraceStep
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from blendsql.execute.engine import Run
@@ -127,30 +124,18 @@ def model_classifier(run: Run) -> Classifier:
     return classify
 
 
-def apply_enum_match(run: Run, tree: exp.Expression) -> exp.Expression:
-    """Rewrite out-of-vocabulary literals when ``enum_match`` is on; trace each rewrite.
+def enum_classifier(run: Run) -> Classifier:
+    """The ``enum_match`` rule's classifier for this run's setting.
 
     ``enum_match=True`` / ``"embedding"``: nearest value by embedding
-    (threshold ``enum_threshold``, default 0.5); ``"model"``: the model chooses.
+    (threshold ``enum_threshold``, default 0.5); ``"hashing"``: the same with
+    the hashing embedder; ``"model"``: the model chooses.
     """
     setting = run.options.get("enum_match")
-    if not setting:
-        return tree
-    t0 = time.perf_counter()
     if str(setting).lower() == "model":
-        classify = model_classifier(run)
-    else:
-        from blendsql.retrieval.prefilter import session_embedder
+        return model_classifier(run)
+    from blendsql.retrieval.prefilter import session_embedder
 
-        kind = "hashing" if str(setting).lower() == "hashing" else "default"
-        classify = embedding_classifier(
-            session_embedder(kind), float(run.options.get("enum_threshold", DEFAULT_THRESHOLD)))
-    out, rewrites = match_enums(tree, lambda t, c: vocabulary_of(run, t, c), classify)
-    for r in rewrites:
-        run.trace.append(TraceStep(
-            "plan", f"enum match: {r.table}.{r.column} = {r.literal!r} -> {r.replacement!r} "
-            f"({r.how}, score {r.score:.2f})", seconds=time.perf_counter() - t0,
-            details={"enum_match": True, "table": r.table, "column": r.column,
-                     "literal": r.literal, "replacement": r.replacement, "score": r.score,
-                     "how": r.how}))
-    return out
+    kind = "hashing" if str(setting).lower() == "hashing" else "default"
+    return embedding_classifier(
+        session_embedder(kind), float(run.options.get("enum_threshold", DEFAULT_THRESHOLD)))

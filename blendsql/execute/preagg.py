@@ -34,6 +34,7 @@ from blendsql.plan.preagg import (
     sample_query,
     source_query,
 )
+from blendsql.plan.rules import rule_on
 from blendsql.smoothie import TraceStep
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def decide(run: Run, tree: exp.Expression, call: IngredientCall,
     """(plan, ingredient calls of the WHERE still to compute first) when the rule
     applies to ``call``, else None. The near-unique sample (:func:`near_unique`)
     is the caller's last check; ``BlendSQL.plan`` asks the same questions."""
-    if not run.options.get(OPTION, True):
+    if not rule_on(run.options, OPTION):
         return None
     scope = grouped_scope(call)
     if scope is None:
@@ -145,7 +146,9 @@ def near_unique(run: Run, plan: PreaggPlan, call: IngredientCall) -> bool:
     if n >= SAMPLE_ROWS and distinct > 0.9 * n:
         run.trace.append(TraceStep(
             "plan", f"pre-aggregation skipped: {distinct} distinct value(s) of {call.name} "
-            f"in the first {n} row(s)", details={"rule": OPTION + "_skipped"}))
+            f"in the first {n} row(s)", details={
+                "rule": OPTION + "_skipped", "call": run.call_text(call),
+                "condition": f"{distinct} distinct of {n} sampled rows > 90%"}))
         return True
     return False
 
@@ -160,7 +163,7 @@ def _compute_first(run: Run, tree: exp.Expression, call: IngredientCall,
             return None  # not ready: wait for the filters
         return run.readiness_candidate(c)
 
-    cost = (lambda c: call_cost(run, c)) if run.options.get("cost_order", True) else None
+    cost = (lambda c: call_cost(run, c)) if rule_on(run.options, "cost_order") else None
     nxt = next_call(tree, run.registry, candidate, cost=cost)
     if nxt is None or nxt.call_id not in {c.call_id for c in others}:
         return None

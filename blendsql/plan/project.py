@@ -13,11 +13,15 @@ join and LIMIT), never more than the candidate query would give it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlglot import exp
 
-from blendsql.grammar.nodes import IngredientCall
+from blendsql.grammar.nodes import IngredientCall, to_blendsql
+from blendsql.ingredients.base import IngredientRegistry
+from blendsql.plan.calls import map_ingredient, map_value
 from blendsql.plan.lookup import inside
+from blendsql.plan.memo import RegistryKey, TreeMemo, registry_key
 
 
 def name_call_columns(tree: exp.Expression, text_of: Callable[[exp.Expression], str],
@@ -125,3 +129,51 @@ def project_values(tree: exp.Select, deferred: list[tuple[int, IngredientCall]],
         else:
             proj.replace(value)
     return out
+
+
+@dataclass
+class LatePlan(TreeMemo):
+    """The static part of the late-map rule for one tree: memoised on that tree's ``meta``.
+
+    Why: naming columns and choosing the deferred calls depend only on the
+    tree and the registry, and a parse-cached tree comes back on every run;
+    redoing the copies and renders cost ~1 ms per query. ``sql`` caches the
+    final statement's text when no other call is left to compute.
+    """
+
+    key: RegistryKey
+    named: exp.Expression
+    deferred: list[tuple[int, IngredientCall]]
+    projected: exp.Expression
+    sql: str | None = None
+
+
+LATE_MEMO = "bsql_late_plan"
+
+
+def late_plan(tree: exp.Expression, registry: IngredientRegistry, memo: bool = False,
+              ) -> LatePlan:
+    """Columns named and projection-only maps chosen for ``tree`` (memoised with ``memo``).
+
+    ``memo``: ``tree`` is a session-cached parse nobody changes, so the
+    result is kept in its ``meta`` for the next run of the same query.
+    """
+    key = registry_key(registry)
+    plan = tree.meta.get(LATE_MEMO) if memo else None
+    if isinstance(plan, LatePlan) and plan.key == key:
+        return plan
+    named = name_call_columns(tree, to_blendsql)
+
+    def value_of(call: IngredientCall) -> exp.Expression | None:
+        return map_value(call, registry)
+
+    deferred = projection_calls(named, lambda c: map_ingredient(c, registry) is not None,
+                                value_of)
+    projected = named
+    if deferred:
+        assert isinstance(named, exp.Select)
+        projected = project_values(named, deferred, value_of)  # type: ignore[arg-type]
+    plan = LatePlan(key, named, deferred, projected)
+    if memo:
+        tree.meta[LATE_MEMO] = plan
+    return plan

@@ -1,0 +1,89 @@
+"""The rule list itself: order, documentation, switches and their validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from blendsql import BlendSQL
+from blendsql.errors import OptionError
+from blendsql.options import parse_option_text
+from blendsql.plan.rules import BY_NAME, OPTIONAL, RULES, rule_on
+
+from .rule_fixtures import session
+
+STAGES = ["prepare", "rewrite", "call"]
+
+
+def test_rules_are_unique_and_ordered_by_stage() -> None:
+    assert len(BY_NAME) == len(RULES)
+    stages = [STAGES.index(r.stage) for r in RULES]
+    assert stages == sorted(stages)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
+def test_each_rule_says_why_it_exists(rule) -> None:  # type: ignore[no-untyped-def]
+    assert rule.doc, rule.name
+    assert "Why" in (rule.fn.__doc__ or ""), f"{rule.name}: the docstring says why"
+
+
+def test_old_switches_are_the_rules_of_the_same_name() -> None:
+    for name in ("lazy", "preaggregate", "late_maps", "cost_order"):
+        assert BY_NAME[name].switch == name
+        assert rule_on({}, name)
+        assert not rule_on({name: False}, name)
+        assert not rule_on({"rules_off": {name}}, name)
+    assert not rule_on({}, "enum_match")  # opt-in
+    assert rule_on({"enum_match": "hashing"}, "enum_match")
+    assert not rule_on({"enum_match": "hashing", "rules_off": ["enum_match"]}, "enum_match")
+
+
+def test_old_switch_and_rules_off_give_the_same_plan() -> None:
+    q = "SELECT Name FROM city WHERE {{StartsWith('B', city.Name)}} LIMIT 5"
+    b = session()
+    try:
+        assert str(b.plan(q, lazy=False)) == str(b.plan(q, rules_off={"lazy"}))
+        assert str(b.plan(q, lazy=False)) != str(b.plan(q))
+    finally:
+        b.close()
+
+
+@pytest.mark.parametrize("where", ["session", "execute"])
+def test_unknown_rule_name_raises_with_did_you_mean(where: str) -> None:
+    b = session()
+    try:
+        with pytest.raises(OptionError) as e:
+            if where == "session":
+                BlendSQL(b.db, rules_off={"preagg"})
+            else:
+                b.execute("SELECT 1", rules_off=["lazzy"])
+        assert "did you mean" in (e.value.hint or "")
+        assert ("preaggregate" if where == "session" else "'lazy'") in e.value.hint
+    finally:
+        b.close()
+
+
+def test_required_rule_cannot_be_switched_off() -> None:
+    with pytest.raises(OptionError) as e:
+        parse_option_text("rules_off", "lazy,expand_macros")
+    assert "expand_macros" in e.value.message and "meaning" in e.value.message
+
+
+def test_rules_off_from_the_command_line_text() -> None:
+    assert parse_option_text("rules_off", "lazy, preaggregate") == {"lazy", "preaggregate"}
+
+
+def test_a_string_is_not_a_set_of_rule_names() -> None:
+    with pytest.raises(OptionError):
+        parse_option_text("lazy", "x")  # a bool option
+    b = session()
+    try:
+        with pytest.raises(OptionError):
+            b.execute("SELECT 1", rules_off="lazy")
+    finally:
+        b.close()
+
+
+def test_every_optional_rule_listed() -> None:
+    assert set(OPTIONAL) == {r.name for r in RULES if not r.required}
+    assert {"lazy", "preaggregate", "late_maps", "cost_order", "static_filter",
+            "share_identical", "enum_match"} <= set(OPTIONAL)
