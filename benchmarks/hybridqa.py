@@ -269,6 +269,22 @@ def run_all(qs: list[dict[str, Any]], tables: dict[str, Any], model: Model, out:
                   f"program={row['program']!r}", file=sys.stderr)
 
 
+def code_commit() -> str:
+    """HEAD of the repository, with ``+dirty`` when the parser or this benchmark has
+    uncommitted changes (so a summary names the code that produced it)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "blendsql", "benchmarks/hybridqa.py"],
+                               cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
 def write_summary(args: argparse.Namespace, qs: list[dict[str, Any]], model_name: str,
                   argv: list[str] | None) -> dict[str, Any]:
     """Summary JSON beside ``--out``, over the rows of ``qs`` found there (n = rows, not limit)."""
@@ -279,6 +295,7 @@ def write_summary(args: argparse.Namespace, qs: list[dict[str, Any]], model_name
         "machine": {"nproc": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
                     "python": platform.python_version(), "load_average": list(os.getloadavg())},
         "command": "python benchmarks/hybridqa.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "code_commit": code_commit(),
     }
     args.out.with_suffix(".summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary

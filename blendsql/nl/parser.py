@@ -248,7 +248,7 @@ class Parser:
 
             layout = passage_layout(conn)
             if layout is not None:
-                return self.parse_sketch(question, conn, layout)
+                return self.parse_sketch(question, conn, layout, registry)
         tables = self.relevant_tables(question, conn)
         schema = serialize_schema(conn, n_rows=self.n_rows, tables=[t.name for t in tables])
         hints = format_hints(bridge_hints(conn, question))
@@ -271,7 +271,25 @@ class Parser:
             result = run([], 1, result)
         return result
 
-    def parse_sketch(self, question: str, conn: sqlite3.Connection, layout: PassageLayout) -> ParseResult:
+    def _sketch_rows(self, sql: str, conn: sqlite3.Connection, layout: PassageLayout,
+                     registry: IngredientRegistry | None) -> tuple[str, str, int]:
+        """(query, its row filter, rows matched); a wrong column name is first
+        repaired against the real schema (no model call). Raises on a bad query."""
+        from blendsql.nl import sketch
+
+        try:
+            cond = sketch.row_filter(layout, sql)
+            return sql, cond, sketch.count_rows(conn, layout.table.name, cond, self.query_seconds)
+        except sqlite3.Error as e:
+            fixed = repair_names(sql, list_tables(conn), registry) if (
+                registry is not None and _NAME_ERROR.search(str(e))) else None
+            if fixed is None:
+                raise
+            cond = sketch.row_filter(layout, fixed)
+            return fixed, cond, sketch.count_rows(conn, layout.table.name, cond, self.query_seconds)
+
+    def parse_sketch(self, question: str, conn: sqlite3.Connection, layout: PassageLayout,
+                     registry: IngredientRegistry | None = None) -> ParseResult:
         """The model writes a plain SQL query; its row selection (WHERE, and ORDER BY /
         LIMIT unless it aggregates) becomes the sketch's row filter (see
         :mod:`blendsql.nl.sketch`). A query that fails is regenerated with the error
@@ -290,11 +308,13 @@ class Parser:
             result.completion_tokens += resp.usage.completion_tokens
             sql = escape_inner_quotes(clean_program(resp.text))
             try:
-                cond = sketch.row_filter(layout, sql)
-                n = sketch.count_rows(conn, layout.table.name, cond, self.query_seconds)
+                sql, cond, n = self._sketch_rows(sql, conn, layout, registry)
             except (sketch.SketchError, sqlite3.Error) as e:
-                result.attempts.append((sql, str(e)))
-                retry = (sql, str(e))
+                error = str(e)
+                if _NAME_ERROR.search(error):
+                    error = schema_feedback(error, sql, list_tables(conn))
+                result.attempts.append((sql, error))
+                retry = (sql, error)
                 continue
             if n == 0:
                 relaxed = sketch.relax(conn, layout, sql, self.query_seconds)

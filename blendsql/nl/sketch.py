@@ -59,11 +59,14 @@ def _lit(text: str) -> str:
 
 
 def link_on(layout_table: str, column: str, documents: str, title: str) -> str:
-    """SQL condition: the cell names the passage (the title inside the cell, or the
-    cell followed by a disambiguation such as ``Seinfeld (TV series)``)."""
+    """SQL condition: the cell names the passage — the title inside the cell (also
+    with the cell's tokenised `` ,`` undone: ``Somerset , New Jersey``), or a cell
+    of 4+ characters inside the title (``Seinfeld (TV series)``, ``FK Vojvodina``,
+    ``Sunshine Coast Region``)."""
     cell = f"{_q(layout_table)}.{_q(column)}"
     doc = f"{_q(documents)}.{_q(title)}"
-    return f"(instr({cell}, {doc}) > 0 OR {doc} LIKE {cell} || ' (%')"
+    return (f"(instr({cell}, {doc}) > 0 OR instr(replace({cell}, ' ,', ','), {doc}) > 0 "
+            f"OR (length({cell}) >= 4 AND instr({doc}, {cell}) > 0))")
 
 
 def passage_layout(conn: sqlite3.Connection) -> PassageLayout | None:

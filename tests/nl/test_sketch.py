@@ -160,3 +160,36 @@ def test_sketch_is_off_by_default(conn):
     bsql = BlendSQL(conn, model=model, cache=False)
     parsed = Parser(model).parse("Who was picked 5th?", bsql.db.conn, bsql.registry)
     assert parsed.program == "SELECT w.player FROM w WHERE w.pick = 5"
+
+
+def test_cells_link_to_titles_written_differently():
+    c = sqlite3.connect(":memory:")
+    c.executescript(
+        """
+        CREATE TABLE w (club TEXT, town TEXT, pos TEXT);
+        INSERT INTO w VALUES ('Vojvodina', 'Somerset , New Jersey', 'GK');
+        CREATE VIRTUAL TABLE documents USING fts5(title, content);
+        INSERT INTO documents VALUES ('FK Vojvodina', 'A club from Novi Sad.'),
+            ('Somerset, New Jersey', 'A community in Franklin Township.'),
+            ('Goalkeeper (association football)', 'Guards the goal.');
+        """
+    )
+    layout = sketch.passage_layout(c)
+    assert layout is not None and layout.linked == ("club", "town")  # 'GK' is too short to search for
+    program = sketch.build_program(layout, "Where is the town?", "w.club = 'Vojvodina'")
+    seen = []
+    bsql = BlendSQL(c, model=FunctionModel(lambda r: seen.append(r.prompt) or "x", name="f"), cache=False)
+    bsql.execute(program)
+    assert "Novi Sad" in seen[-1] and "Franklin Township" in seen[-1] and "Guards the goal" not in seen[-1]
+
+
+def test_wrong_column_name_is_repaired_without_a_model_call(conn):
+    fake, bsql, parsed = _run(conn, ["SELECT w.team FROM w WHERE w.picks = 5"])
+    assert len(fake.prompts) == 1
+    assert parsed.attempts == [("SELECT w.team FROM w WHERE w.pick = 5", None)]
+    assert answer_value(bsql.execute(parsed.program)) == "Leesburg"
+
+
+def test_name_error_retry_lists_the_real_columns(conn):
+    fake, bsql, parsed = _run(conn, ["SELECT * FROM w WHERE w.zzzz = 5", "SELECT * FROM w WHERE w.pick = 5"])
+    assert "player" in parsed.attempts[0][1] and "pick" in parsed.attempts[0][1]
