@@ -48,6 +48,7 @@ class PassageLayout:
     title: str
     content: str
     linked: tuple[str, ...]  # text columns with at least one cell naming a passage
+    caption: str = ""  # the table's title and section, when the loader recorded them
 
 
 def _q(name: str) -> str:
@@ -93,7 +94,26 @@ def passage_layout(conn: sqlite3.Connection) -> PassageLayout | None:
             f"SELECT 1 FROM {_q(t.name)} JOIN {_q(d)} ON {link_on(t.name, c, d, title)} LIMIT 1"
         ).fetchone()
     )
-    return PassageLayout(t, d, title, content, linked) if linked else None
+    return PassageLayout(t, d, title, content, linked, table_caption(conn, t.name)) if linked else None
+
+
+def table_caption(conn: sqlite3.Connection, table: str) -> str:
+    """``title — section`` of a table whose provenance a loader recorded (``_tables``,
+    e.g. HybridQA's Wikipedia page); '' otherwise. Rows alone often do not say what
+    the table lists ("the most recent song to win" what?)."""
+    import json
+
+    from blendsql.db.loaders import META_TABLES
+
+    try:
+        row = conn.execute(f"SELECT source FROM {_q(META_TABLES)} WHERE table_name = ?", (table,)).fetchone()
+        meta = json.loads(row[0]) if row and row[0] else {}
+    except (sqlite3.Error, ValueError):
+        return ""
+    if not isinstance(meta, dict):
+        return ""
+    parts = [str(meta[k]).strip() for k in ("title", "section_title") if meta.get(k)]
+    return " — ".join(p for p in parts if p)
 
 
 def query_prompt(conn: sqlite3.Connection, layout: PassageLayout, question: str,
@@ -110,7 +130,7 @@ def query_prompt(conn: sqlite3.Connection, layout: PassageLayout, question: str,
     """
     t = layout.table
     types = [r[2] or "" for r in conn.execute(f"PRAGMA table_info({_q(t.name)})")]
-    lines = [f"Table {t.name} columns: " + ", ".join(
+    lines = [f"Table {t.name}" + (f" ({layout.caption})" if layout.caption else "") + " columns: " + ", ".join(
         f"{c} ({ty.lower() or 'any'})" for c, ty in zip(t.columns, types, strict=False))]
     rows = conn.execute(f"SELECT * FROM {_q(t.name)} LIMIT {int(n_rows)}").fetchall()
     if rows:
@@ -242,7 +262,8 @@ def build_program(layout: PassageLayout, question: str, condition: str,
     t, d = _q(layout.table.name), _q(layout.documents)
     on = " OR ".join(link_on(layout.table.name, c, layout.documents, layout.title) for c in layout.linked)
     title, content = f"{d}.{_q(layout.title)}", f"{d}.{_q(layout.content)}"
-    context = (f"SELECT {row_text(layout)} AS text FROM {t} WHERE {condition} "
+    caption = f"SELECT {_lit('Table: ' + layout.caption)} AS text UNION ALL " if layout.caption else ""
+    context = (f"{caption}SELECT {row_text(layout)} AS text FROM {t} WHERE {condition} "
                f"UNION ALL SELECT DISTINCT {title} || ': ' || {content} FROM {d} JOIN {t} ON {on} "
                f"WHERE {condition}")
     return (f"SELECT {{{{LLMQA({_lit(question)}, ({context}), "

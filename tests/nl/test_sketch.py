@@ -193,3 +193,20 @@ def test_wrong_column_name_is_repaired_without_a_model_call(conn):
 def test_name_error_retry_lists_the_real_columns(conn):
     fake, bsql, parsed = _run(conn, ["SELECT * FROM w WHERE w.zzzz = 5", "SELECT * FROM w WHERE w.pick = 5"])
     assert "player" in parsed.attempts[0][1] and "pick" in parsed.attempts[0][1]
+
+
+def test_table_title_from_the_loader_is_shown_to_both_prompts():
+    from blendsql.db.loaders import hybridqa_to_sqlite
+
+    record = {"table_id": "t", "title": "Grammy Award for Best Jazz Vocal", "section_title": "1980s",
+              "header": ["Year", "Performer"], "rows": [["1982", "Mark Murphy"], ["1983", "Al Jarreau"]],
+              "passages": {"/wiki/Mark_Murphy": "Mark Murphy was an American jazz singer."}}
+    c = hybridqa_to_sqlite(record, ":memory:")
+    fake = Reader(["SELECT * FROM w WHERE w.year = 1982"], needle="jazz singer")
+    model = FunctionModel(fake, name="fake")
+    bsql = BlendSQL(c, model=model, cache=False)
+    parsed = Parser(model, sketch=True).parse("Who won in 1982?", bsql.db.conn, bsql.registry)
+    bsql.execute(parsed.program)
+    assert "Grammy Award for Best Jazz Vocal — 1980s" in fake.prompts[0]
+    assert "Table: Grammy Award for Best Jazz Vocal — 1980s" in fake.prompts[-1]
+    assert "Mark Murphy was an American jazz singer" in fake.prompts[-1]
