@@ -6,7 +6,9 @@ starts this file with the other venv's python and talks JSON over
 stdin/stdout:
 
     stdin:  {"queries": [{"id": str, "db": path, "sql": str}, ...],
-             "model": {"name": str, "base_url": str} (optional)}
+             "model": {"name": str, "base_url": str, "class": str} (optional),
+             "builtin_ingredients": [names] (optional: 0.1.28's own, e.g. LLMMap),
+             "env": {name: value} (optional: 0.1.28's settings, e.g. BLENDSQL_MAX_TOKENS)}
     stdout: {"version": str, "results": [{"id", "rows", "columns", "map_values",
              "map_calls", "qa_calls", "meta", "seconds", "error"}, ...]}
 
@@ -24,6 +26,7 @@ This file must not import anything from this repository.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -97,8 +100,16 @@ def make_model(spec: dict[str, Any] | None) -> Any:
         return None
     import importlib
 
-    openai_cls: Any = importlib.import_module("blendsql.models").OpenAI
-    return openai_cls(spec["name"], api_key="local", base_url=spec["base_url"])
+    model_cls: Any = getattr(importlib.import_module("blendsql.models"), spec.get("class", "OpenAI"))
+    return model_cls(spec["name"], api_key="local", base_url=spec["base_url"])
+
+
+def builtin_ingredients(names: list[str]) -> list[type]:
+    """0.1.28's own ingredients by name (e.g. ``LLMMap``), for model benchmarks."""
+    import importlib
+
+    mod: Any = importlib.import_module("blendsql.ingredients")
+    return [getattr(mod, n) for n in names]
 
 
 def run_one(item: dict[str, Any], ingredients: list[type],
@@ -147,7 +158,9 @@ def main() -> None:
 
     logging.disable(logging.CRITICAL)
     request = json.load(sys.stdin)
-    ingredients = build_ingredients()
+    os.environ.update({str(k): str(v) for k, v in (request.get("env") or {}).items()})
+    ingredients = (builtin_ingredients(request["builtin_ingredients"])
+                   if request.get("builtin_ingredients") else build_ingredients())
     results = [run_one(item, ingredients, request.get("model")) for item in request["queries"]]
     json.dump({"version": version("blendsql"), "results": results}, sys.stdout)
 

@@ -1,11 +1,15 @@
-"""LLMMap throughput against a local OpenAI-compatible llama.cpp server (issue 15).
+"""LLMMap throughput: engine vs the server's limit vs blendsql 0.1.28 (issue 15).
 
-The script starts ``python -m llama_cpp.server`` on 127.0.0.1 with the embedded
-SmolLM2-135M GGUF and, side by side in one run, measures:
+The script starts an OpenAI-compatible llama.cpp server on 127.0.0.1 (a free
+port) with the embedded SmolLM2-135M GGUF: llama.cpp's ``llama-server`` with
+``--parallel`` slots and continuous batching (``--server-bin``, default the
+native build in /work/llama-build-native), or, when there is no binary,
+``python -m llama_cpp.server`` (one request at a time; the reason is recorded).
+Side by side in one run it measures:
 
 - ``client``: the server's own throughput (the limit): the exact chat requests
   LLMMap would send (same prompts, grammar, max_tokens), fired by a plain
-  ``openai`` client from ``--concurrency`` threads;
+  ``openai`` client from ``--concurrency`` threads (default: one per slot);
 - ``engine``: ``SELECT v, {{LLMMap(...)}} FROM t`` over the same N distinct
   values through ``BlendSQL`` with ``blendsql.models.OpenAI(base_url=...,
   max_concurrency=--concurrency)`` and no answer cache (values/s, ratio to
@@ -13,18 +17,24 @@ SmolLM2-135M GGUF and, side by side in one run, measures:
 - ``batched``: the same query with ``values_per_prompt=k`` (k values per
   request, a JSON list answer under a schema): prompt tokens per value and the
   agreement of its answers with the one-per-prompt run;
-- ``blendsql_0128``: blendsql 0.1.28 against the same server, when a 0.1.28
-  venv is given (``--blendsql-0128 PYTHON``) or found; otherwise recorded as not
-  run, with the reason.
+- ``blendsql_0128``: blendsql 0.1.28's own ``LLMMap`` with its ``OpenAI`` class
+  against the same server (its venv: ``--blendsql-0128 PYTHON``, default
+  /work/venv-0128/bin/python; run through benchmarks/blendsql_0128_runner.py);
+- ``embedded``: after the server stopped, the embedded backend (``LlamaCpp``)
+  with llama.cpp's own thread defaults (``before``) and the current load-aware
+  ones (``after``), each without and with a competing busy-loop process:
+  values/s and prompt tokens per value on the first ``--embedded-n`` values.
 
 The requests for ``client`` are captured by running the query once on a
 recording model that answers instantly, so both sides send identical bodies.
 ``client`` and ``engine`` alternate ``--rounds`` times so load drift on a
-shared machine hits both alike. The server is stopped at the end, also on error.
+shared machine hits both alike. The server is stopped at the end, also on error
+(start-up has a time limit).
 
-    python benchmarks/model_throughput.py [--n 1000] [--concurrency 4] [--rounds 1]
+    python benchmarks/model_throughput.py [--n 1000] [--parallel 4] [--batch 4 8]
 
-Writes benchmarks/results/model_throughput.json.
+Writes benchmarks/results/model_throughput.json (results are also written after
+the server phase, so an interrupted embedded phase keeps them).
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +118,62 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def server_command(gguf: Path, port: int, threads: int, n_ctx: int) -> list[str]:
-    return [sys.executable, *server_launcher(), "--model", str(gguf), "--host", "127.0.0.1",
-            "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
-            "--n_threads_batch", str(threads), "--verbose", "False"]
+NATIVE_SERVER = Path("/work/llama-build-native/bin/llama-server")
+
+
+@dataclass
+class Server:
+    """How the OpenAI-compatible server is started, and what to record about it."""
+
+    cmd: list[str]
+    settings: dict[str, Any]
+
+
+def find_server_bin(explicit: str | None) -> tuple[Path | None, str]:
+    """llama.cpp's ``llama-server`` (given, or the native build), or None and why not."""
+    if explicit:
+        path = Path(explicit)
+        return (path, "") if path.is_file() and os.access(path, os.X_OK) else \
+            (None, f"--server-bin {explicit} is not an executable file")
+    if NATIVE_SERVER.is_file() and os.access(NATIVE_SERVER, os.X_OK):
+        return NATIVE_SERVER, ""
+    return None, (f"no llama-server binary ({NATIVE_SERVER} not built, no --server-bin): "
+                  "fell back to llama_cpp.server, which serves one request at a time")
+
+
+def server_version(binary: Path) -> str:
+    """``llama-server --version`` (version and commit), '' if it does not answer in time."""
+    try:
+        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    lines = [ln.strip() for ln in (out.stdout + out.stderr).splitlines() if "version" in ln.lower()]
+    return lines[0] if lines else ""
+
+
+def llama_server(binary: Path, gguf: Path, port: int, threads: int, parallel: int,
+                 ctx_per_slot: int) -> Server:
+    """llama.cpp's server with ``parallel`` slots and continuous batching."""
+    n_ctx = ctx_per_slot * parallel  # -c is shared by the slots
+    cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
+           "-np", str(parallel), "-c", str(n_ctx), "-t", str(threads), "-tb", str(threads),
+           "-cb", "--no-webui"]
+    return Server(cmd, {"program": "llama-server (llama.cpp)", "path": str(binary),
+                        "version": server_version(binary), "parallel_slots": parallel,
+                        "continuous_batching": True, "n_ctx": n_ctx, "n_ctx_per_slot": ctx_per_slot,
+                        "n_threads": threads, "n_threads_batch": threads, "args": cmd[1:]})
+
+
+def python_server(gguf: Path, port: int, threads: int, n_ctx: int, why: str) -> Server:
+    """llama-cpp-python's server (one request at a time): the fallback."""
+    cmd = [sys.executable, *server_launcher(), "--model", str(gguf), "--host", "127.0.0.1",
+           "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
+           "--n_threads_batch", str(threads), "--verbose", "False"]
+    return Server(cmd, {"program": "llama_cpp.server (llama-cpp-python)", "parallel_slots": 1,
+                        "n_ctx": n_ctx, "n_threads": threads, "n_threads_batch": threads,
+                        "fallback_reason": why,
+                        "note": "llama_cpp.server has no parallel-slot option: it serves one request "
+                                "at a time behind a lock, so the limit is its serial throughput"})
 
 
 @contextmanager
@@ -208,16 +271,153 @@ def run_engine(base_url: str, db: Path, concurrency: int, values_per_prompt: int
             "answers": dict(zip(df["v"], df["a"], strict=True))}
 
 
+RUNNER_0128 = ROOT / "benchmarks" / "blendsql_0128_runner.py"
+VENV_0128 = "/work/venv-0128/bin/python"
+
+
 def find_0128(explicit: str | None) -> tuple[str | None, str]:
-    """A python with blendsql 0.1.28, or None and why not."""
-    candidates = [explicit] if explicit else [
-        os.environ.get("BSQL0128_VENV", "/tmp/bsql0128-venv-pinned") + "/bin/python",
-        "/tmp/bsql0128-venv/bin/python"]
-    for py in candidates:
-        if py and Path(py).exists():
-            return py, ""
-    return None, ("no blendsql 0.1.28 venv found (" + ", ".join(c for c in candidates if c)
-                  + "); creating one installs torch, not done on this shared machine")
+    """A python with blendsql 0.1.28 (given, or the default venv), or None and why not."""
+    py = explicit or os.environ.get("BSQL0128_PYTHON") or VENV_0128
+    if not Path(py).exists():
+        return None, f"no blendsql 0.1.28 python at {py} (create the venv, see benchmarks/README.md)"
+    try:
+        out = subprocess.run([py, "-c", "import importlib.metadata as m; print(m.version('blendsql'))"],
+                             capture_output=True, text=True, timeout=60, cwd=tempfile.gettempdir())
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"{py} did not start: {e}"
+    if out.stdout.strip() != "0.1.28":
+        return None, f"{py} has blendsql {out.stdout.strip() or '?'} ({out.stderr.strip()[-200:]})"
+    return py, ""
+
+
+def query_0128() -> str:
+    """The same map for 0.1.28 (its ``LLMMap`` takes ``return_type`` too)."""
+    return f"SELECT v, {{{{LLMMap('{QUESTION}', t.v, return_type='bool')}}}} AS a FROM t"
+
+
+def run_0128(python: str, base_url: str, db: Path, env: dict[str, str], timeout: float) -> dict[str, Any]:
+    """0.1.28's LLMMap (its OpenAI class, its defaults except ``env``) against the same server."""
+    request = {"queries": [{"id": "map", "db": str(db), "sql": query_0128()}],
+               "model": {"name": "smollm2", "base_url": base_url, "class": "OpenAI"},
+               "builtin_ingredients": ["LLMMap"], "env": env}
+    try:
+        proc = subprocess.run([python, str(RUNNER_0128)], input=json.dumps(request), capture_output=True,
+                              text=True, timeout=timeout, cwd=tempfile.gettempdir())
+    except subprocess.TimeoutExpired:
+        return {"run": False, "why": f"0.1.28 did not finish within {timeout:.0f} s"}
+    if proc.returncode != 0:
+        return {"run": False, "why": f"runner exited {proc.returncode}: {proc.stderr[-800:]}"}
+    payload = json.loads(proc.stdout)
+    res = payload["results"][0]
+    if res.get("error"):
+        return {"run": False, "why": res["error"], "version": payload["version"]}
+    rows = res["rows"]
+    n = len(rows)
+    meta = res.get("meta") or {}
+    return {"run": True, "version": payload["version"], "env": env, "values": n,
+            "seconds": round(res["seconds"], 3), "values_per_s": round(n / res["seconds"], 3),
+            "model_calls": meta.get("num_generation_calls"),
+            "prompt_tokens_per_value": round((meta.get("prompt_tokens") or 0) / max(n, 1), 2),
+            "completion_tokens_per_value": round((meta.get("completion_tokens") or 0) / max(n, 1), 2),
+            "answers": {r[0]: _bool_0128(r[1]) for r in rows}}
+
+
+def _bool_0128(cell: Any) -> Any:
+    """0.1.28's boolean column as it reaches JSON: 1.0 / 0.0, NaN for no answer."""
+    if cell is None or (isinstance(cell, float) and cell != cell):
+        return None
+    if cell in (1, 1.0, True):
+        return True
+    if cell in (0, 0.0, False):
+        return False
+    return cell
+
+
+# ----------------------------------------------------------------------------- embedded
+
+BUSY = "import time\nend = time.time() + {s}\nwhile time.time() < end: pass\n"
+
+
+@contextmanager
+def competing_load(on: bool, seconds: float) -> Iterator[dict[str, Any]]:
+    """A busy-loop subprocess (one core) while the block runs; bounded and killed by pid."""
+    if not on:
+        yield {"competing_load": False}
+        return
+    proc = subprocess.Popen([sys.executable, "-c", BUSY.format(s=seconds)])
+    try:
+        time.sleep(1.0)  # let it take its core
+        yield {"competing_load": True, "busy_pid": proc.pid}
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def embedded_models(gguf: Path) -> dict[str, Any]:
+    """``before``: llama.cpp's own thread defaults (what blendsql loaded before the fix:
+    generation on half the cores, prompt processing on every core); ``after``:
+    ``LlamaCpp()`` now (both counts from the load-aware default)."""
+    from blendsql.models import LlamaCpp
+
+    cores = usable_cores()
+    return {"before": LlamaCpp(gguf, n_threads=max(1, cores // 2), n_threads_batch=cores),
+            "after": LlamaCpp(gguf)}
+
+
+def run_embedded_chunk(model: Any, db: Path, lo: int, hi: int) -> dict[str, Any]:
+    """LLMMap on rows lo < rowid <= hi through the engine (no answer cache)."""
+    session = BlendSQL(str(db), model=model, cache=False)
+    sql = query().replace(" FROM t", f" FROM t WHERE rowid > {lo} AND rowid <= {hi}")
+    t0 = time.perf_counter()
+    result = session.execute(sql)
+    m = result.meta
+    return {"values": len(result.df), "seconds": time.perf_counter() - t0, "calls": m.model_calls,
+            "prompt_tokens": m.prompt_tokens, "cached_tokens": m.cached_tokens,
+            "answers": dict(zip(result.df["v"], result.df["a"], strict=True))}
+
+
+def run_embedded(gguf: Path, db: Path, n: int, chunk: int, max_seconds: float) -> dict[str, Any]:
+    """before / after thread settings, each without and with a competing busy process.
+
+    The two settings alternate chunk by chunk so drift in the machine's load hits
+    both alike; a (setting, load) pair stops early after ``max_seconds`` (its
+    ``values`` says how far it got).
+    """
+    models = embedded_models(gguf)
+    for m in models.values():  # load + first prompt outside the timings
+        run_embedded_chunk(m, db, 0, 1)
+    out: dict[str, Any] = {}
+    for loaded in (False, True):
+        runs = {name: {"values": 0, "seconds": 0.0, "calls": 0, "prompt_tokens": 0,
+                       "cached_tokens": 0, "answers": {}} for name in models}
+        with competing_load(loaded, seconds=max_seconds * 3 + 60) as info:
+            load_now = machine_load()
+            for i, lo in enumerate(range(0, n, chunk)):
+                names = list(models) if i % 2 == 0 else list(reversed(models))
+                for name in names:
+                    r = runs[name]
+                    if r["seconds"] >= max_seconds:
+                        continue
+                    got = run_embedded_chunk(models[name], db, lo, min(n, lo + chunk))
+                    for k in ("values", "seconds", "calls", "prompt_tokens", "cached_tokens"):
+                        r[k] += got[k]
+                    r["answers"].update(got["answers"])
+                if all(r["seconds"] >= max_seconds for r in runs.values()):
+                    break
+        for name, r in runs.items():
+            info_m = models[name].load_info
+            v = max(1, r["values"])
+            out[f"{name}{'_with_load' if loaded else ''}"] = {
+                **info, "load_avg_at_start": round(load_now, 2),
+                "n_threads": info_m.n_threads if info_m else None,
+                "n_threads_batch": info_m.n_threads_batch if info_m else None,
+                "values": r["values"], "seconds": round(r["seconds"], 2),
+                "values_per_s": round(r["values"] / max(r["seconds"], 1e-9), 3),
+                "model_calls": r["calls"],
+                "prompt_tokens_per_value": round(r["prompt_tokens"] / v, 2),
+                "cached_prompt_tokens_per_value": round(r["cached_tokens"] / v, 2),
+                "answers": r["answers"]}
+    return out
 
 
 def _as_text(answer: Any) -> str:
@@ -232,85 +432,173 @@ def agreement(a: dict[str, Any], b: dict[str, Any]) -> float:
     return round(sum(1 for k in keys if a[k] == b.get(k)) / len(keys), 4)
 
 
-def main() -> None:
+def _without_answers(run: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in run.items() if k != "answers"}
+
+
+def agreement_text(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """Share of a's keys where both answers read the same as text (true/false/null)."""
+    keys = list(a)
+    return round(sum(1 for k in keys if _as_text(a[k]).lower() == _as_text(b.get(k)).lower())
+                 / max(len(keys), 1), 4)
+
+
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--n", type=int, default=1000, help="distinct values for the server runs")
+    ap.add_argument("--parallel", type=int, default=4, help="llama-server slots (-np)")
+    ap.add_argument("--concurrency", type=int, default=None,
+                    help="requests in flight, client and engine alike (default: --parallel)")
+    ap.add_argument("--server-bin", default=None,
+                    help=f"llama-server binary (default: {NATIVE_SERVER} if built, else llama_cpp.server)")
+    ap.add_argument("--ctx-per-slot", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=1, help="client/engine alternations")
     ap.add_argument("--batch", type=int, nargs="*", default=[8],
                     help="values per prompt for the batched runs (none: skip)")
     ap.add_argument("--threads", type=int, default=None,
                     help="server threads (default: load-aware, as LlamaCpp)")
-    ap.add_argument("--n-ctx", type=int, default=2048)
-    ap.add_argument("--blendsql-0128", metavar="PYTHON", default=None)
+    ap.add_argument("--blendsql-0128", metavar="PYTHON", default=None,
+                    help=f"python of a blendsql 0.1.28 venv (default: {VENV_0128})")
+    ap.add_argument("--max-tokens-0128", type=int, default=None,
+                    help="BLENDSQL_MAX_TOKENS for 0.1.28 (default: its own, 4096)")
+    ap.add_argument("--timeout-0128", type=float, default=3600)
+    ap.add_argument("--embedded-n", type=int, default=150, help="values for the embedded runs (0: skip)")
+    ap.add_argument("--embedded-chunk", type=int, default=25)
+    ap.add_argument("--embedded-max-seconds", type=float, default=300,
+                    help="per (setting, load) pair; it stops at the next chunk after this")
+    ap.add_argument("--gguf", type=Path, default=None,
+                    help="model file (default: the embedded SmolLM2-135M)")
     ap.add_argument("--out", type=Path, default=OUT)
-    args = ap.parse_args()
+    return ap.parse_args()
 
-    gguf = default_model_path()
-    load_before = machine_load()
-    threads = args.threads or default_threads(usable_cores(), load_before)
-    port = free_port()
-    cmd = server_command(gguf, port, threads, args.n_ctx)
-    values = distinct_values(args.n)
-    db = make_db(values)
+
+def uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def server_phase(args: argparse.Namespace, server: Server, port: int, db: Path,
+                 values: list[str], concurrency: int) -> dict[str, Any]:
+    """client (the limit) vs engine, batched, and 0.1.28, all against one server."""
     requests = captured_requests(db)
     results: dict[str, Any] = {"client": [], "engine": []}
-    with running_server(cmd, port) as base_url:
-        run_client(base_url, requests[:8], args.concurrency)  # warm-up (model pages, grammar)
+    with running_server(server.cmd, port) as base_url:
+        run_client(base_url, requests[:8], concurrency)  # warm-up (model pages, grammar)
         for _ in range(args.rounds):
-            results["client"].append(run_client(base_url, requests, args.concurrency))
-            print("client", {k: v for k, v in results["client"][-1].items() if k != "answers"})
-            results["engine"].append(run_engine(base_url, db, args.concurrency))
-            print("engine", {k: v for k, v in results["engine"][-1].items() if k != "answers"})
+            results["client"].append(run_client(base_url, requests, concurrency))
+            print("client", _without_answers(results["client"][-1]), flush=True)
+            results["engine"].append(run_engine(base_url, db, concurrency))
+            print("engine", _without_answers(results["engine"][-1]), flush=True)
         one = results["engine"][-1]["answers"]
-        batched = []
+        results["batched"] = []
         for k in args.batch:
-            run = run_engine(base_url, db, args.concurrency, values_per_prompt=k)
+            run = run_engine(base_url, db, concurrency, values_per_prompt=k)
             run["values_per_prompt"] = k
             run["agreement_with_one_per_prompt"] = agreement(one, run["answers"])
             run["null_answers"] = sum(1 for v in run["answers"].values() if v is None)
-            print("batched", {kk: vv for kk, vv in run.items() if kk != "answers"})
-            batched.append(run)
+            print("batched", _without_answers(run), flush=True)
+            results["batched"].append(run)
         py0128, why = find_0128(args.blendsql_0128)
-        results["blendsql_0128"] = {"run": False, "why": why} if py0128 is None else \
-            {"run": False, "why": f"found {py0128}, but driving 0.1.28's model against a server "
-                                   "is not implemented in this script yet"}
-
-    client_vps = statistics.median(r["values_per_s"] for r in results["client"])
-    engine_vps = statistics.median(r["values_per_s"] for r in results["engine"])
+        if py0128 is None:
+            results["blendsql_0128"] = {"run": False, "why": why}
+        else:
+            env = {} if args.max_tokens_0128 is None else {"BLENDSQL_MAX_TOKENS": str(args.max_tokens_0128)}
+            old = run_0128(py0128, base_url, db, env, args.timeout_0128)
+            if old.get("run"):
+                old["agreement_with_engine"] = agreement_text(one, old["answers"])
+                old["answers_sample"] = [[v, old["answers"].get(v), _as_text(one[v])] for v in values[:12]]
+                old["null_answers"] = sum(1 for a in old["answers"].values() if a is None)
+            results["blendsql_0128"] = old
+            print("blendsql_0128", _without_answers(old), flush=True)
     client_answers = results["client"][-1]["answers"]
-    engine_answers = [_as_text(one[v]) for v in values]
-    summary = {
+    results["engine_agrees_with_client"] = round(sum(
+        1 for a, v in zip(client_answers, values, strict=True) if a == _as_text(one[v])) / len(values), 4)
+    return results
+
+
+def summarise(server_runs: dict[str, Any], embedded: dict[str, Any]) -> dict[str, Any]:
+    client_vps = statistics.median(r["values_per_s"] for r in server_runs["client"])
+    engine_vps = statistics.median(r["values_per_s"] for r in server_runs["engine"])
+    old = server_runs["blendsql_0128"]
+    summary: dict[str, Any] = {
         "client_values_per_s": client_vps,
         "engine_values_per_s": engine_vps,
         "engine_over_client": round(engine_vps / client_vps, 3),
-        "engine_agrees_with_client": round(
-            sum(1 for a, b in zip(client_answers, engine_answers, strict=True) if a == b) / len(values), 4),
-        "prompt_tokens_per_value_one_per_prompt": results["engine"][-1]["prompt_tokens_per_value"],
+        "engine_agrees_with_client": server_runs["engine_agrees_with_client"],
+        "blendsql_0128_values_per_s": old.get("values_per_s"),
+        "engine_over_blendsql_0128": round(engine_vps / old["values_per_s"], 2) if old.get("run") else None,
+        "blendsql_0128_agrees_with_engine": old.get("agreement_with_engine"),
+        "prompt_tokens_per_value_one_per_prompt": server_runs["engine"][-1]["prompt_tokens_per_value"],
         "batched": [{k: r[k] for k in ("values_per_prompt", "values_per_s", "prompt_tokens_per_value",
                                        "agreement_with_one_per_prompt", "null_answers")}
-                    for r in batched],
+                    for r in server_runs["batched"]],
     }
-    for run in [*results["client"], *results["engine"], *batched]:
-        run.pop("answers", None)
-    report = {
+    if embedded:
+        summary["embedded"] = {name: {k: r[k] for k in ("n_threads", "n_threads_batch", "values",
+                                                        "values_per_s", "prompt_tokens_per_value",
+                                                        "cached_prompt_tokens_per_value")}
+                               for name, r in embedded.items()}
+    return summary
+
+
+def main() -> None:
+    args = parse_args()
+    gguf = args.gguf or default_model_path()
+    up_before = uptime()
+    load_before = machine_load()
+    threads = args.threads or default_threads(usable_cores(), load_before)
+    concurrency = args.concurrency or args.parallel
+    port = free_port()
+    binary, why = find_server_bin(args.server_bin)
+    server = (llama_server(binary, gguf, port, threads, args.parallel, args.ctx_per_slot)
+              if binary is not None else python_server(gguf, port, threads, 2048, why))
+    values = distinct_values(args.n)
+    db = make_db(values)
+    report: dict[str, Any] = {
         "issue": 15,
         "command": "python benchmarks/model_throughput.py " + " ".join(sys.argv[1:]),
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "cores": os.cpu_count(), "usable_cores": usable_cores(),
-                    "load_avg_before": round(load_before, 2), "load_avg_after": round(machine_load(), 2)},
+        "machine": {"platform": platform.platform(), "processor": platform.processor(),
+                    "python": platform.python_version(), "cores": os.cpu_count(),
+                    "usable_cores": usable_cores(), "uptime_before": up_before,
+                    "load_avg_before": round(load_before, 2)},
         "model": {"gguf": gguf.name, "bytes": gguf.stat().st_size},
-        "server": {"program": "llama_cpp.server (llama-cpp-python)", "n_ctx": args.n_ctx,
-                   "n_threads": threads, "n_threads_batch": threads,
-                   "parallel_slots": 1,
-                   "note": "llama_cpp.server has no parallel-slot option: it serves one request at a "
-                           "time behind a lock, so the limit is its serial throughput"},
-        "n_values": len(values), "concurrency": args.concurrency, "question": QUESTION,
-        "summary": summary, "runs": {**results, "batched": batched},
+        "server": server.settings, "n_values": len(values), "concurrency": concurrency,
+        "question": QUESTION,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    server_runs = server_phase(args, server, port, db, values, concurrency)
+    report["machine"]["load_avg_after_server_runs"] = round(machine_load(), 2)
+    write_report(args.out, report, server_runs, {})
+    embedded: dict[str, Any] = {}
+    if args.embedded_n > 0:  # after the server stopped: one model process at a time
+        report["embedded_settings"] = {
+            "n_values": min(args.embedded_n, len(values)), "chunk": args.embedded_chunk,
+            "max_seconds_per_pair": args.embedded_max_seconds,
+            "competing_load": "one `python -c 'while time.time() < end: pass'` process",
+            "before": "LlamaCpp(n_threads=cores // 2, n_threads_batch=cores): llama.cpp's own defaults",
+            "after": "LlamaCpp(): both thread counts from default_threads(cores, load)"}
+        embedded = run_embedded(gguf, db, min(args.embedded_n, len(values)), args.embedded_chunk,
+                                args.embedded_max_seconds)
+        for name, r in embedded.items():
+            print("embedded", name, _without_answers(r), flush=True)
+    report["machine"]["uptime_after"] = uptime()
+    summary = write_report(args.out, report, server_runs, embedded)
     print(json.dumps(summary, indent=2))
+
+
+def write_report(out: Path, report: dict[str, Any], server_runs: dict[str, Any],
+                 embedded: dict[str, Any]) -> dict[str, Any]:
+    """The results JSON (answers dropped: they are compared, not kept)."""
+    summary = summarise(server_runs, embedded)
+    runs = {k: ([_without_answers(r) for r in v] if isinstance(v, list) else
+                _without_answers(v) if isinstance(v, dict) else v)
+            for k, v in server_runs.items()}
+    full = {**report, "summary": summary, "runs": runs,
+            "embedded": {k: _without_answers(v) for k, v in embedded.items()}}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(full, indent=2) + "\n")
+    return summary
 
 
 if __name__ == "__main__":
