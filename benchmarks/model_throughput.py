@@ -459,6 +459,7 @@ def parse_args() -> argparse.Namespace:
                     help="server threads (default: load-aware, as LlamaCpp)")
     ap.add_argument("--blendsql-0128", metavar="PYTHON", default=None,
                     help=f"python of a blendsql 0.1.28 venv (default: {VENV_0128})")
+    ap.add_argument("--no-0128", action="store_true", help="skip the blendsql 0.1.28 run")
     ap.add_argument("--max-tokens-0128", type=int, default=None,
                     help="BLENDSQL_MAX_TOKENS for 0.1.28 (default: its own, 4096)")
     ap.add_argument("--timeout-0128", type=float, default=3600)
@@ -500,7 +501,7 @@ def server_phase(args: argparse.Namespace, server: Server, port: int, db: Path,
             run["null_answers"] = sum(1 for v in run["answers"].values() if v is None)
             print("batched", _without_answers(run), flush=True)
             results["batched"].append(run)
-        py0128, why = find_0128(args.blendsql_0128)
+        py0128, why = (None, "skipped (--no-0128)") if args.no_0128 else find_0128(args.blendsql_0128)
         if py0128 is None:
             results["blendsql_0128"] = {"run": False, "why": why}
         else:

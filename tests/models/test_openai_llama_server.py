@@ -1,0 +1,102 @@
+"""``OpenAI(base_url=...)`` against llama.cpp's own ``llama-server`` (issue 15).
+
+llama-server differs from llama-cpp-python's server: several parallel slots,
+``owned_by: "llamacpp"`` in ``/v1/models``, and its own parsing of ``grammar``,
+``json_schema`` and ``response_format``. A user pointing the backend at it must
+get constrained answers. Needs a ``llama-server`` binary (``BLENDSQL_LLAMA_SERVER``
+or the benchmark's native build); skipped without one. Marked ``server``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from blendsql import BlendSQL
+from blendsql.models import OpenAI
+from blendsql.models.base import Request
+from blendsql.models.constraints import Bool, Choice, Constraint, Int, JsonSchema, ListOf, Regex
+from tests.models.conftest import embedded_gguf
+from tests.models.test_openai import PERSON, PROMPTS, _satisfies, free_port
+
+DEFAULT_BINARY = Path("/work/llama-build-native/bin/llama-server")
+
+
+def _binary() -> Path | None:
+    raw = os.environ.get("BLENDSQL_LLAMA_SERVER")
+    path = Path(raw) if raw else DEFAULT_BINARY
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Iterator[str]:
+    """``llama-server`` with 2 slots on a free port; yields its ``/v1`` base URL."""
+    binary, gguf = _binary(), embedded_gguf()
+    if binary is None or gguf is None:
+        pytest.skip("no llama-server binary (set BLENDSQL_LLAMA_SERVER) or no embedded GGUF")
+    port = free_port()
+    log = Path(tempfile.mkdtemp(prefix="bsql-llama-server-")) / "server.log"
+    cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port), "-np", "2",
+           "-c", "2048", "-t", "1", "-tb", "1", "--no-webui"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        from tests.models.conftest import _wait_until_up
+
+        _wait_until_up(base_url + "/models", proc, log, timeout=120)
+        yield base_url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.server
+def test_detected_as_llamacpp(llama_server: str) -> None:
+    assert OpenAI("smollm2", llama_server).kind() == "llamacpp"
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("constraint", [
+    Choice(("red", "green", "blue")),
+    Bool(),
+    Int(),
+    Regex(r"[A-Z]{2}-[0-9]{3}"),
+    ListOf(Choice(("red", "green", "blue")), min_len=1, max_len=3),
+    ListOf(Bool(), min_len=4, max_len=4),
+    JsonSchema.of(PERSON),
+], ids=lambda c: type(c).__name__)
+def test_constrained_answers_on_llama_server(llama_server: str, constraint: Constraint) -> None:
+    model = OpenAI("smollm2", llama_server, max_concurrency=2, timeout=120)
+    out = model.generate([Request(p, constraint=constraint, max_tokens=48) for p in PROMPTS])
+    for r in out:
+        assert r.error is None, r.error
+        assert _satisfies(constraint, r.value), (r.text, r.value)
+        assert r.usage.prompt_tokens > 5 and r.usage.completion_tokens >= 1
+    assert not model._rejected  # the server took every constraint field we sent
+
+
+@pytest.mark.server
+def test_llmmap_through_llama_server_slots(llama_server: str, tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE t (v TEXT)")
+        con.executemany("INSERT INTO t VALUES (?)", [(v,) for v in
+                        ("apple", "car", "banana", "chair", "plum", "shoe")])
+    model = OpenAI("smollm2", llama_server, max_concurrency=4, timeout=120)
+    for k in (1, 3):
+        extra = f", values_per_prompt={k}" if k > 1 else ""
+        res = BlendSQL(str(db), model=model, cache=False).execute(
+            f"SELECT v, {{{{LLMMap('Is this a fruit?', 't::v', return_type='bool'{extra})}}}} AS a FROM t")
+        assert len(res.df) == 6
+        assert set(res.df["a"].tolist()) <= {0, 1}  # every answer parsed as a boolean
