@@ -220,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS / "hybridqa.jsonl")
     ap.add_argument("--sketch", action="store_true",
                     help="Parser(sketch=True): the model writes the row condition, the layer the program")
+    ap.add_argument("--abstain", action="store_true",
+                    help="with --sketch: the reader replies 'unknown' when the rows and passages lack the answer")
     ap.add_argument("--reuse-e2e", type=Path,
                     help="JSONL of an earlier run (same model, same end-to-end code): reuse its "
                          "end-to-end rows for the questions it scored")
@@ -243,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         model, model_name = make_model(args)
         reuse = ({r["question_id"]: r for r in map(json.loads, args.reuse_e2e.open())}
                  if args.reuse_e2e else {})
-        run_all(qs, tables, model, args.out, Parser(model, sketch=args.sketch), reuse, args.skip_e2e)
+        run_all(qs, tables, model, args.out, Parser(model, sketch=args.sketch, sketch_abstain=args.abstain), reuse, args.skip_e2e)
     summary = write_summary(args, qs, model_name, argv)
     print(json.dumps(summary, indent=2))
     return 0

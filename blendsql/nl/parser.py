@@ -149,6 +149,7 @@ class Parser:
         sketch_max_rows: int = 6,
         sketch_context_chars: int = 2400,
         sketch_retries: int = 1,
+        sketch_abstain: bool = False,
     ) -> None:
         """``constrained`` is the older switch: True means ``decoding="grammar"``.
         ``plain_fallback``: one last attempt without examples when none validated.
@@ -156,7 +157,9 @@ class Parser:
         ``sketch``: on a table whose cells link to a documents table (HybridQA),
         the model writes a plain query whose row selection is kept and the program
         is built from a sketch (:mod:`blendsql.nl.sketch`); a selection of no row or
-        more than ``sketch_max_rows`` gives way to full-text search of the passages."""
+        more than ``sketch_max_rows`` gives way to full-text search of the passages;
+        ``sketch_abstain``: the reader replies "unknown" when the rows and passages do
+        not give the answer (so ``ask`` falls back to end-to-end QA)."""
         self.model = model
         self.examples = list(examples) if examples is not None else load_examples()
         self.index = ExampleIndex(self.examples)
@@ -179,6 +182,7 @@ class Parser:
         self.sketch_max_rows = sketch_max_rows
         self.sketch_context_chars = sketch_context_chars
         self.sketch_retries = sketch_retries
+        self.sketch_abstain = sketch_abstain
 
     @property
     def constrained(self) -> bool:
@@ -328,7 +332,8 @@ class Parser:
             break
         if condition is None:
             condition = sketch.search_condition(layout, question)
-        result.program = sketch.build_program(layout, question, condition, self.sketch_context_chars)
+        result.program = sketch.build_program(layout, question, condition, self.sketch_context_chars,
+                                              self.sketch_abstain)
         return result
 
     def relevant_tables(self, question: str, conn: sqlite3.Connection) -> list[TableInfo]:

@@ -256,9 +256,19 @@ def row_text(layout: PassageLayout) -> str:
     return " || ".join(parts)
 
 
+#: the reader may abstain, so that ``ask`` falls back to end-to-end QA over the whole table
+ABSTAIN_INSTRUCTIONS = ("Answer the question using the information below. Reply with the answer "
+                        "only, without explanation. If the information does not give the answer, "
+                        "reply: unknown")
+
+
 def build_program(layout: PassageLayout, question: str, condition: str,
-                  context_chars: int = 2400) -> str:
-    """The sketch's program: LLMQA over the matching rows and their linked passages."""
+                  context_chars: int = 2400, abstain: bool = False) -> str:
+    """The sketch's program: LLMQA over the matching rows and their linked passages.
+
+    ``abstain``: the reader is told to reply "unknown" when the rows and passages do
+    not give the answer (a non-answer, on which ``ask`` falls back to end-to-end QA).
+    """
     t, d = _q(layout.table.name), _q(layout.documents)
     on = " OR ".join(link_on(layout.table.name, c, layout.documents, layout.title) for c in layout.linked)
     title, content = f"{d}.{_q(layout.title)}", f"{d}.{_q(layout.content)}"
@@ -266,5 +276,6 @@ def build_program(layout: PassageLayout, question: str, condition: str,
     context = (f"{caption}SELECT {row_text(layout)} AS text FROM {t} WHERE {condition} "
                f"UNION ALL SELECT DISTINCT {title} || ': ' || {content} FROM {d} JOIN {t} ON {on} "
                f"WHERE {condition}")
+    extra = f", instructions={_lit(ABSTAIN_INSTRUCTIONS)}" if abstain else ""
     return (f"SELECT {{{{LLMQA({_lit(question)}, ({context}), "
-            f"context_chars={int(context_chars)})}}}}")
+            f"context_chars={int(context_chars)}{extra})}}}}")

@@ -210,3 +210,20 @@ def test_table_title_from_the_loader_is_shown_to_both_prompts():
     assert "Grammy Award for Best Jazz Vocal — 1980s" in fake.prompts[0]
     assert "Table: Grammy Award for Best Jazz Vocal — 1980s" in fake.prompts[-1]
     assert "Mark Murphy was an American jazz singer" in fake.prompts[-1]
+
+
+def test_abstaining_reader_is_a_non_answer_so_ask_falls_back(conn):
+    from blendsql.nl.ask import ask
+
+    def gen(req: Request) -> str:
+        if req.prompt.rstrip().endswith("SQL:"):
+            return "SELECT * FROM w WHERE w.pick = 30"
+        if "reply: unknown" in req.prompt:  # the sketch's reader, on rows without the answer
+            return "unknown"
+        return "Leesburg"  # end-to-end over the whole table
+
+    model = FunctionModel(gen, name="fake")
+    bsql = BlendSQL(conn, model=model, cache=False)
+    out = ask(bsql, "Where was the 5th pick born?", parser=Parser(model, sketch=True, sketch_abstain=True))
+    assert "reply: unknown" in out.program
+    assert out.fallback_used and out.answer == "Leesburg"
