@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -97,17 +98,8 @@ def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
     row: dict[str, Any] = {"i": i, "db": item["db_id"], "question": item["question"], "feedback": item["feedback"],
                            "wrong": wrong, "gold": gold, "gold_error": g_err,
                            "wrong_already_right": g_rows is not None and w_rows == g_rows}
-    t0 = time.perf_counter()
-    with_deadline(bsql.db.conn, QUERY_SECONDS)
-    try:
-        turn = conv.correct(item["feedback"], retries=retries)
-        corrected, err, df, diff = turn.program, turn.error, turn.result, turn.diff
-    except Exception as e:  # noqa: BLE001 - a crash is a failed correction, recorded
-        corrected, err, df, diff = None, f"{type(e).__name__}: {e}", None, None
-    row.update(corrected=corrected, error=err, diff=diff,
-               correction_match=bool(g_rows is not None and df is not None and err is None
-                                     and frame_rows(df) == g_rows),
-               correction_seconds=round(time.perf_counter() - t0, 2))
+    # the fresh parse first: its prompt opens with the guide and schema the correction
+    # prompt opens with too, so the correction finds them in the model's KV cache
     if e2e:
         t0 = time.perf_counter()
         fresh = Conversation(bsql, parser, classify_acts=False)
@@ -121,6 +113,17 @@ def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
                    e2e_match=bool(g_rows is not None and pdf is not None and perr is None
                                   and frame_rows(pdf) == g_rows),
                    e2e_seconds=round(time.perf_counter() - t0, 2))
+    t0 = time.perf_counter()
+    with_deadline(bsql.db.conn, QUERY_SECONDS)
+    try:
+        turn = conv.correct(item["feedback"], retries=retries)
+        corrected, err, df, diff = turn.program, turn.error, turn.result, turn.diff
+    except Exception as e:  # noqa: BLE001 - a crash is a failed correction, recorded
+        corrected, err, df, diff = None, f"{type(e).__name__}: {e}", None, None
+    row.update(corrected=corrected, error=err, diff=diff,
+               correction_match=bool(g_rows is not None and df is not None and err is None
+                                     and frame_rows(df) == g_rows),
+               correction_seconds=round(time.perf_counter() - t0, 2))
     bsql.close()
     return row
 
@@ -144,7 +147,34 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "end_to_end_acc": rate("e2e_match", e2e),
         "gold_errors": sum(r["gold_error"] is not None for r in rows),
         "mean_correction_seconds": round(sum(r["correction_seconds"] for r in rows) / n, 2) if n else None,
+        "mean_end_to_end_seconds": round(sum(r["e2e_seconds"] for r in e2e) / len(e2e), 2) if e2e else None,
+        "databases": sorted({r["db"] for r in rows}),
     }
+
+
+def code_commit() -> str:
+    """The commit of the code under test (this script's checkout), '+dirty' if edited."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=30, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "blendsql",
+                                "benchmarks/splash.py", "benchmarks/conversation.py"],
+                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def in_database_order(items: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
+    """The same items, grouped by database (databases in order of first appearance).
+
+    Consecutive items on one database share the prompt's opening (guide and
+    schema) in the model's KV cache; the set of items is unchanged."""
+    first: dict[str, int] = {}
+    for pos, (_, item) in enumerate(items):
+        first.setdefault(item["db_id"], pos)
+    return sorted(items, key=lambda pair: first[pair[1]["db_id"]])
 
 
 def pool_databases() -> list[str]:
@@ -193,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="take every N-th item (a spread over databases; items are grouped by database)")
     ap.add_argument("--n-examples", type=int, default=3,
                     help="worked corrections retrieved from the SPLASH dev pool (0: one fixed example)")
+    ap.add_argument("--order", choices=["file", "db"], default="file",
+                    help="run order of the chosen items: file order, or grouped by database "
+                         "(reuses the cached schema; a stopped run then covers fewer databases)")
     ap.add_argument("--build-pool", action="store_true",
                     help=f"write the correction pool from dev.json to {POOL.relative_to(POOL.parents[3])}")
     args = ap.parse_args(argv)
@@ -206,9 +239,15 @@ def main(argv: list[str] | None = None) -> int:
     every = max(1, args.every)
     numbered = list(enumerate(json.loads((args.data / "splash" / f"{args.split}.json").read_text())))
     items = numbered[::every][args.offset: args.offset + args.limit]
+    if args.order == "db":
+        items = in_database_order(items)
+    import blendsql
+
+    print(f"blendsql from {blendsql.__file__}; code {code_commit()}", file=sys.stderr)
     done = read_done(out, "i")
     started = time.perf_counter()
     command = "python benchmarks/splash.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    commit = code_commit()
 
     def write_summary() -> dict[str, Any]:
         """Rewritten after every item, so a stopped run still leaves a true summary."""
@@ -217,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             "benchmark": f"SPLASH {args.split} (items in file order)", "split": args.split,
             "model": model_name, "retries": args.retries, "requested_limit": args.limit,
             "offset": args.offset, "every": every, "n_examples": args.n_examples,
-            "command": command, "machine": machine(),
+            "order": args.order, "command": command, "code_commit": commit, "machine": machine(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "run_seconds_this_session": round(time.perf_counter() - started, 1),
             "metric_notes": "execution match of result multisets on the Spider SQLite file; the correction "

@@ -117,6 +117,32 @@ def test_correct_query_direct_and_prompt_order():
     assert text.endswith("Corrected query:")
 
 
+def test_correction_prompt_opens_with_the_parser_prompt_through_the_schema():
+    """A correction follows a question on the same database: its prompt must start with the
+    parser prompt's guide and schema, so the model's cached prefix covers them (speed)."""
+    import os
+
+    from blendsql.nl.serialize import serialize_schema
+
+    for registry_empty in (True, False):
+        s = Script([RIGHT])
+        conv = conv_with(s)
+        if registry_empty:
+            from blendsql.ingredients.base import IngredientRegistry
+
+            conv.bsql.registry = IngredientRegistry()
+        conv.ask(QUESTION)
+        conv.correct(FEEDBACK)
+        parse_prompt = next(r.prompt for r in s.requests if r.prompt.rstrip().endswith("BlendSQL:"))
+        fix_prompt = s.requests[-1].prompt
+        assert fix_prompt.rstrip().endswith("Corrected query:")
+        shared = os.path.commonprefix([parse_prompt, fix_prompt])
+        schema = serialize_schema(conv.bsql.db.conn, n_rows=conv.parser.n_rows)
+        assert schema in shared and shared.index(schema) + len(schema) >= len(shared) - 2
+        # the item itself comes after the worked corrections, never before the schema
+        assert fix_prompt.index(schema) < fix_prompt.index(f"Feedback: {FEEDBACK}")
+
+
 def test_sql_diff():
     assert sql_diff("SELECT a FROM t", "SELECT a FROM t") == "no change"
     assert sql_diff("SELECT Count ( * ) FROM t", "SELECT COUNT(*) FROM t") == "no change"
@@ -168,7 +194,7 @@ def test_retrieved_corrections_are_in_the_prompt_with_our_explanation():
     assert "Corrected query: SELECT MAX(Age) FROM Student" in prompt
     assert "DISTINCT PetType" not in prompt  # only the nearest one
     assert "room_count" not in prompt  # the fixed example is replaced
-    assert prompt.index("Oldest student?") < prompt.index("Schema:") < prompt.index(QUESTION)
+    assert prompt.index("CREATE TABLE") < prompt.index("Oldest student?") < prompt.index(QUESTION)
 
 
 def test_no_retrieval_keeps_the_fixed_example():

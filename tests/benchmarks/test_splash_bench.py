@@ -1,0 +1,55 @@
+"""benchmarks/splash.py: run order of the chosen items and of the two calls of one item.
+
+Why: the benchmark's cost is prompt evaluation. The correction prompt opens
+with the parser prompt's guide and schema, so the fresh parse must run first
+within an item (its prompt warms the model's cache), and grouping items by
+database must not change which items are scored.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import splash  # noqa: E402 - the benchmark script, imported by path
+
+from blendsql.models.base import FunctionModel, Request  # noqa: E402
+
+PETS = ROOT / "tests" / "data" / "spider" / "pets_1" / "pets_1.sqlite"
+
+
+def test_database_order_keeps_the_items_and_groups_them():
+    items: list[tuple[int, dict[str, Any]]] = [
+        (0, {"db_id": "a"}), (9, {"db_id": "b"}), (18, {"db_id": "a"}), (27, {"db_id": "c"}),
+        (36, {"db_id": "b"}), (45, {"db_id": "a"})]
+    out = splash.in_database_order(items)
+    assert sorted(i for i, _ in out) == sorted(i for i, _ in items)
+    assert [i for i, _ in out] == [0, 18, 45, 9, 36, 27]  # first-seen database order, stable inside
+    assert splash.in_database_order([]) == []
+
+
+def test_the_fresh_parse_runs_before_the_correction_and_shares_its_opening(tmp_path: Path):
+    db_dir = tmp_path / "spider" / "database" / "pets_1"
+    db_dir.mkdir(parents=True)
+    (db_dir / "pets_1.sqlite").write_bytes(PETS.read_bytes())
+    prompts: list[str] = []
+
+    def answer(req: Request) -> str:
+        prompts.append(req.prompt)
+        return "SELECT COUNT(*) FROM Student" if req.prompt.rstrip().endswith("Corrected query:") \
+            else "SELECT COUNT(*) FROM Pets"
+
+    item = {"db_id": "pets_1", "question": "How many pets are owned by students?",
+            "feedback": "count the students instead", "gold_parse": "SELECT count(*) FROM Student",
+            "predicted_parse_with_values": "SELECT Count ( * ) FROM Pets WHERE weight > 100"}
+    row = splash.run_item(0, item, tmp_path, FunctionModel(answer), True, retries=0,
+                          spider_pool=[], n_examples=1)
+    assert row["correction_match"] is True and row["e2e_match"] is False
+    kinds = ["fix" if p.rstrip().endswith("Corrected query:") else "parse" for p in prompts]
+    assert kinds == ["parse", "fix"]
+    schema_start = prompts[0].index("CREATE TABLE")
+    assert prompts[1][: schema_start + 200] == prompts[0][: schema_start + 200]
