@@ -102,24 +102,23 @@ class RuleContext(Protocol):
 
 @dataclass(frozen=True)
 class Rule:
-    """One planning rule: its name, function, why it exists, and its switch.
+    """One planning rule: its name, function, why it exists, its stage and its switch.
 
-    ``switch``: the boolean option that also turns it on / off (None: only
-    ``rules_off``); ``default``: whether it runs when nobody says;
-    ``required``: the query's meaning depends on it (never off).
+    ``fn``: for a tree rule ``PlanState, RuleContext -> PlanState``; for a
+    ``call`` rule the pure decision function the executor calls. ``doc``:
+    what the rule does and why it exists. ``switch``: the boolean option
+    that also turns it on / off (None: only ``rules_off``); ``default``:
+    whether it runs when nobody says; ``required``: the query's meaning
+    depends on it (never off).
     """
 
     name: str
     fn: Callable[..., Any]
+    doc: str
     stage: str
     switch: str | None = None
     default: bool = True
     required: bool = False
-
-    @property
-    def doc(self) -> str:
-        """Why the rule exists: the first paragraph of its function's docstring."""
-        return (self.fn.__doc__ or "").strip().split("\n\n")[0]
 
 
 # -- prepare: required rewrites -------------------------------------------------------
@@ -248,77 +247,59 @@ def late_maps(state: PlanState, ctx: RuleContext) -> PlanState:
 
 
 # -- call: decisions the executor makes with runtime information -------------------------
-# ``fn`` is each rule's pure decision; the executor traces what it decided.
+# ``fn`` is the pure decision function the executor calls; ``doc`` says why the rule exists.
+
+COST_ORDER = (
+    "Among ready ingredient predicates of one scope, the cheapest runs first. Why: under AND "
+    "each later predicate sees only the rows earlier ones passed, so the cheap filter "
+    "(distinct values x prompt tokens, measured on the relaxed candidate rows) shrinks the "
+    "expensive one's input.")
+SHARE_IDENTICAL = (
+    "Identical calls (same ingredient, arguments, resolved columns) share one evaluation. "
+    "Why: they must agree, and a value computed for one use is never sent to the model "
+    "again for another; one output constraint is combined from all their uses.")
+PREAGGREGATE = (
+    "A map that is a GROUP BY key runs on the group keys of one partial-aggregate scan. "
+    "Why: grouping first means the map sees each key once and SQLite scans once; skipped "
+    "at run time when a sample of the rows is nearly all distinct (the partial table "
+    "would be as large as the input).")
+LAZY = (
+    "Under LIMIT a filter is evaluated in batches, stopping once enough rows qualify. "
+    "Why: LIMIT 5 over 10,000 candidates needs the model for a handful of values, not all "
+    "of them; batch sizes and the stop are decided from the rows seen so far and traced.")
+STATIC_FILTER = (
+    "A filter's simple atom is decided in Python and only the passing values are stored. "
+    "Why: storing every (value, output) pair and letting SQLite test the atom costs a "
+    "temp-table row per value; for outputs whose comparison Python reproduces exactly, "
+    "the set of passing values is the same lookup.")
 
 
-def _cost_order(distinct_values: int, question_chars: int, avg_value_chars: float,
-                needs_model: bool) -> order.CostEstimate:
-    """Among ready ingredient predicates of one scope, the cheapest runs first.
-
-    Why: under AND each later predicate sees only the rows earlier ones
-    passed, so the cheap filter (distinct values x prompt tokens, measured
-    on the relaxed candidate rows) shrinks the expensive one's input.
-    """
-    return order.estimate(distinct_values, question_chars, avg_value_chars, needs_model)
+def _why(fn: Callable[..., Any]) -> str:
+    """A tree rule's doc: its function's docstring, first line and the "Why" paragraph."""
+    paragraphs = [" ".join(p.split()) for p in (fn.__doc__ or "").strip().split("\n\n")]
+    why = next((p for p in paragraphs if p.startswith("Why")), "")
+    return " ".join(p for p in (paragraphs[0], why) if p)
 
 
-def _share_identical(call: IngredientCall) -> list[IngredientCall]:
-    """Identical calls (same ingredient, arguments, resolved columns) share one evaluation.
-
-    Why: they must agree, and a value computed for one use is never sent
-    to the model again for another; one output constraint is combined from
-    all their uses.
-    """
-    return twins(call)
-
-
-def _preaggregate(call: IngredientCall, value: exp.Expression, source_columns: frozenset[str],
-                  pending_ok: bool = False) -> preagg.PreaggPlan | None:
-    """A map that is a GROUP BY key runs on the group keys of one partial-aggregate scan.
-
-    Why: grouping first means the map sees each key once and SQLite scans
-    once; skipped at run time when a sample of the rows is nearly all
-    distinct (then the partial table is as large as the input).
-    """
-    return preagg.plan_preagg(call, value, source_columns, pending_ok=pending_ok)
-
-
-def _lazy(call: IngredientCall, value: exp.Expression,
-          atom: exp.Expression | None) -> lazy.LazyPlan | None:
-    """Under LIMIT a filter is evaluated in batches, stopping once enough rows qualify.
-
-    Why: ``LIMIT 5`` over 10,000 candidates needs the model for a handful of
-    values, not all of them; the batch sizes and the stop are decided from
-    the rows seen so far and traced.
-    """
-    return lazy.lazy_plan(call, value, atom)
-
-
-def _static_filter(atom: exp.Expression, call: IngredientCall, values: list[Any],
-                   outputs: list[Any]) -> list[Any] | None:
-    """A filter's simple atom is decided in Python; only the passing values are stored.
-
-    Why: storing every (value, output) pair and letting SQLite test the atom
-    costs a temp-table row per value; for outputs whose comparison Python
-    reproduces exactly, the set of passing values is the same lookup.
-    """
-    return static_filter.passing_values(atom, call, values, outputs)
+def _tree(name: str, fn: Callable[[PlanState, RuleContext], PlanState], stage: str,
+          **kw: Any) -> Rule:
+    return Rule(name, fn, _why(fn), stage, **kw)
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("check_names", check_names, "prepare", required=True),
-    Rule("expand_macros", expand_macros, "prepare", required=True),
-    Rule("refuse_row_calls_in_dml", refuse_row_calls_in_dml, "prepare", required=True),
-    Rule("qualify_by_alias", qualify_by_alias, "prepare", required=True),
-    Rule("resolve_aliases", resolve_aliases, "prepare", required=True),
-    Rule("enum_match", enum_match, "rewrite", switch="enum_match", default=False),
-    Rule("name_columns", name_columns, "rewrite", required=True),
-    Rule("late_maps", late_maps, "rewrite", switch="late_maps"),
-    Rule("cost_order", _cost_order, "call", switch="cost_order"),
-    Rule("share_identical", _share_identical, "call"),
-    Rule("preaggregate", _preaggregate, "call", switch="preaggregate"),
-    Rule("lazy", _lazy, "call", switch="lazy"),
-    Rule("static_filter", _static_filter, "call"),
+    _tree("check_names", check_names, "prepare", required=True),
+    _tree("expand_macros", expand_macros, "prepare", required=True),
+    _tree("refuse_row_calls_in_dml", refuse_row_calls_in_dml, "prepare", required=True),
+    _tree("qualify_by_alias", qualify_by_alias, "prepare", required=True),
+    _tree("resolve_aliases", resolve_aliases, "prepare", required=True),
+    _tree("enum_match", enum_match, "rewrite", switch="enum_match", default=False),
+    _tree("name_columns", name_columns, "rewrite", required=True),
+    _tree("late_maps", late_maps, "rewrite", switch="late_maps"),
+    Rule("cost_order", order.estimate, COST_ORDER, "call", switch="cost_order"),
+    Rule("share_identical", twins, SHARE_IDENTICAL, "call"),
+    Rule("preaggregate", preagg.plan_preagg, PREAGGREGATE, "call", switch="preaggregate"),
+    Rule("lazy", lazy.lazy_plan, LAZY, "call", switch="lazy"),
+    Rule("static_filter", static_filter.passing_values, STATIC_FILTER, "call"),
 )
 
 #: every rule by name

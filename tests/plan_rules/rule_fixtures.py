@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,8 +95,8 @@ def parse_fixture(text: str) -> list[Case]:
 
 def header(rule: str) -> str:
     """The comment line a fixture starts with: the rule's name and why it exists."""
-    doc = " ".join(BY_NAME[rule].doc.split())
-    return f"# rule {rule}: {doc}\n"
+    lines = textwrap.wrap(f"rule {rule}: {BY_NAME[rule].doc}", 88)
+    return "".join(f"# {line}\n" for line in lines)
 
 
 def outcome(query: str, options: dict[str, Any]) -> str:

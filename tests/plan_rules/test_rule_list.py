@@ -22,8 +22,9 @@ def test_rules_are_unique_and_ordered_by_stage() -> None:
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
 def test_each_rule_says_why_it_exists(rule) -> None:  # type: ignore[no-untyped-def]
-    assert rule.doc, rule.name
-    assert "Why" in (rule.fn.__doc__ or ""), f"{rule.name}: the docstring says why"
+    assert "Why" in rule.doc, f"{rule.name}: its doc says why it exists"
+    if rule.stage != "call":  # a tree rule's function says so itself
+        assert "Why" in (rule.fn.__doc__ or ""), rule.name
 
 
 def test_old_switches_are_the_rules_of_the_same_name() -> None:
