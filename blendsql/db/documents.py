@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from blendsql.db.frames import rows_to_frame
 from blendsql.errors import ExecutionError
 
 TOKENIZERS = ("unicode61", "trigram", "porter", "ascii")
@@ -171,12 +172,12 @@ def search(
     columns = fts_columns(conn, table)
     match = fts_query(query, operator=operator)
     if not match or k <= 0:
-        return pd.DataFrame(columns=[*columns, "score"])
+        return rows_to_frame([*columns, "score"], [])
     t = quote_ident(table)
     cols = ", ".join(quote_ident(c) for c in columns)
     rows = conn.execute(
         f"SELECT {cols}, -bm25({t}) AS score FROM {t} WHERE {t} MATCH ? ORDER BY bm25({t}) LIMIT ?",
         (match, int(k)),
     ).fetchall()
-    return pd.DataFrame(rows, columns=[*columns, "score"])
+    return rows_to_frame([*columns, "score"], rows)
 

@@ -32,8 +32,11 @@ from sqlglot import exp
 from blendsql.budget import Prices
 from blendsql.errors import BlendSQLError
 from blendsql.execute import preagg
-from blendsql.execute.engine import Run, join_sides, plan_tree, render
+from blendsql.execute.context import RunContext
 from blendsql.execute.optimise import call_cost
+from blendsql.execute.planning import plan_tree
+from blendsql.execute.render import render
+from blendsql.execute.steps import join_sides
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.plan.calls import find_calls, map_value, next_call
@@ -56,7 +59,7 @@ def _marked(sql: str | None) -> bool:
     return sql is not None and MARKER in sql.lower()
 
 
-def build_plan(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp.Expression],
+def build_plan(run: RunContext, tree: exp.Expression, parse_expr: Callable[[str], exp.Expression],
                query: str, prices: Prices | None = None) -> Plan:
     """The plan of ``tree`` (a parsed query): steps in the engine's order, with estimates.
 
@@ -69,7 +72,7 @@ def build_plan(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp.E
 class _Planner:
     """One dry run; ``seen`` holds, per call key, the values counted already."""
 
-    def __init__(self, run: Run, query: str, prices: Prices | None) -> None:
+    def __init__(self, run: RunContext, query: str, prices: Prices | None) -> None:
         self.run = run
         self.plan = Plan(query)
         self.seen: dict[str, set[Any]] = {}

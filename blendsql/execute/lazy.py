@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlglot import exp
 
+from blendsql.execute.context import RunContext
 from blendsql.execute.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.lazy import LazyPlan, atom_condition, conjunct_atom, lazy_plan
@@ -20,16 +21,13 @@ from blendsql.plan.lookup import null_passes_statically, null_test, temp_table
 from blendsql.plan.rules import rule_on
 from blendsql.smoothie import TraceStep
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from blendsql.execute.engine import Run
-
 Compute = Callable[[list[Any]], list[Any]]
 LAZY_OPTION = "lazy"
 PREFILTER_OPTION = "prefilter"
 ENGINE_KWARGS = ("prefilter",)  # per-call kwargs the engine consumes (never passed to run())
 
 
-def enabled(run: Run, name: str, default: Any, kw: dict[str, Any] | None = None) -> Any:
+def enabled(run: RunContext, name: str, default: Any, kw: dict[str, Any] | None = None) -> Any:
     """A per-call kwarg wins over the session option, which wins over ``default``."""
     if kw is not None and name in kw:
         return kw[name]
@@ -44,7 +42,7 @@ def pop_engine_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
 class _Walk:
     """State of one lazy evaluation: row values, outputs so far, which pass."""
 
-    def __init__(self, run: Run, call: IngredientCall, atom: exp.Expression,
+    def __init__(self, run: RunContext, call: IngredientCall, atom: exp.Expression,
                  row_values: list[Any], null_passes: bool) -> None:
         self.run = run
         self.call = call
@@ -84,7 +82,7 @@ class _Walk:
                    for v in self.row_values)
 
 
-def null_passes(run: Run, atom: exp.Expression, call: IngredientCall) -> bool:
+def null_passes(run: RunContext, atom: exp.Expression, call: IngredientCall) -> bool:
     """Whether a NULL output satisfies the atom (statically, else asked of SQLite)."""
     static = null_passes_statically(atom, call)
     if static is not None:
@@ -93,7 +91,7 @@ def null_passes(run: Run, atom: exp.Expression, call: IngredientCall) -> bool:
     return bool(r and r[0][0])
 
 
-def lazy_pairs(run: Run, call: IngredientCall, value: exp.Expression,
+def lazy_pairs(run: RunContext, call: IngredientCall, value: exp.Expression,
                atom: exp.Expression | None, question: Any, kw: dict[str, Any],
                compute: Compute) -> tuple[list[Any], list[Any]] | None:
     """(values, raw outputs) computed lazily, or None when lazy evaluation does not apply.
@@ -147,7 +145,7 @@ class _Scan:
 
     FIRST_PAGE = 256
 
-    def __init__(self, run: Run, call: IngredientCall, plan: LazyPlan) -> None:
+    def __init__(self, run: RunContext, call: IngredientCall, plan: LazyPlan) -> None:
         self.run, self.call, self.plan = run, call, plan
         self.row_values: list[Any] = []
         self.distinct: list[Any] = []
@@ -185,7 +183,7 @@ class _Scan:
             pass
 
 
-def _in_scan_order(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
+def _in_scan_order(run: RunContext, call: IngredientCall, plan: LazyPlan, walk: _Walk,
                    scan: _Scan, compute: Compute, t0: float) -> None:
     """Batches of the next new values in scan order; stop when the answer is fixed.
 
@@ -227,7 +225,7 @@ def next_batch_size(previous: int, computed: int, qualified: int, needed: int) -
     return max(1, int(per_row * (needed - qualified) * 1.1 + 0.999))
 
 
-def _prefiltered(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
+def _prefiltered(run: RunContext, call: IngredientCall, plan: LazyPlan, walk: _Walk,
                  distinct: list[Any], question: str, method: str, compute: Compute,
                  t0: float) -> None:
     """Verify values best-ranked first; stop when LIMIT + OFFSET rows qualify."""
@@ -259,7 +257,7 @@ def _prefiltered(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk,
     _trace(run, call, plan, walk, len(distinct), rounds, f"{method} rank order", t0)
 
 
-def _trace(run: Run, call: IngredientCall, plan: LazyPlan, walk: _Walk, total: int,
+def _trace(run: RunContext, call: IngredientCall, plan: LazyPlan, walk: _Walk, total: int,
            rounds: int, order: str, t0: float) -> None:
     """One plan step saying how much lazy evaluation saved."""
     qualified = walk.qualified_anywhere()

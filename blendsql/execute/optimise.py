@@ -8,11 +8,13 @@ what they decided.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlglot import exp
 
 from blendsql.errors import BlendSQLError
+from blendsql.execute.context import RunContext
+from blendsql.execute.render import render
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import JoinIngredient, MapIngredient
 from blendsql.models.base import Request
@@ -26,16 +28,13 @@ from blendsql.plan.enum_match import (
 from blendsql.plan.infer import literal_value
 from blendsql.plan.order import CostEstimate, estimate
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from blendsql.execute.engine import Run
-
 NONE_OPTION = "(none of these)"
 
 
 # ------------------------------------------------------------------ cost ordering
 
 
-def call_cost(run: Run, call: IngredientCall) -> float:
+def call_cost(run: RunContext, call: IngredientCall) -> float:
     """Estimated cost of computing ``call`` now (see :mod:`blendsql.plan.order`).
 
     Estimated once per call, the first time it is ready, and memoised by
@@ -52,19 +51,17 @@ def call_cost(run: Run, call: IngredientCall) -> float:
     return est.cost if est is not None else 0.0
 
 
-def cost_estimate(run: Run, call: IngredientCall) -> CostEstimate | None:
+def cost_estimate(run: RunContext, call: IngredientCall) -> CostEstimate | None:
     """Distinct candidate values and their average length, measured with SQLite."""
     ing = run.registry.get(call.key_name)
     if not isinstance(ing, (MapIngredient, JoinIngredient)):
         return None
-    memo: dict[int, CostEstimate | None] = run.__dict__.setdefault("_cost_memo", {})
+    memo: dict[int, CostEstimate | None] = run.memo.setdefault("cost", {})
     if call.call_id in memo:
         return memo[call.call_id]
     cand = run.readiness_candidate(call)
     if cand is None or cand.find(IngredientCall) is not None:
         return None
-    from blendsql.execute.engine import render
-
     sql = render(cand)
     count_sql = (f"WITH __bsql_cost(__v) AS ({sql}) "
                  "SELECT COUNT(*), AVG(LENGTH(CAST(__v AS TEXT))) FROM __bsql_cost")
@@ -73,7 +70,6 @@ def cost_estimate(run: Run, call: IngredientCall) -> CostEstimate | None:
     except BlendSQLError:
         memo[call.call_id] = None
         return None
-    run.__dict__["cost_estimates"] = run.__dict__.get("cost_estimates", 0) + 1
     n, avg = (rows[0][0] or 0, float(rows[0][1] or 0.0)) if rows else (0, 0.0)
     question = next((literal_value(a) for a in call.call_args
                      if isinstance(a, exp.Literal) and a.is_string), "")
@@ -85,7 +81,7 @@ def cost_estimate(run: Run, call: IngredientCall) -> CostEstimate | None:
 # ------------------------------------------------------------------ ENUM matching
 
 
-def vocabulary_of(run: Run, table: str, column: str) -> list[Any] | None:
+def vocabulary_of(run: RunContext, table: str, column: str) -> list[Any] | None:
     """Distinct non-NULL values of ``table.column`` when there are at most MAX_VALUES."""
     ident = '"' + column.replace('"', '""') + '"'
     tab = '"' + table.replace('"', '""') + '"'
@@ -98,7 +94,7 @@ def vocabulary_of(run: Run, table: str, column: str) -> list[Any] | None:
     return [r[0] for r in rows] if len(rows) <= MAX_VALUES else None
 
 
-def model_classifier(run: Run) -> Classifier:
+def model_classifier(run: RunContext) -> Classifier:
     """The session model picks a value (or none) under a Choice constraint; metered."""
 
     def classify(text: str, values: list[str]) -> tuple[str | None, float, str]:
@@ -124,7 +120,7 @@ def model_classifier(run: Run) -> Classifier:
     return classify
 
 
-def enum_classifier(run: Run) -> Classifier:
+def enum_classifier(run: RunContext) -> Classifier:
     """The ``enum_match`` rule's classifier for this run's setting.
 
     ``enum_match=True`` / ``"embedding"``: nearest value by embedding

@@ -11,12 +11,14 @@ outer query. ``BlendSQL(..., preaggregate=False)`` turns the rule off.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from blendsql.db.database import QueryTimeoutError
 from blendsql.errors import ExecutionError
+from blendsql.execute.context import RunContext
+from blendsql.execute.optimise import call_cost
+from blendsql.execute.render import render
 from blendsql.execute.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import MapIngredient
@@ -37,13 +39,10 @@ from blendsql.plan.preagg import (
 from blendsql.plan.rules import rule_on
 from blendsql.smoothie import TraceStep
 
-if TYPE_CHECKING:
-    from blendsql.execute.engine import Run
-
 OPTION = "preaggregate"
 
 
-def preaggregate(run: Run, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
+def preaggregate(run: RunContext, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
                  ) -> exp.Expression | None:
     """The tree after computing ``call`` by pre-aggregation, or None to plan as usual.
 
@@ -64,7 +63,7 @@ def preaggregate(run: Run, tree: exp.Expression, ing: MapIngredient, call: Ingre
     return _apply(run, tree, ing, call, plan, time.perf_counter() - t0)
 
 
-def decide(run: Run, tree: exp.Expression, call: IngredientCall,
+def decide(run: RunContext, tree: exp.Expression, call: IngredientCall,
            ) -> tuple[PreaggPlan, list[IngredientCall]] | None:
     """(plan, ingredient calls of the WHERE still to compute first) when the rule
     applies to ``call``, else None. The near-unique sample (:func:`near_unique`)
@@ -89,10 +88,8 @@ def decide(run: Run, tree: exp.Expression, call: IngredientCall,
     return plan, others
 
 
-def _source_columns(run: Run, scope: exp.Select) -> frozenset[str] | None:
+def _source_columns(run: RunContext, scope: exp.Select) -> frozenset[str] | None:
     """Lower-case column names the scope's FROM / JOINs provide (None: unknown)."""
-    from blendsql.execute.engine import render
-
     try:
         cols, _ = run.sql(render(source_query(scope), copy=False), "columns of the sources",
                           kind="plan")
@@ -101,7 +98,7 @@ def _source_columns(run: Run, scope: exp.Select) -> frozenset[str] | None:
     return frozenset(c.lower() for c in cols)
 
 
-def _collation_in_schema(run: Run, tree: exp.Expression) -> bool:
+def _collation_in_schema(run: RunContext, tree: exp.Expression) -> bool:
     """True when a table or view the query names declares a COLLATE (or we cannot tell).
 
     Why: grouping, MIN / MAX and the outer query's comparisons on the
@@ -127,7 +124,7 @@ def _collation_in_schema(run: Run, tree: exp.Expression) -> bool:
     return any(r[0] and "collate" in str(r[0]).lower() for r in rows)
 
 
-def near_unique(run: Run, plan: PreaggPlan, call: IngredientCall) -> bool:
+def near_unique(run: RunContext, plan: PreaggPlan, call: IngredientCall) -> bool:
     """True when a full sample of the scope's rows is nearly all distinct values.
 
     Measured on 100k rows (zero-cost map, ``GROUP BY`` the map of a unique
@@ -135,8 +132,6 @@ def near_unique(run: Run, plan: PreaggPlan, call: IngredientCall) -> bool:
     partial scan sorts every row and the partial table is as large as the
     input; with 20k or 500 distinct values it is ~1.5-2x faster.
     """
-    from blendsql.execute.engine import render
-
     try:
         _, rows = run.sql(render(sample_query(plan), copy=False),
                           f"how distinct the values of {call.name} are (sample)", kind="plan")
@@ -153,11 +148,9 @@ def near_unique(run: Run, plan: PreaggPlan, call: IngredientCall) -> bool:
     return False
 
 
-def _compute_first(run: Run, tree: exp.Expression, call: IngredientCall,
+def _compute_first(run: RunContext, tree: exp.Expression, call: IngredientCall,
                    others: list[IngredientCall]) -> exp.Expression | None:
     """Compute the WHERE call the engine would pick next were ``call`` not ready."""
-    from blendsql.execute.optimise import call_cost
-
     def candidate(c: IngredientCall) -> exp.Expression | None:
         if c.call_id == call.call_id:
             return None  # not ready: wait for the filters
@@ -170,7 +163,7 @@ def _compute_first(run: Run, tree: exp.Expression, call: IngredientCall,
     return run.compute(tree, nxt)
 
 
-def _apply(run: Run, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
+def _apply(run: RunContext, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
            plan: PreaggPlan, decided: float) -> exp.Expression | None:
     """Partial scan into a temp table -> one map run on its keys -> outer query.
 
@@ -182,8 +175,6 @@ def _apply(run: Run, tree: exp.Expression, ing: MapIngredient, call: IngredientC
     spent deciding, the only time the trace's plan step reports (the
     statements and the ingredient have steps of their own).
     """
-    from blendsql.execute.engine import render
-
     run_values = run.map_runner(ing, call)[3]
     start = len(run.trace)
     table = _create(run, plan.columns, render(plan.inner, copy=False),
@@ -211,7 +202,7 @@ def _apply(run: Run, tree: exp.Expression, ing: MapIngredient, call: IngredientC
     return preagg_final(tree, plan, table, lookup)
 
 
-def _create(run: Run, columns: list[str], inner: str, summary: str) -> str | None:
+def _create(run: RunContext, columns: list[str], inner: str, summary: str) -> str | None:
     """A session temp table holding the partial rows of ``inner``; None if SQLite
     refuses the query (nothing was created then).
 
@@ -225,7 +216,7 @@ def _create(run: Run, columns: list[str], inner: str, summary: str) -> str | Non
     select = f"SELECT {cols} FROM ({inner})"
     try:
         with run.labelled("sql", summary):  # traced by the database's hook
-            run.db.create_temp_table_as(name, select, run._bindings(select),
+            run.db.create_temp_table_as(name, select, run.bindings(select),
                                         origin=run.param_origin)
     except QueryTimeoutError:
         raise

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from blendsql.execute.context import RunContext
 from blendsql.execute.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import MapIngredient
 from blendsql.plan.project import LatePlan
 from blendsql.plan.rules import PlanState
 from blendsql.smoothie import TraceStep
-
-if TYPE_CHECKING:
-    from blendsql.execute.engine import Run
 
 
 @dataclass
@@ -26,7 +24,7 @@ class LateMap:
     run_values: Callable[[list[Any]], list[Any]]
 
 
-def bind_late_maps(run: Run, state: PlanState) -> tuple[list[LateMap], LatePlan | None]:
+def bind_late_maps(run: RunContext, state: PlanState) -> tuple[list[LateMap], LatePlan | None]:
     """Bind the maps the ``late_maps`` rule deferred: (late maps, their plan).
 
     Their arguments are evaluated now, while the calls are in the tree

@@ -32,6 +32,7 @@ from blendsql.models.constraints import (
     Regex,
     Text,
     constraint_from_return_type,
+    constraint_source,
 )
 
 log = logging.getLogger("blendsql.ingredients")
@@ -194,9 +195,10 @@ def resolve_constraint(
     free text ("Yes, they have...") would never equal 'Yes'.
     """
     opts = as_list(options)
-    if opts:
+    source = constraint_source(bool(opts), return_type, inferred)  # the one precedence
+    if source == "options" and opts:
         return choice_for(opts)
-    if return_type is not None:
+    if source == "return_type":
         return constraint_for_return_type(return_type), {}
     unconstrained = type(inferred) is Text and inferred.max_chars is None
     if isinstance(inferred, Constraint) and not unconstrained:

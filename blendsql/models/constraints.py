@@ -327,6 +327,27 @@ def _kind(value: Any) -> str:
     return f"{type(value).__name__} {text[:60] + ('...' if len(text) > 60 else '')}"
 
 
+def constraint_source(has_options: bool, return_type: Any, inferred: Any) -> str:
+    """Which source decides an ingredient's output constraint, first match winning:
+    ``"options"``, ``"return_type"``, ``"inferred"`` or ``"none"``.
+
+    Why one place: the engine (building ``constraint=`` for any ingredient)
+    and the built-in LLM ingredients (re-reading their keywords) used to
+    order ``options=`` and ``return_type=`` differently, so a call with both
+    got a different constraint from a custom ingredient than from ``LLMMap``.
+    What the user wrote in the call beats what the planner inferred from the
+    call's surroundings; a list of allowed values is the narrower statement,
+    so it beats a type.
+    """
+    if has_options:
+        return "options"
+    if return_type is not None:
+        return "return_type"
+    if inferred is not None:
+        return "inferred"
+    return "none"
+
+
 def constraint_from_return_type(name: str) -> Constraint:
     """Map a query's ``return_type='int'`` (etc.) to a constraint."""
     table: dict[str, Constraint] = {

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-import blendsql.execute.engine as engine
 import blendsql.execute.optimise as optimise
+import blendsql.execute.steps as steps
 import blendsql.plan.relax as relax
 from blendsql import BlendSQL
 from blendsql.db.database import Database
@@ -63,7 +63,7 @@ def _count(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]
 def test_many_filters_estimate_each_call_once(db: Path, monkeypatch: pytest.MonkeyPatch,
                                               ing: type[Has]) -> None:
     estimates = _count(monkeypatch, optimise, "estimate")
-    candidates = _count(monkeypatch, engine, "map_candidate")
+    candidates = _count(monkeypatch, steps, "map_candidate")  # the step runners build candidates
     relaxed = _count(monkeypatch, relax, "predicate_atom")
     statements = _count(monkeypatch, Database, "execute")
     preds = " AND ".join(f"{{{{{ing.__name__}('q{i % 10}{i}', t.{'ab'[i % 2]})}}}}"

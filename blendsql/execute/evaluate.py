@@ -1,0 +1,298 @@
+"""Evaluating a call's arguments, choosing its constraint and invoking its ingredient.
+
+Why its own layer: argument values, constraint precedence, identical-call
+sharing and metered invocation are the same for every kind of call; the
+step runners (``execute.steps``) build on them, and nothing here knows
+how a call's outputs get back into the query.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from sqlglot import exp
+
+from blendsql.db.frames import rows_to_frame
+from blendsql.errors import BlendSQLError, ExecutionError, IngredientError
+from blendsql.execute.metering import Counters
+from blendsql.execute.render import attach_ctes
+from blendsql.execute.session import Session
+from blendsql.execute.values import lossy_notes
+from blendsql.grammar.nodes import IngredientCall, to_blendsql
+from blendsql.ingredients.base import Ingredient
+from blendsql.models.constraints import (
+    Bool,
+    Choice,
+    Constraint,
+    Float,
+    Int,
+    ListOf,
+    Text,
+    constraint_from_return_type,
+    constraint_source,
+)
+from blendsql.plan.calls import scope_of, source_names, twins
+from blendsql.plan.infer import Hint, combine_hints, infer_hint, literal_value
+from blendsql.smoothie import TraceStep
+
+MAX_CHOICES = 2000  # an inferred Choice larger than this is not worth a grammar
+
+
+
+class Evaluator(Session):
+    """A session that evaluates arguments and invokes ingredients (metered, traced)."""
+
+    def evaluate(self, node: exp.Expression, call: IngredientCall) -> Any:
+        """Python value of an argument (see module ``blendsql.ingredients.base``)."""
+        while isinstance(node, exp.Paren) and not isinstance(node.this, exp.Select):
+            node = node.this
+        if isinstance(node, exp.Null):
+            return None
+        lit = literal_value(node)
+        if lit is not None:
+            return lit
+        if isinstance(node, exp.Placeholder):
+            name = node.name or ""
+            if name not in self.params:
+                raise ExecutionError(f"no value bound for parameter {node.sql()!r}",
+                                     hint="pass params=[...] with one value per '?'")
+            return self.params[name]
+        if isinstance(node, (exp.Tuple, exp.Array)):
+            return [self.evaluate(e, call) for e in node.expressions]
+        if isinstance(node, exp.Column):
+            return self.column_values(node, call)
+        if isinstance(node, (exp.Subquery, exp.Select)) or (
+            isinstance(node, exp.Paren) and isinstance(node.this, exp.Select)
+        ):
+            inner = node.this if isinstance(node, (exp.Subquery, exp.Paren)) else node
+            return self.subquery_df(inner, call)
+        _, rows = self.sql(exp.select(node.copy()), f"evaluate argument of {call.name}")
+        return rows[0][0] if rows else None
+
+    def column_values(self, col: exp.Column, call: IngredientCall) -> list[Any]:
+        """Distinct non-NULL values of a column reference (``'t::c'`` or ``t.c``)."""
+        scope = scope_of(call)
+        table = col.table
+        src: exp.Expression | None = None
+        if scope is not None:
+            sources = source_names(scope)
+            if table and table.lower() in sources:
+                src = sources[table.lower()].copy()
+            elif not table and len(sources) == 1:
+                src = next(iter(sources.values())).copy()
+        if src is None:
+            if not table:
+                raise IngredientError(
+                    f"cannot tell which table column {col.name!r} in {call.name} belongs to",
+                    hint="qualify it as 'table::column' or table.column")
+            src = exp.to_table(table)
+        q = exp.select(exp.column(col.name)).distinct(copy=False).from_(src, copy=False)
+        # no ``IS NOT NULL`` filter: every collection path drops NULL itself, and a
+        # per-row test would cost a scan's worth of comparisons
+        if scope is not None:
+            q = attach_ctes(q, scope)
+        return self.candidate_values(q, f"values of {to_blendsql(col)} for {call.name}")
+
+    def subquery_df(self, select: exp.Expression, call: IngredientCall) -> pd.DataFrame:
+        """A subquery argument (a QA context) as a DataFrame."""
+        q = select.copy()
+        scope = scope_of(call)
+        if scope is not None and isinstance(q, exp.Select) and q.args.get("with_") is None:
+            q = attach_ctes(q, scope)
+        cols, rows = self.sql(q, f"context of {call.name}")
+        return rows_to_frame(cols, rows)
+
+    def kwargs_of(self, call: IngredientCall) -> dict[str, Any]:
+        """Evaluated keyword arguments of a call.
+
+        A list-valued keyword (``options=``, ``example_outputs=``) given as a
+        subquery becomes the list of its column's distinct non-NULL values.
+        """
+        out = {}
+        for k, v in call.call_kwargs.items():
+            value = self.evaluate(v, call)
+            if k in LIST_KWARGS and isinstance(value, pd.DataFrame):
+                value = subquery_list(value, k, call.name)
+            out[k] = value
+        return out
+
+    def constraint_for(self, call: IngredientCall, kw: dict[str, Any],
+                       hint: Hint | None = None) -> Constraint | None:
+        """Explicit ``options=`` / ``return_type=`` win (in the order of
+        :func:`blendsql.models.constraints.constraint_source`); otherwise the inferred hint.
+
+        ``hint``: the hint of all identical uses (:meth:`shared`); by
+        default the one of ``call``'s own context.
+        """
+        source = constraint_source(kw.get("options") is not None, kw.get("return_type"), None)
+        if source == "options":
+            opts = kw["options"] if isinstance(kw["options"], list) else [kw["options"]]
+            return Choice(tuple(str(o) for o in opts))
+        if source == "return_type":
+            return constraint_from_return_type(str(kw["return_type"]))
+        hint = infer_hint(call) if hint is None else hint
+        if hint.kind == "example" and "example_outputs" not in kw:
+            kw["example_outputs"] = list(hint.values)
+        return self._from_hint(call, hint)
+
+    def _from_hint(self, call: IngredientCall, hint: Hint) -> Constraint | None:
+        if hint.kind == "bool":
+            return Bool()
+        if hint.kind == "int":
+            return Int()
+        if hint.kind in ("float", "number"):
+            return Float()
+        if hint.kind == "choice":
+            return Choice(tuple(str(v) for v in hint.values))
+        if hint.kind in ("choice_column", "list"):
+            item: Constraint = Text()
+            if hint.column is not None:
+                try:
+                    vals = self.column_values(hint.column, call)
+                except BlendSQLError:
+                    vals = []
+                if 0 < len(vals) <= MAX_CHOICES:
+                    item = Choice(tuple(str(v) for v in vals))
+            return ListOf(item) if hint.kind == "list" else (
+                item if isinstance(item, Choice) else None)
+        if hint.kind == "example":
+            return Text()
+        return None
+
+    def shared(self, call: IngredientCall) -> SharedCall:
+        """The evaluation shared by every call identical to ``call`` (created on first use).
+
+        Why: identical calls (same ingredient, arguments and resolved
+        columns, :func:`blendsql.plan.calls.call_key`) must agree, so they
+        get one constraint inferred from all their uses (found in the whole
+        tree when the first of them is bound) and one table of outputs: a
+        value computed for one use is never computed again for another.
+        """
+        memo: dict[str, SharedCall] = self.memo.setdefault("shared_calls", {})
+        key = self.call_key(call)
+        entry = memo.get(key)
+        if entry is None:
+            uses = twins(call, self.call_key)
+            hint, disagreed = combine_hints([infer_hint(c) for c in uses])
+            entry = memo[key] = SharedCall(hint=hint, uses=len(uses))
+            if len(uses) > 1:
+                self.decided("share_identical", f"share_identical: {len(uses)} identical "
+                             f"uses of {call.name} share one evaluation",
+                             call=self.call_text(call), uses=len(uses))
+            if disagreed:
+                self.trace.append(TraceStep(
+                    "warning", f"{call.name}: its {len(uses)} identical uses imply different "
+                    "output types; no output constraint is inferred (give return_type=)",
+                    ingredient=call.name))
+        return entry
+
+    def invoke(self, ing: Ingredient, call: IngredientCall, inputs: list[Any],
+               fn: Callable[[Any, list[str]], Any], n_values: int) -> Any:
+        """Call ``fn(model, warnings)`` for one ingredient: meter, time, trace, wrap errors.
+
+        ``warnings`` is a list the ingredient may append to (e.g. an answer that
+        could not be parsed and became NULL); each entry becomes a trace step.
+        """
+        warnings: list[str] = []
+        self.model.label = call.name
+        model = self.model if ing.needs_model else None
+        before = self.model.snapshot()
+        nprompts = len(self.model.prompt_log)
+        t0 = time.perf_counter()
+        try:
+            out = fn(model, warnings)
+        except Exception as e:  # noqa: BLE001 - user code: report, never leak
+            err = e if isinstance(e, BlendSQLError) else IngredientError(
+                f"ingredient {call.name} failed: {type(e).__name__}: {e}",
+                hint=f"the error came from {type(ing).__name__}.run while evaluating "
+                f"{self.call_text(call)}",
+            )
+            self.trace.append(TraceStep(  # BlendSQLError.trace ends with what failed
+                "error", f"{call.name}: {err.message}", seconds=time.perf_counter() - t0,
+                ingredient=call.name, details={"call": self.call_text(call),
+                                               "error": type(err).__name__}))
+            if err is e:
+                raise
+            raise err from e
+        seconds = time.perf_counter() - t0
+        used: Counters = self.model.snapshot().minus(before)
+        m = self.meta
+        m.ingredient_calls += 1
+        m.values_passed += n_values
+        m.model_calls += used.model_calls
+        m.cache_hits += used.cache_hits
+        m.prompt_tokens += used.prompt_tokens
+        m.completion_tokens += used.completion_tokens
+        m.cached_tokens += used.cached_tokens
+        outputs = out if isinstance(out, list) else [out]
+        warnings.extend(lossy_notes(outputs))  # values SQLite cannot hold exactly
+        self.trace.append(TraceStep(
+            "ingredient", f"{call.name} ({ing.kind}) on {n_values} value(s)",
+            seconds=seconds, ingredient=call.name, inputs=inputs,
+            outputs=outputs if not isinstance(out, dict) else [out],
+            prompts=self.model.prompt_log[nprompts:] or None,
+            prompt_tokens=used.prompt_tokens, completion_tokens=used.completion_tokens,
+            cached_tokens=used.cached_tokens, model_calls=used.model_calls,
+            cache_hits=used.cache_hits, details={"call": self.call_text(call)},
+        ))
+        for w in warnings:
+            self.trace.append(TraceStep("warning", f"{call.name}: {w}", ingredient=call.name))
+        return out
+
+
+@dataclass
+class SharedCall:
+    """What identical calls of one query share: the combined hint and the outputs.
+
+    ``outputs`` maps :func:`value_key` of each computed value to its output
+    (a QA call's answer under the key ``None``).
+    """
+
+    hint: Hint
+    uses: int
+    outputs: dict[Any, Any] = field(default_factory=dict)
+
+
+def decode_tuple(value: Any) -> tuple[Any, ...]:
+    """A several-column value (``json_array`` text, see ``plan.calls.tuple_value``) as a tuple."""
+    return tuple(json.loads(value))
+
+
+def value_key(value: Any) -> tuple[str, Any]:
+    """Key of a value in a shared output table: its type and the value.
+
+    Why the type: ``1``, ``1.0`` and ``'1'`` are different inputs to an
+    ingredient (it may render them differently), though Python hashes the
+    first two alike.
+    """
+    return type(value).__name__, value
+
+
+LIST_KWARGS = ("options", "example_outputs")  # keywords whose value is a list of values
+
+
+def subquery_list(df: pd.DataFrame, key: str, name: str) -> list[Any]:
+    """Distinct non-NULL values of a one-column subquery result, in row order.
+
+    Why: ``options=(SELECT DISTINCT c FROM t WHERE ...)`` means the values,
+    not the table's printed text; several columns have no single meaning.
+    """
+    if df.shape[1] != 1:
+        cols = ", ".join(map(str, df.columns))
+        raise IngredientError(
+            f"{key}= of {name} is a subquery with {df.shape[1]} columns ({cols})",
+            hint=f"{key}= takes one column: write {key}=(SELECT DISTINCT col FROM ...)")
+    values = (v for v in df.iloc[:, 0].tolist() if v is not None and not (
+        isinstance(v, float) and v != v))
+    return list(dict.fromkeys(values))
+
+
+def _describe(out: Any) -> str:
+    if isinstance(out, (list, tuple)):
+        return f"a {type(out).__name__} of {len(out)} item(s)"
+    return f"a {type(out).__name__}"

@@ -1,0 +1,298 @@
+"""The step runners: compute one ready call and put a lookup of its outputs in the tree.
+
+Why its own module: a map, a QA and a join each run differently (candidate
+values, lazy scans, pre-aggregation; one answer; two value sets) but all
+end the same way, with the call replaced by data, never SQL text. The
+rule helpers they use (``execute.lazy``, ``execute.preagg``,
+``execute.optimise``) depend only on :class:`~blendsql.execute.context.RunContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pandas as pd
+from sqlglot import exp
+
+from blendsql.errors import BlendSQLError, IngredientError
+from blendsql.execute.evaluate import Evaluator, _describe, decode_tuple, value_key
+from blendsql.execute.lazy import lazy_pairs, pop_engine_kwargs
+from blendsql.execute.optimise import call_cost
+from blendsql.execute.preagg import preaggregate
+from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
+from blendsql.grammar.nodes import IngredientCall, to_blendsql
+from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
+from blendsql.models.constraints import Choice
+from blendsql.plan.calls import map_value
+from blendsql.plan.candidates import join_side_candidate, map_candidate
+from blendsql.plan.infer import Hint, infer_hint
+from blendsql.plan.lookup import (
+    filter_atom,
+    filter_lookup,
+    in_target,
+    join_lookup,
+    null_passes_statically,
+    null_test,
+    qa_list,
+    qa_param,
+    replace_call,
+    replace_node,
+)
+from blendsql.plan.lookup import temp_table as lookup_table
+from blendsql.plan.rules import rule_on
+from blendsql.plan.static_filter import member_lookup, passing_values
+
+
+class StepRunner(Evaluator):
+    """An evaluator that computes ready calls, one step at a time."""
+
+    def ordering_cost(self) -> Callable[[IngredientCall], float] | None:
+        """The cost function of the ``cost_order`` rule (None when it is off).
+
+        The costs it measures are kept for :meth:`trace_order`.
+        """
+        if not rule_on(self.options, "cost_order"):
+            return None
+        seen: dict[int, float] = self.memo.setdefault("costs_seen", {})
+
+        def cost(c: IngredientCall) -> float:
+            seen[c.call_id] = value = call_cost(self, c)
+            return value
+
+        return cost
+
+    def trace_order(self, chosen: IngredientCall) -> None:
+        """When ``cost_order`` compared ready calls to pick ``chosen``: a decision step."""
+        seen: dict[int, float] = self.memo.get("costs_seen") or {}
+        if len(seen) < 2 or chosen.call_id not in seen:
+            seen.clear()
+            return
+        others = {i: c for i, c in seen.items() if i != chosen.call_id}
+        mine = seen[chosen.call_id]
+        seen.clear()
+        self.decided("cost_order", f"cost_order: {chosen.name} first (estimated cost "
+                     f"{mine:.3g}; {len(others)} other ready call(s) cost "
+                     f"{', '.join(f'{c:.3g}' for c in others.values())})",
+                     call=self.call_text(chosen), costs=list(others.values()))
+
+    def readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
+        """The candidate query(ies) a map / join call would run now (for readiness).
+
+        Argument errors are left for :meth:`compute` to report, so such a call
+        counts as ready.
+        """
+        ing = self.registry.get(call.key_name)
+        try:
+            if isinstance(ing, MapIngredient):
+                value = map_value(call, self.registry)
+                return map_candidate(call, value) if value is not None else exp.select(
+                    exp.Literal.number(1))
+            if isinstance(ing, JoinIngredient):
+                left, right, _ = join_sides(call)
+                cands = [join_side_candidate(call, left), join_side_candidate(call, right)]
+                return next((c for c in cands if c.find(IngredientCall) is not None), cands[0])
+        except (BlendSQLError, IndexError, TypeError, KeyError):
+            return exp.select(exp.Literal.number(1))
+        return exp.select(exp.Literal.number(1))
+
+    def compute(self, tree: exp.Expression, call: IngredientCall) -> exp.Expression:
+        """Compute one ready call; return ``tree`` with it replaced by a lookup."""
+        ing = self.registry.get(call.key_name)
+        if isinstance(ing, MapIngredient):
+            return self.compute_map(tree, ing, call)
+        if isinstance(ing, QAIngredient):
+            repl = self.compute_qa(ing, call)
+        elif isinstance(ing, JoinIngredient):
+            repl = self.compute_join(ing, call)
+        else:
+            raise IngredientError(
+                f"{call.name} is a {getattr(ing, 'kind', 'unknown')} ingredient, which "
+                "cannot be computed here",
+                hint="map, qa and join ingredients run in queries; alias and string "
+                "ingredients expand before planning")
+        return replace_call(tree, call.call_id, repl)
+
+    def map_runner(self, ing: MapIngredient, call: IngredientCall,
+                   ) -> tuple[exp.Expression, Any, dict[str, Any], Callable[[list[Any]], list[Any]]]:
+        """Bind a map call: (value node, question, engine kwargs, ``run_values``).
+
+        Arguments are evaluated here, while the call is still in the tree (its
+        scope resolves column references); ``run_values(values)`` runs the
+        ingredient once on a batch and checks the outputs' length.
+        """
+        args = call.call_args
+        try:
+            qi, _ = ing.bind(args, call.call_kwargs)
+            value_cols = ing.value_args(args, call.call_kwargs)
+            value_node = map_value(call, self.registry)
+            if value_node is None:
+                raise IndexError(qi)
+        except (IndexError, TypeError, KeyError) as e:
+            raise IngredientError(f"{call.name} needs a value argument",
+                                  hint=f"write {call.name}('question', table.column)") from e
+        if len(value_cols) > 1:  # several columns: values are tuples (MapIngredient)
+            kw_names = {"value_names": [to_blendsql(args[i]) for i in value_cols]}
+        else:
+            kw_names = {}
+        question = self.evaluate(args[qi], call) if qi is not None and qi < len(args) else None
+        kw = self.kwargs_of(call)
+        engine_kw = pop_engine_kwargs(kw)  # prefilter= is for the engine, not run()
+        shared = self.shared(call)
+        constraint = self.constraint_for(call, kw, shared.hint)
+        outputs = shared.outputs
+
+        def run_batch(vals: list[Any]) -> list[Any]:
+            given = [decode_tuple(v) for v in vals] if kw_names else list(vals)
+            out = self.invoke(ing, call, given, lambda model, warns: ing.run(
+                question, given, model=model, db=self.db, constraint=constraint,
+                warnings=warns, **kw_names, **kw),
+                len(vals))
+            if not isinstance(out, (list, tuple)) or len(out) != len(vals):
+                raise IngredientError(
+                    f"{call.name} returned {_describe(out)} for {len(vals)} values",
+                    hint="a map ingredient's run() returns a list as long as `values`")
+            return list(out)
+
+        def run_values(vals: list[Any]) -> list[Any]:
+            if shared.uses <= 1:  # no identical call shares the outputs: no keyed store
+                return run_batch(vals)
+            missing = list(dict.fromkeys(v for v in vals if value_key(v) not in outputs))
+            if missing:
+                for v, o in zip(missing, run_batch(missing), strict=True):
+                    outputs[value_key(v)] = o
+            return [outputs[value_key(v)] for v in vals]
+
+        return value_node, question, engine_kw, run_values
+
+    def compute_map(self, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
+                    ) -> exp.Expression:
+        """Map: the candidate query's distinct values -> one run -> temp table lookup.
+
+        In a positive filter (``WHERE {{M(x)}} = TRUE``) the lookup is a set
+        membership test on an unindexed table; elsewhere an indexed probe.
+        """
+        pre = preaggregate(self, tree, ing, call)  # a GROUP BY key: one grouped scan
+        if pre is not None:
+            return pre
+        value_node, question, engine_kw, run_values = self.map_runner(ing, call)
+        # under LIMIT: stop once enough rows qualify (blendsql.plan.lazy); else all at once
+        lazy = lazy_pairs(self, call, value_node, filter_atom(call), question, engine_kw,
+                          run_values)
+        if lazy is not None:
+            values, outputs = lazy
+        else:
+            values = self.candidate_values(map_candidate(call, value_node),
+                                           f"candidate values for {call.name}")
+            outputs = run_values(values) if values else []
+        stored = outputs_to_sqlite(outputs)
+        atom = filter_atom(call)
+        if (atom is not None and rule_on(self.options, "static_filter")
+                and null_passes_statically(atom, call) is False):
+            passing = passing_values(atom, call, values, stored)
+            if passing is not None:  # decided in Python: store only the passing values
+                self.decided("static_filter", f"static_filter: {call.name}'s condition "
+                             f"decided in Python, {len(passing)} of {len(values)} value(s) "
+                             "pass", call=self.call_text(call))
+                table = self.temp_table("m", [(None, v) for v in passing], key=False)
+                return replace_node(tree, atom, member_lookup(lookup_table(table), value_node))
+        pairs = list(zip(values, stored, strict=True))
+        if atom is not None:
+            table = self.temp_table("m", pairs, index=False)
+            null_passes = null_passes_statically(atom, call)
+            if null_passes is None:
+                _, r = self.sql(null_test(atom, call), f"does a NULL output pass for {call.name}")
+                null_passes = bool(r and r[0][0])
+            repl = filter_lookup(atom, call, table, value_node, null_passes)
+            return replace_node(tree, atom, repl)
+        return replace_call(tree, call.call_id, self.map_lookup_node(pairs, value_node))
+
+    def compute_qa(self, ing: QAIngredient, call: IngredientCall) -> exp.Expression:
+        """QA: evaluated once; scalar answer -> bound parameter, list -> temp table."""
+        args = call.call_args
+        kw = self.kwargs_of(call)
+        question = self.evaluate(args[0], call) if args else kw.pop("question", None)
+        context = kw.pop("context", None)
+        if context is None and len(args) > 1:
+            context = self.evaluate(args[1], call)
+        if isinstance(context, list):
+            context = pd.DataFrame({"value": context})
+        hint = infer_hint(call)
+        options = kw.pop("options", None)
+        if options is not None and not isinstance(options, list):
+            options = [options]
+        shared = self.shared(call)
+        if "answer" in shared.outputs:  # an identical call was answered already
+            answer = shared.outputs["answer"]
+        else:
+            constraint = self.constraint_for(call, dict(kw, options=options), shared.hint)
+            if options is None and isinstance(constraint, Choice):
+                options = list(constraint.options)
+            extra = {k: v for k, v in kw.items()}
+            answer = self.invoke(ing, call, [question], lambda model, warns: ing.run(
+                question, context, options, model=model, db=self.db, constraint=constraint,
+                warnings=warns, **extra), 1)
+            shared.outputs["answer"] = answer
+        return self.qa_replacement(call, answer, hint)
+
+    def qa_replacement(self, call: IngredientCall, answer: Any, hint: Hint) -> exp.Expression:
+        """The lookup standing for a QA answer at this use.
+
+        On the right of ``IN`` / ``NOT IN`` (``x IN {{QA()}}``, ``x IN (<<QA()>>)``)
+        the answer is a set: a list answer becomes a temp table, a scalar one a
+        set of one (``IN (:p)``); elsewhere a scalar is a bound parameter.
+        """
+        in_list = in_target(call) is not None
+        if isinstance(answer, pd.DataFrame):
+            answer = answer.iloc[:, 0].tolist() if hint.kind == "list" or in_list else (
+                answer.iloc[0, 0] if answer.size else None)
+        if isinstance(answer, (list, tuple, set)) and (hint.kind == "list" or in_list):
+            table = self.temp_table("q", [(None, to_sqlite(v)) for v in answer], key=False)
+            return qa_list(table)
+        name = f"__bsql_qa{self.run_id}_{next(self._n)}"
+        self.params[name] = to_sqlite(answer)
+        return qa_param(name)
+
+    def compute_join(self, ing: JoinIngredient, call: IngredientCall) -> exp.Expression:
+        """Join: each side's distinct values after its own filters -> mapping table."""
+        left, right, question_node = join_sides(call)
+        kw = self.kwargs_of(call)
+        for k in ("left_on", "right_on"):
+            kw.pop(k, None)
+        question = kw.pop("question", None)
+        if question is None and question_node is not None:
+            question = self.evaluate(question_node, call)
+        _, lrows = self.sql(join_side_candidate(call, left), f"left values for {call.name}")
+        _, rrows = self.sql(join_side_candidate(call, right), f"right values for {call.name}")
+        lv, rv = first_column(lrows), first_column(rrows)
+        mapping: dict[Any, Any] = {}
+        if lv and rv:
+            out = self.invoke(ing, call, [lv, rv], lambda model, warns: ing.run(
+                list(lv), list(rv), question=question, model=model, db=self.db,
+                constraint=None, warnings=warns, **kw), len(lv) + len(rv))
+            if not isinstance(out, Mapping):
+                raise IngredientError(f"{call.name} returned {_describe(out)}",
+                                      hint="a join ingredient's run() returns a dict "
+                                      "{left_value: right_value}")
+            mapping = dict(out)
+        rows = [(to_sqlite(k), to_sqlite(v)) for k, v in mapping.items()
+                if k is not None and v is not None]
+        table = self.temp_table("j", rows)
+        return join_lookup(table, left, right)
+
+
+def join_sides(call: IngredientCall) -> tuple[exp.Expression, exp.Expression,
+                                              exp.Expression | None]:
+    """(left, right, question) argument nodes of a join call, in either form."""
+    kwargs = call.call_kwargs
+    args = call.call_args
+    if "left_on" in kwargs and "right_on" in kwargs:
+        return kwargs["left_on"], kwargs["right_on"], (args[0] if args else None)
+    cols = [a for a in args if not (isinstance(a, exp.Literal) and a.is_string)]
+    if len(cols) == 2:
+        qs = [a for a in args if isinstance(a, exp.Literal) and a.is_string]
+        return cols[0], cols[1], (qs[0] if qs else None)
+    raise IngredientError(
+        f"{call.name} needs a left and a right column",
+        hint=f"write JOIN t2 ON {{{{{call.name}(t1.a, t2.b)}}}} or "
+        f"JOIN {{{{{call.name}(left_on='t1::a', right_on='t2::b')}}}}")
