@@ -324,7 +324,12 @@ class Parser:
                 relaxed = sketch.relax(conn, layout, sql, self.query_seconds)
                 if relaxed is not None:
                     cond, n = relaxed, sketch.count_rows(conn, layout.table.name, relaxed, self.query_seconds)
-            if not 0 < n <= self.sketch_max_rows:
+            narrowed = False
+            if n > self.sketch_max_rows:  # too many to read whole: search the passages of these rows
+                within = sketch.search_condition(layout, question, within=cond)
+                if sketch.count_rows(conn, layout.table.name, within, self.query_seconds):
+                    cond, narrowed = within, True
+            if not narrowed and not 0 < n <= self.sketch_max_rows:
                 result.attempts.append((sql, EMPTY_RESULT if n == 0 else f"the query selects {n} rows"))
                 break  # the model's reading of the question: search the passages instead
             result.attempts.append((sql, None))

@@ -240,12 +240,14 @@ def count_rows(conn: sqlite3.Connection, table: str, condition: str, seconds: fl
         timer.cancel()
 
 
-def search_condition(layout: PassageLayout, question: str, k: int = 3) -> str:
-    """Rows linked to the ``k`` passages that best match ``question`` (FTS5, BM25)."""
+def search_condition(layout: PassageLayout, question: str, k: int = 3, within: str | None = None) -> str:
+    """Rows linked to the ``k`` passages that best match ``question`` (FTS5, BM25),
+    among the rows matching ``within`` when given (a selection too broad to read whole)."""
     t, d = _q(layout.table.name), _q(layout.documents)
     match = fts_query(question)
     on = " OR ".join(link_on(layout.table.name, c, layout.documents, layout.title) for c in layout.linked)
-    return (f"{t}.rowid IN (SELECT {t}.rowid FROM {t} JOIN {d} ON {on} WHERE {d} MATCH {_lit(match)} "
+    among = f" AND ({within})" if within else ""
+    return (f"{t}.rowid IN (SELECT {t}.rowid FROM {t} JOIN {d} ON {on} WHERE {d} MATCH {_lit(match)}{among} "
             f"ORDER BY {d}.rank LIMIT {int(k)})")
 
 

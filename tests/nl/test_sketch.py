@@ -112,14 +112,23 @@ def test_empty_or_broad_condition_falls_back_to_passage_search(conn):
     assert answer_value(bsql.execute(parsed.program)) == "Leesburg"
     assert "player: Buster Posey" in fake.prompts[-1]
 
-    fake, bsql, parsed = _run(conn, ["SELECT * FROM w WHERE w.pick > 0"], "Who was born in Leesburg Georgia?",
-                              sketch_max_rows=2)
-    assert parsed.attempts == [("SELECT * FROM w WHERE w.pick > 0", "the query selects 3 rows")]
-    assert "MATCH" in parsed.program
+    fake, bsql, parsed = _run(conn, ["SELECT * FROM w WHERE w.pick > 5"], "Leesburg Georgia birthplace?",
+                              sketch_max_rows=1)
+    assert parsed.attempts == [("SELECT * FROM w WHERE w.pick > 5", "the query selects 2 rows")]
+    assert "MATCH" in parsed.program  # none of the two rows' passages match: search them all
 
     fake, bsql, parsed = _run(conn, ["SELECT COUNT(*) FROM w"], "Who was born in Leesburg Georgia?")
     assert parsed.attempts[-1][1] == "the query selects every row"
     assert "MATCH" in parsed.program and len(parsed.attempts) == 2  # one retry, then search
+
+
+def test_broad_selection_is_narrowed_by_searching_its_rows_passages(conn):
+    fake, bsql, parsed = _run(conn, ["SELECT * FROM w WHERE w.pick > 1"], "Which player grew up Ohio?",
+                              sketch_max_rows=1)
+    assert parsed.attempts == [("SELECT * FROM w WHERE w.pick > 1", None)]
+    assert "w.pick > 1" in parsed.program and "MATCH" in parsed.program
+    bsql.execute(parsed.program)
+    assert "player: Joe Smith" in fake.prompts[-1] and "player: Buster Posey" not in fake.prompts[-1]
 
 
 def test_order_by_limit_selects_the_row_unless_the_query_aggregates(conn):
