@@ -229,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--summarize-only", action="store_true",
                     help="write the summary of the rows already in --out (no model run)")
     ap.add_argument("--model-label", help="model name for --summarize-only")
+    ap.add_argument("--run-command", help="for --summarize-only: the command that wrote the rows")
     ap.add_argument("--verify-pool", action="store_true",
                     help="check blendsql/nl/examples/hybridqa.json with an oracle reader (no model)")
     args = ap.parse_args(argv)
@@ -257,6 +258,7 @@ def run_all(qs: list[dict[str, Any]], tables: dict[str, Any], model: Model, out:
     """Run the questions not yet in ``out``, one JSON line each (resumable)."""
     parser = parser or Parser(model)
     reuse = reuse or {}
+    code = code_commit()
     done = {json.loads(line)["question_id"] for line in out.open()} if out.exists() else set()
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as fh:
@@ -264,6 +266,7 @@ def run_all(qs: list[dict[str, Any]], tables: dict[str, Any], model: Model, out:
             if q["question_id"] in done:
                 continue
             row = run_one(q, tables[q["table_id"]], model, parser, reuse.get(q["question_id"]), skip_e2e)
+            row["code"] = code
             fh.write(json.dumps(row, default=str) + "\n")
             fh.flush()
             print(f"[{i + 1}/{len(qs)}] acc(a)={row['blendsql_fallback']['acc']} "
@@ -297,8 +300,10 @@ def write_summary(args: argparse.Namespace, qs: list[dict[str, Any]], model_name
         "machine": {"nproc": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
                     "python": platform.python_version(), "load_average": list(os.getloadavg())},
         "command": "python benchmarks/hybridqa.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "code_commit": code_commit(),
+        "code_commit": sorted({str(r.get("code", "unrecorded")) for r in rows}),
     }
+    if args.run_command:
+        summary["command"] = args.run_command
     args.out.with_suffix(".summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
