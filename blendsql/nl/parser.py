@@ -25,6 +25,12 @@ that flags an empty result. On failure the program is regenerated with the
 error in the prompt, at most ``max_retries`` times; when every attempt fails
 only the empty-result check, the last such program is kept (an empty answer
 can be right).
+
+With ``sketch=True``, on one table whose cells link to a documents table
+(HybridQA), the model writes only a plain query whose row selection is kept,
+and the program is built around it (:mod:`blendsql.nl.sketch`). Before
+validation, text that cannot parse is cleaned of two classes of slips: a
+stray ``}`` after ``}}`` and an apostrophe copied from a cell into a literal.
 """
 
 from __future__ import annotations
