@@ -191,7 +191,7 @@ def row_filter(layout: PassageLayout, sql: str) -> str:
     inner = exp.select(exp.column("rowid", table=name)).from_(name)
     if where is not None:
         inner.set("where", where.copy())
-    if keep_order:
+    if keep_order and limit is not None:
         if order is not None:
             inner.set("order", order.copy())
         inner.set("limit", limit.copy())
