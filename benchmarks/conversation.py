@@ -50,6 +50,7 @@ import json
 import platform
 import re
 import sqlite3
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -57,10 +58,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+# this checkout's own package first (a pinned worktree must not run the editable install's code)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from spider import create_statements  # noqa: E402 - sibling script: the direct prompt's schema
 
+import blendsql  # noqa: E402
 from blendsql import BlendSQL  # noqa: E402
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Text  # noqa: E402
@@ -165,6 +169,20 @@ def read_done(out: Path, key: str) -> dict[Any, dict[str, Any]]:
         return {}
     rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
     return {r[key]: r for r in rows}
+
+
+def code_commit() -> str:
+    """The commit of the code under test (this script's checkout), '+dirty' if edited."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=30, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "blendsql",
+                                "benchmarks/splash.py", "benchmarks/conversation.py"],
+                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
 
 
 def machine() -> str:
@@ -360,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     pool = [] if "parser" not in modes else load_examples("spider")
     started = time.perf_counter()
     command = "python benchmarks/conversation.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    commit = code_commit()
+    print(f"blendsql from {blendsql.__file__}; code {commit}", file=sys.stderr)
 
     def write_summary() -> dict[str, Any]:
         """Rewritten after every interaction, so a stopped run still leaves a true summary."""
@@ -367,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = {
             "benchmark": f"{args.dataset} dev ({'dev_ids only' if args.split == 'dev' else 'excluding dev_ids'})",
             "split": args.split, "model": model_name, "acts": args.acts, "retries": args.retries,
-            "modes": list(modes), "requested_limit": args.limit, "requested_questions": args.questions, "command": command, "machine": machine(),
+            "modes": list(modes), "requested_limit": args.limit, "requested_questions": args.questions, "command": command,
+            "code_commit": commit, "package": blendsql.__file__, "machine": machine(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "run_seconds_this_session": round(time.perf_counter() - started, 1),
             "metric_notes": "execution match: result multisets equal (numbers rounded to 4 places, "

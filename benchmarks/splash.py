@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+# this checkout's own package first (a pinned worktree must not run the editable install's code)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conversation import (  # noqa: E402 - sibling script, imported by path
@@ -41,6 +42,7 @@ from conversation import (  # noqa: E402 - sibling script, imported by path
     QUERY_SECONDS,
     RESULTS,
     add_model_args,
+    code_commit,
     cross_database_pool,
     db_path,
     fix_gold,
@@ -152,20 +154,6 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def code_commit() -> str:
-    """The commit of the code under test (this script's checkout), '+dirty' if edited."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=30, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "blendsql",
-                                "benchmarks/splash.py", "benchmarks/conversation.py"],
-                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
-
-
 def in_database_order(items: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
     """The same items, grouped by database (databases in order of first appearance).
 
@@ -256,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
             "benchmark": f"SPLASH {args.split} (items in file order)", "split": args.split,
             "model": model_name, "retries": args.retries, "requested_limit": args.limit,
             "offset": args.offset, "every": every, "n_examples": args.n_examples,
-            "order": args.order, "command": command, "code_commit": commit, "machine": machine(),
+            "order": args.order, "command": command, "code_commit": commit,
+            "package": blendsql.__file__, "machine": machine(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "run_seconds_this_session": round(time.perf_counter() - started, 1),
             "metric_notes": "execution match of result multisets on the Spider SQLite file; the correction "
