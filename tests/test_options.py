@@ -145,7 +145,8 @@ def test_bad_option_text_is_refused(name, text):
 
 
 def _option_names_read_by_the_engine() -> set[str]:
-    """Every literal name passed to ``<x>.options.get("name", ...)`` / ``enabled(run, NAME)``."""
+    """Every literal name passed to ``<x>.options.get("name", ...)`` / ``enabled(run, NAME)``,
+    and every planning rule's ``switch="name"`` (read through ``rule_on``)."""
     names: set[str] = set()
     constants: dict[str, str] = {}
     for path in (ROOT / "blendsql").rglob("*.py"):
@@ -157,6 +158,10 @@ def _option_names_read_by_the_engine() -> set[str]:
                     and re.fullmatch(r"(?:[A-Z_]*_)?OPTION", node.targets[0].id)
                     and re.fullmatch(r"[a-z_]+", node.value.value)):
                 constants[f"{path}:{node.targets[0].id}"] = node.value.value
+            if isinstance(node, ast.Call):  # a planning rule's switch: Rule(..., switch="lazy")
+                names.update(k.value.value for k in node.keywords
+                             if k.arg == "switch" and isinstance(k.value, ast.Constant)
+                             and isinstance(k.value.value, str))
             if not (isinstance(node, ast.Call) and node.args):
                 continue
             func = node.func

@@ -42,18 +42,23 @@ class RuleEnv:
         self.parse_expr = parse_expr
 
     def literal(self, node: exp.Expression) -> Any:
+        """A literal argument's value (string ingredients receive values, not text)."""
         return self.run.evaluate(node, IngredientCall(this=exp.to_identifier("arg")))
 
     def source_columns(self, scope: exp.Select, src: exp.Expression) -> set[str] | None:
+        """Column names of a FROM source, so an alias never hides a real column."""
         return source_columns(self.run, scope, src)
 
     def vocabulary(self, table: str, column: str) -> list[Any] | None:
+        """A small column's values, for enum matching (one traced probe)."""
         return vocabulary_of(self.run, table, column)
 
     def enum_classifier(self) -> Classifier:
+        """The classifier the ``enum_match`` setting asks for."""
         return enum_classifier(self.run)
 
     def decided(self, rule: str, summary: str, **details: Any) -> None:
+        """A rule's decision as a trace step of the run."""
         self.run.decided(rule, summary, **details)
 
 
