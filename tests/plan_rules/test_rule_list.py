@@ -88,3 +88,34 @@ def test_every_optional_rule_listed() -> None:
     assert set(OPTIONAL) == {r.name for r in RULES if not r.required}
     assert {"lazy", "preaggregate", "late_maps", "cost_order", "static_filter",
             "share_identical", "enum_match"} <= set(OPTIONAL)
+
+
+def test_rules_off_on_the_command_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``blendsql explain DB QUERY --option rules_off=lazy`` plans without the lazy scan;
+    a misspelt rule name is a user error with the nearest name."""
+    import io
+    import sqlite3
+
+    from blendsql.cli import main
+    from blendsql.models.base import FunctionModel
+
+    db = tmp_path / "r.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t (id INTEGER, kind TEXT)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", [(i, f"k{i % 4}") for i in range(20)])
+    con.commit()
+    con.close()
+    q = "SELECT id FROM t WHERE {{LLMMap('Is it rare?', t.kind)}} = TRUE LIMIT 2"
+
+    def explain(*extra: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        rc = main(["explain", str(db), q, *extra], model=FunctionModel(lambda r: True),
+                  stdout=out, stderr=err)
+        return rc, out.getvalue(), err.getvalue()
+
+    rc, text, _ = explain()
+    assert rc == 0 and "[lazy_scan]" in text
+    rc, text, _ = explain("--option", "rules_off=lazy")
+    assert rc == 0 and "[lazy_scan]" not in text and "[call]" in text
+    rc, _, err = explain("--option", "rules_off=lazzy")
+    assert rc != 0 and "'lazy'" in err
