@@ -24,6 +24,7 @@ from blendsql.execute.render import attach_ctes
 from blendsql.execute.session import Session
 from blendsql.execute.values import lossy_notes
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
+from blendsql.ingredients._llm import as_list as option_list
 from blendsql.ingredients.base import Ingredient
 from blendsql.models.constraints import (
     Bool,
@@ -129,9 +130,9 @@ class Evaluator(Session):
         ``hint``: the hint of all identical uses (:meth:`shared`); by
         default the one of ``call``'s own context.
         """
-        source = constraint_source(kw.get("options") is not None, kw.get("return_type"), None)
-        if source == "options":
-            opts = kw["options"] if isinstance(kw["options"], list) else [kw["options"]]
+        opts = option_list(kw.get("options"))
+        source = constraint_source(bool(opts), kw.get("return_type"), None)
+        if source == "options" and opts:
             return Choice(tuple(str(o) for o in opts))
         if source == "return_type":
             return constraint_from_return_type(str(kw["return_type"]))

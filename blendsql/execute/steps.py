@@ -22,6 +22,7 @@ from blendsql.execute.optimise import call_cost
 from blendsql.execute.preagg import preaggregate
 from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
+from blendsql.ingredients._llm import as_list as option_list
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.models.constraints import Choice
 from blendsql.plan.calls import map_value
@@ -218,9 +219,7 @@ class StepRunner(Evaluator):
         if isinstance(context, list):
             context = pd.DataFrame({"value": context})
         hint = infer_hint(call)
-        options = kw.pop("options", None)
-        if options is not None and not isinstance(options, list):
-            options = [options]
+        options = option_list(kw.pop("options", None))  # 'a;b' is two options, as for maps
         shared = self.shared(call)
         if "answer" in shared.outputs:  # an identical call was answered already
             answer = shared.outputs["answer"]

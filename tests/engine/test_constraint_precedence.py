@@ -50,3 +50,25 @@ def test_constraint_source_order() -> None:
     assert constraint_source(False, "int", Int()) == "return_type"
     assert constraint_source(False, None, Int()) == "inferred"
     assert constraint_source(False, None, None) == "none"
+
+
+def test_semicolon_options_mean_the_same_for_qa_and_map() -> None:
+    """``options='yes;no'`` is two options (BlendSQL's convention) for every kind of call.
+
+    Before: a map call's LLMMap split it, but the engine wrapped a QA call's string in a
+    list first, so LLMQA was constrained to the single answer 'yes;no'.
+    """
+    from blendsql.models.base import FunctionModel, Request
+
+    seen: list[Any] = []
+
+    def fn(req: Request) -> Any:
+        seen.append(req.constraint)
+        return "yes"
+
+    db = {"t": pd.DataFrame({"a": ["p", "q"]})}
+    with BlendSQL(db, model=FunctionModel(fn), cache=False) as b:
+        qa = b.execute("SELECT <<LLMQA('Which?', options='yes;no')>>").df.iloc[0, 0]
+        b.execute("SELECT {{LLMMap('Which?', t.a, options='yes;no')}} FROM t")
+    assert seen and all(c == Choice(("yes", "no")) for c in seen), seen
+    assert qa == "yes"
