@@ -98,6 +98,8 @@ def run_one(q: dict[str, Any], table: dict[str, Any], model: Model, parser: Pars
         parsed = parser.parse(q["question"], bsql.db.conn, bsql.registry)
     except BlendSQLError as e:  # e.g. a model time limit: recorded, the run goes on
         parsed = ParseResult(None, [("", f"{type(e).__name__}: {e}")])
+    except Exception as e:  # noqa: BLE001 - a parser bug is recorded per question, not a lost run
+        parsed = ParseResult(None, [("", f"parser crashed: {type(e).__name__}: {e}"[:300])])
     row.update(program=parsed.program, parsed=parsed.ok, attempts=len(parsed.attempts),
                tried=[[prog, err] for prog, err in parsed.attempts])
     pred, executed, tokens = None, False, parsed.prompt_tokens

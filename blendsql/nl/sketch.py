@@ -173,8 +173,8 @@ def row_filter(layout: PassageLayout, sql: str) -> str:
         raise SketchError("write plain SQL (no ingredient)")
     try:
         tree = sqlglot.parse_one(sql, read="sqlite")
-    except sqlglot.errors.ParseError as e:
-        raise SketchError(f"the query does not parse: {str(e).splitlines()[0]}") from None
+    except sqlglot.errors.SqlglotError as e:  # ParseError, TokenError (a literal cut off), ...
+        raise SketchError(f"the query does not parse: {(str(e).splitlines() or [''])[0]}") from None
     name = layout.table.name
     if not isinstance(tree, exp.Select):
         raise SketchError(f"write one SELECT query on table {name}")
@@ -206,7 +206,10 @@ def relax(conn: sqlite3.Connection, layout: PassageLayout, sql: str, seconds: fl
     import sqlglot
     from sqlglot import exp
 
-    tree = sqlglot.parse_one(sql, read="sqlite")
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except sqlglot.errors.SqlglotError:
+        return None
     where = tree.args.get("where")
     if where is None or not isinstance(where.this, exp.And):
         return None

@@ -236,3 +236,14 @@ def test_abstaining_reader_is_a_non_answer_so_ask_falls_back(conn):
     out = ask(bsql, "Where was the 5th pick born?", parser=Parser(model, sketch=True, sketch_abstain=True))
     assert "reply: unknown" in out.program
     assert out.fallback_used and out.answer == "Leesburg"
+
+
+def test_query_cut_off_inside_a_literal_is_an_error_for_the_retry_not_a_crash(conn):
+    cut = "SELECT w.player FROM w WHERE w.team IN ('Seinfeld', 'Rice Ow"
+    layout = sketch.passage_layout(conn)
+    with pytest.raises(sketch.SketchError, match="does not parse"):
+        sketch.row_filter(layout, cut)
+    assert sketch.relax(conn, layout, cut) is None
+    fake, bsql, parsed = _run(conn, [cut, "SELECT * FROM w WHERE w.pick = 5"])
+    assert "does not parse" in parsed.attempts[0][1]
+    assert answer_value(bsql.execute(parsed.program)) == "Leesburg"
