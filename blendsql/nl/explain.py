@@ -223,7 +223,7 @@ def _chain(e: exp.Expr, kind: type[exp.Expr]) -> list[exp.Expr]:
     """
     while isinstance(e, exp.Paren):
         e = e.this
-    if isinstance(e, kind):
+    if isinstance(e, kind) and isinstance(e, exp.Connector):
         return _chain(e.left, kind) + _chain(e.right, kind)
     return [e]
 
