@@ -1,7 +1,9 @@
 """Building a query's :class:`~blendsql.plan.steps.Plan` without calling any model.
 
-Why a dry run of the engine's own loop: the estimate must count what the
-engine will really do, so it uses the same preparation (macros, aliases),
+Why a dry run of the engine's own steps: the estimate must count what the
+engine will really do, so it walks the same steps
+(``execute.interpreter.next_step``) with runners that count instead of
+computing, and uses the same preparation (macros, aliases),
 the same late-map rule, the same choice of the next call (``next_call``
 with the same cost estimates) and the same candidate queries. Instead of
 computing a call, it runs the call's candidate query on the database to
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlglot import exp
 
@@ -33,6 +35,7 @@ from blendsql.budget import Prices
 from blendsql.errors import BlendSQLError
 from blendsql.execute import preagg
 from blendsql.execute.context import RunContext
+from blendsql.execute.interpreter import ExecStep, Interpreter, WalkState, interpret
 from blendsql.execute.optimise import call_cost
 from blendsql.execute.planning import plan_tree
 from blendsql.execute.render import render
@@ -69,53 +72,83 @@ def build_plan(run: RunContext, tree: exp.Expression, parse_expr: Callable[[str]
     return _Planner(run, query, prices).build(tree, parse_expr)
 
 
-class _Planner:
-    """One dry run; ``seen`` holds, per call key, the values counted already."""
+class _Planner(Interpreter):
+    """One dry run over the engine's own steps (:func:`~blendsql.execute.interpreter.next_step`).
+
+    Its runners count instead of computing; ``seen`` holds, per call key,
+    the values counted already.
+    """
+
+    runners: ClassVar[dict[str, str]] = {
+        "prepare": "plan_prepare", "call": "plan_call", "unordered": "plan_unordered",
+        "final": "plan_final", "late_maps": "plan_late_maps"}
 
     def __init__(self, run: RunContext, query: str, prices: Prices | None) -> None:
-        self.run = run
+        super().__init__(run)
         self.plan = Plan(query)
         self.seen: dict[str, set[Any]] = {}
         self.inexact_keys: set[str] = set()  # call keys whose earlier counts were bounds
         self.base: exp.Expression | None = None
         self.prices = prices
         self.cost: Callable[[IngredientCall], float] | None = None
+        self.parse_expr: Callable[[str], exp.Expression] | None = None
+        self.late: list[IngredientCall] = []
+        self.late_plan: Any = None
+        self.final_tree: exp.Expression | None = None
 
-    # -- the loop --------------------------------------------------------------------
+    # -- the walk --------------------------------------------------------------------
 
     def build(self, tree: exp.Expression, parse_expr: Callable[[str], exp.Expression]) -> Plan:
+        self.parse_expr = parse_expr
+        interpret(self, WalkState(tree))
+        self._readable_markers()
+        return self.plan
+
+    def ordering_cost(self) -> Callable[[IngredientCall], float] | None:
+        return self.cost
+
+    def plan_prepare(self, state: WalkState, step: ExecStep) -> None:
+        """The engine's tree rules; the late maps are planned after the final query."""
         run = self.run
-        state = plan_tree(run, tree, parse_expr)
-        tree = state.tree
-        late_plan = state.late if state.deferred else None
-        late = [call for _, call in late_plan.deferred] if late_plan is not None else []
+        assert self.parse_expr is not None
+        planned = plan_tree(run, state.tree, self.parse_expr)
+        tree = planned.tree
+        self.late_plan = planned.late if planned.deferred else None
+        self.late = [call for _, call in self.late_plan.deferred] if self.late_plan else []
         self.base = tree
-        ready: set[int] = set()
-        cost = (lambda c: call_cost(run, c)) if rule_on(run.options, "cost_order") else None
-        self.cost = cost
-        calls = find_calls(tree)
-        for c in calls:  # keys from one tree, as the engine's twins() computes them
+        self.cost = (lambda c: call_cost(run, c)) if rule_on(run.options, "cost_order") else None
+        state.replace_tree(tree)
+        state.calls = find_calls(tree)
+        for c in state.calls:  # keys from one tree, as the engine's twins() computes them
             run.call_key(c)
-        while calls:
-            call = next_call(tree, run.registry, run.readiness_candidate, cost=cost,
-                             known_ready=ready)
-            if call is None:
-                self.plan.notes.append("the remaining calls cannot be ordered (a correlated "
-                                       "argument?); the query will fail when run")
-                break
-            call = self.step_for(tree, call)
-            tree = replace_call(tree, call.call_id,
-                                exp.Anonymous(this=f"{MARKER}{call.call_id}", expressions=[]))
-            calls = find_calls(tree)
-        final_sql = render(tree)
+        state.prepared = True
+        state.late_pending = bool(self.late)
+
+    def plan_call(self, state: WalkState, step: ExecStep) -> None:
+        """A call's step; a marker stands for its outputs in the tree."""
+        assert step.call is not None
+        call = self.step_for(state.tree, step.call)
+        state.replace_tree(replace_call(state.tree, call.call_id, exp.Anonymous(
+            this=f"{MARKER}{call.call_id}", expressions=[])))
+
+    def plan_unordered(self, state: WalkState, step: ExecStep) -> None:
+        self.plan.notes.append("the remaining calls cannot be ordered (a correlated "
+                               "argument?); the query will fail when run")
+        state.stuck = True
+
+    def plan_final(self, state: WalkState, step: ExecStep) -> None:
+        final_sql = render(state.tree)
         depends = _marked(final_sql)
+        self.final_tree = None if depends else state.tree
         self.plan.steps.append(Step(
             "final", "final query" + (" (on the lookups of the steps above)" if depends else ""),
             sql=final_sql))
-        for late_call in late:
-            self.late_step(late_call, tree if not depends else None, late_plan)
-        self._readable_markers()
-        return self.plan
+        state.final_done = True
+
+    def plan_late_maps(self, state: WalkState, step: ExecStep) -> None:
+        for late_call in self.late:
+            self.late_step(late_call, self.final_tree, self.late_plan)
+        state.late_pending = False
 
     def _readable_markers(self) -> None:
         """Show a planned call's output in step SQL as ``<output of step N>``."""
