@@ -351,15 +351,19 @@ def test_detects_llamacpp(served: OpenAI) -> None:
     assert served.kind() == "llamacpp"
 
 
-@pytest.mark.server
-@pytest.mark.parametrize("constraint", [
+#: one constraint of each kind a served model must satisfy (shared with the llama-server tests)
+SERVER_CONSTRAINTS = [
     Choice(("red", "green", "blue")),
     Bool(),
     Int(),
     Regex(r"[A-Z]{2}-[0-9]{3}"),
     ListOf(Choice(("red", "green", "blue")), min_len=1, max_len=3),
     JsonSchema.of(PERSON),
-], ids=lambda c: type(c).__name__)
+]
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("constraint", SERVER_CONSTRAINTS, ids=lambda c: type(c).__name__)
 def test_constrained_answers_always_satisfy(served: OpenAI, constraint: Constraint) -> None:
     out = served.generate([Request(p, constraint=constraint, max_tokens=48) for p in PROMPTS])
     for r in out:

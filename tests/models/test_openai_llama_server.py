@@ -19,9 +19,9 @@ import pytest
 from blendsql import BlendSQL
 from blendsql.models import OpenAI
 from blendsql.models.base import Request
-from blendsql.models.constraints import Bool, Choice, Constraint, Int, JsonSchema, ListOf, Regex
+from blendsql.models.constraints import Bool, Constraint, ListOf
 from tests.models.conftest import embedded_gguf, running_server
-from tests.models.test_openai import PERSON, PROMPTS, _satisfies, free_port
+from tests.models.test_openai import PROMPTS, SERVER_CONSTRAINTS, _satisfies, free_port
 
 DEFAULT_BINARY = Path("/work/llama-build-native/bin/llama-server")
 
@@ -51,15 +51,8 @@ def test_detected_as_llamacpp(llama_server: str) -> None:
 
 
 @pytest.mark.server
-@pytest.mark.parametrize("constraint", [
-    Choice(("red", "green", "blue")),
-    Bool(),
-    Int(),
-    Regex(r"[A-Z]{2}-[0-9]{3}"),
-    ListOf(Choice(("red", "green", "blue")), min_len=1, max_len=3),
-    ListOf(Bool(), min_len=4, max_len=4),
-    JsonSchema.of(PERSON),
-], ids=lambda c: type(c).__name__)
+@pytest.mark.parametrize("constraint", [*SERVER_CONSTRAINTS, ListOf(Bool(), min_len=4, max_len=4)],
+                         ids=lambda c: type(c).__name__)
 def test_constrained_answers_on_llama_server(llama_server: str, constraint: Constraint) -> None:
     model = OpenAI("smollm2", llama_server, max_concurrency=2, timeout=120)
     out = model.generate([Request(p, constraint=constraint, max_tokens=48) for p in PROMPTS])
