@@ -5,7 +5,8 @@ Reports on questions NOT in dev_ids.txt (dev ids are for few-shot selection
 and tuning only). For each question, the three systems run on the same table
 database:
 
-  (a) blendsql+fallback  program, and end-to-end QA when it fails or finds nothing
+  (a) blendsql+fallback  program, and ``ask``'s compact end-to-end prompt when it
+                         fails or finds nothing (``--fallback paper``: the answer of (c))
   (b) blendsql           the program's answer alone
   (c) end-to-end         table + top BM25 passages in one prompt
 
@@ -82,17 +83,63 @@ def score(pred: Any, gold: str) -> dict[str, Any]:
     return {"pred": text, "acc": denotation_match(pred, gold), "em": exact_match(text, gold), "f1": f1(text, gold)}
 
 
+PROGRAM_FIELDS = ("program", "parsed", "attempts", "tried", "executed", "error", "blendsql", "blendsql_seconds")
+
+
 def run_one(q: dict[str, Any], table: dict[str, Any], model: Model, parser: Parser,
-            e2e: dict[str, Any] | None = None, skip_e2e: bool = False) -> dict[str, Any]:
-    """One question through the parser + engine and end-to-end QA.
+            e2e: dict[str, Any] | None = None, skip_e2e: bool = False,
+            fallback: str = "compact", program: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One question through the parser + engine, end-to-end QA and the fallback.
 
     ``e2e``: an end-to-end row already scored for this question by the same model
     and end-to-end code (reused, marked ``e2e_reused``); ``skip_e2e``: no
     end-to-end call (dev tuning of the program only; marked ``e2e_skipped``).
+    ``program``: an earlier row's program stage for this question (same model and
+    parser code; marked ``program_reused``), so a change to the fallback alone is
+    measured without parsing again. ``fallback``: ``compact`` runs ``ask``'s own
+    fallback prompt when the program gives no answer; ``paper`` reuses the
+    end-to-end answer (the paper's fallback is the end-to-end prompt itself).
     """
     conn = hybridqa_to_sqlite(table, ":memory:")
     bsql = BlendSQL(conn, model=model, cache=False)
     row: dict[str, Any] = {"question_id": q["question_id"], "question": q["question"], "gold": q["answer"]}
+    if program is not None:
+        row.update({k: program[k] for k in PROGRAM_FIELDS if k in program}, program_reused=True)
+        pred = None if is_non_answer(program["blendsql"]["pred"]) else program["blendsql"]["pred"]
+        tokens = int(program["blendsql"]["prompt_tokens"])
+    else:
+        pred, tokens = run_program(q, bsql, parser, row)
+    if e2e is not None:
+        row["end_to_end"], row["end_to_end_seconds"] = e2e["end_to_end"], e2e["end_to_end_seconds"]
+        row["e2e_reused"] = True
+    elif skip_e2e:
+        row["end_to_end"] = score(None, q["answer"]) | {"prompt_tokens": 0}
+        row["end_to_end_seconds"] = 0.0
+        row["e2e_skipped"] = True
+    else:
+        t1 = time.perf_counter()
+        e2e_text, (p_tok, _) = end_to_end(bsql.db.conn, q["question"], model)
+        row["end_to_end"] = score(e2e_text, q["answer"]) | {"prompt_tokens": p_tok}
+        row["end_to_end_seconds"] = time.perf_counter() - t1
+    fell_back = is_non_answer(pred)
+    row["fallback_used"] = fell_back
+    row["fallback_mode"] = fallback
+    if not fell_back:
+        row["blendsql_fallback"] = dict(row["blendsql"])
+        return row
+    if fallback == "paper":
+        fb = row["end_to_end"]
+    else:
+        t2 = time.perf_counter()
+        fb_text, (fb_tok, _) = end_to_end(bsql.db.conn, q["question"], model, compact=True)
+        fb = row["fallback"] = score(fb_text, q["answer"]) | {"prompt_tokens": fb_tok}
+        row["fallback_seconds"] = time.perf_counter() - t2
+    row["blendsql_fallback"] = fb | {"prompt_tokens": tokens + int(fb["prompt_tokens"])}
+    return row
+
+
+def run_program(q: dict[str, Any], bsql: BlendSQL, parser: Parser, row: dict[str, Any]) -> tuple[Any, int]:
+    """Parse and execute; fills the program fields of ``row``; (answer, prompt tokens)."""
     t0 = time.perf_counter()
     try:
         parsed = parser.parse(q["question"], bsql.db.conn, bsql.registry)
@@ -113,25 +160,7 @@ def run_one(q: dict[str, Any], table: dict[str, Any], model: Model, parser: Pars
     row["executed"] = executed
     row["blendsql"] = score(pred, q["answer"]) | {"prompt_tokens": tokens}
     row["blendsql_seconds"] = time.perf_counter() - t0
-    if e2e is not None:
-        row["end_to_end"], row["end_to_end_seconds"] = e2e["end_to_end"], e2e["end_to_end_seconds"]
-        row["e2e_reused"] = True
-    elif skip_e2e:
-        row["end_to_end"] = score(None, q["answer"]) | {"prompt_tokens": 0}
-        row["end_to_end_seconds"] = 0.0
-        row["e2e_skipped"] = True
-    else:
-        t1 = time.perf_counter()
-        e2e_text, (p_tok, _) = end_to_end(bsql.db.conn, q["question"], model)
-        row["end_to_end"] = score(e2e_text, q["answer"]) | {"prompt_tokens": p_tok}
-        row["end_to_end_seconds"] = time.perf_counter() - t1
-    p_tok = row["end_to_end"]["prompt_tokens"]
-    fell_back = is_non_answer(pred)
-    row["fallback_used"] = fell_back
-    row["blendsql_fallback"] = (row["end_to_end"] if fell_back else row["blendsql"]) | {
-        "prompt_tokens": tokens + (p_tok if fell_back else 0)
-    }
-    return row
+    return pred, tokens
 
 
 def oracle_model(q: dict[str, Any], table: dict[str, Any]) -> Model:
@@ -199,6 +228,14 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out["attempts_per_question"] = round(sum(r["attempts"] for r in rows) / n, 4)
     out["end_to_end_reused"] = sum(bool(r.get("e2e_reused")) for r in rows)
     out["end_to_end_skipped"] = sum(bool(r.get("e2e_skipped")) for r in rows)
+    out["program_reused"] = sum(bool(r.get("program_reused")) for r in rows)
+    out["fallback_mode"] = sorted({str(r.get("fallback_mode", "paper")) for r in rows})
+    fb = [r["fallback"] for r in rows if "fallback" in r]
+    if fb:  # the compact fallback's own answers, on the questions that fell back
+        out["fallback_alone"] = {"n": len(fb), "acc": sum(bool(f["acc"]) for f in fb),
+                                 "prompt_tokens": round(sum(f["prompt_tokens"] for f in fb) / len(fb), 1),
+                                 "end_to_end_acc_on_same": sum(bool(r["end_to_end"]["acc"])
+                                                               for r in rows if "fallback" in r)}
     out["seconds_per_question"] = {
         "blendsql": round(sum(r["blendsql_seconds"] for r in rows) / n, 1),
         "end_to_end": round(sum(r["end_to_end_seconds"] for r in rows) / n, 1),
@@ -227,6 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reuse-e2e", type=Path,
                     help="JSONL of an earlier run (same model, same end-to-end code): reuse its "
                          "end-to-end rows for the questions it scored")
+    ap.add_argument("--reuse-program", type=Path,
+                    help="JSONL of an earlier run (same model, same parser code): reuse its program "
+                         "stage and run only what follows it (measures a fallback change)")
+    ap.add_argument("--fallback", choices=["compact", "paper"], default="compact",
+                    help="compact: ask's own fallback prompt (default); paper: the end-to-end answer")
     ap.add_argument("--skip-e2e", action="store_true", help="no end-to-end call (dev tuning only)")
     ap.add_argument("--summarize-only", action="store_true",
                     help="write the summary of the rows already in --out (no model run)")
@@ -248,7 +290,10 @@ def main(argv: list[str] | None = None) -> int:
         model, model_name = make_model(args)
         reuse = ({r["question_id"]: r for r in map(json.loads, args.reuse_e2e.open())}
                  if args.reuse_e2e else {})
-        run_all(qs, tables, model, args.out, Parser(model, sketch=args.sketch, sketch_abstain=args.abstain), reuse, args.skip_e2e)
+        programs = ({r["question_id"]: r for r in map(json.loads, args.reuse_program.open())}
+                    if args.reuse_program else {})
+        run_all(qs, tables, model, args.out, Parser(model, sketch=args.sketch, sketch_abstain=args.abstain),
+                reuse, args.skip_e2e, fallback=args.fallback, programs=programs)
     summary = write_summary(args, qs, model_name, argv)
     print(json.dumps(summary, indent=2))
     return 0
@@ -256,10 +301,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_all(qs: list[dict[str, Any]], tables: dict[str, Any], model: Model, out: Path,
             parser: Parser | None = None, reuse: dict[str, Any] | None = None,
-            skip_e2e: bool = False) -> None:
+            skip_e2e: bool = False, fallback: str = "compact",
+            programs: dict[str, Any] | None = None) -> None:
     """Run the questions not yet in ``out``, one JSON line each (resumable)."""
     parser = parser or Parser(model)
     reuse = reuse or {}
+    programs = programs or {}
     code = code_commit()
     done = {json.loads(line)["question_id"] for line in out.open()} if out.exists() else set()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -267,7 +314,8 @@ def run_all(qs: list[dict[str, Any]], tables: dict[str, Any], model: Model, out:
         for i, q in enumerate(qs):
             if q["question_id"] in done:
                 continue
-            row = run_one(q, tables[q["table_id"]], model, parser, reuse.get(q["question_id"]), skip_e2e)
+            row = run_one(q, tables[q["table_id"]], model, parser, reuse.get(q["question_id"]), skip_e2e,
+                          fallback, programs.get(q["question_id"]))
             row["code"] = code
             fh.write(json.dumps(row, default=str) + "\n")
             fh.flush()

@@ -41,7 +41,7 @@ def test_reused_end_to_end_row_is_copied_and_counted_in_the_fallback():
            "end_to_end_seconds": 12.5}
     calls: list[str] = []
     model = _model(calls)
-    row = run_one(q, t, model, Parser(model, sketch=True, sketch_abstain=True), e2e=old)
+    row = run_one(q, t, model, Parser(model, sketch=True, sketch_abstain=True), e2e=old, fallback="paper")
     assert row["e2e_reused"] and row["end_to_end"] == old["end_to_end"]
     assert not any(p.startswith("Table w:") for p in calls)  # no end-to-end prompt was sent
     assert row["fallback_used"] and row["blendsql_fallback"]["acc"] is True
@@ -56,3 +56,32 @@ def test_skipped_end_to_end_is_marked():
     row = run_one(q, t, model, Parser(model, sketch=True), skip_e2e=True)
     assert row["e2e_skipped"] and row["end_to_end"]["prompt_tokens"] == 0
     assert summarize([row])["end_to_end_skipped"] == 1
+
+
+def test_compact_fallback_is_its_own_call_and_its_tokens_are_counted():
+    q, t = _first()
+    old = {"end_to_end": {"pred": "x", "acc": False, "em": False, "f1": 0.0, "prompt_tokens": 900},
+           "end_to_end_seconds": 12.5}
+    calls: list[str] = []
+    model = _model(calls)
+    row = run_one(q, t, model, Parser(model, sketch=True, sketch_abstain=True), e2e=old)
+    fallback_prompts = [p for p in calls if p.startswith("Table w:")]
+    assert len(fallback_prompts) == 1 and row["fallback_used"] and row["fallback_mode"] == "compact"
+    assert row["blendsql_fallback"]["prompt_tokens"] == (row["blendsql"]["prompt_tokens"]
+                                                        + row["fallback"]["prompt_tokens"])
+    assert summarize([row])["fallback_alone"]["n"] == 1
+
+
+def test_reused_program_stage_is_not_parsed_again():
+    q, t = _first()
+    earlier = {"program": "SELECT 1", "parsed": True, "attempts": 1, "tried": [["SELECT 1", None]],
+               "executed": True, "blendsql": {"pred": q["answer"], "acc": True, "em": True, "f1": 1.0,
+                                              "prompt_tokens": 321}, "blendsql_seconds": 3.0}
+    calls: list[str] = []
+    model = _model(calls)
+    row = run_one(q, t, model, Parser(model, sketch=True), skip_e2e=True, program=earlier)
+    assert calls == [] and row["program_reused"] and row["blendsql"] == earlier["blendsql"]
+    assert not row["fallback_used"] and row["blendsql_fallback"]["prompt_tokens"] == 321
+    none = dict(earlier, blendsql=dict(earlier["blendsql"], pred="unknown", acc=False))
+    row = run_one(q, t, model, Parser(model, sketch=True), skip_e2e=True, program=none)
+    assert row["fallback_used"] and len(calls) == 1  # only the fallback prompt

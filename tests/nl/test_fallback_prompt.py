@@ -1,0 +1,70 @@
+"""The fallback's compact prompt: whole rows most related to the question, within a budget."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pandas as pd
+
+from blendsql import BlendSQL
+from blendsql.models.base import FunctionModel, Request
+from blendsql.nl.ask import FALLBACK_PROMPT, end_to_end_prompt, ranked_csv
+from blendsql.nl.parser import Parser
+
+
+def _table(n: int = 60) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE w (name TEXT, club TEXT, goals INTEGER)")
+    rows = [(f"Player {i}", f"Club {i % 7}", i) for i in range(n)]
+    rows[50] = ("Zlatan Ibrahimovic", "Malmo FF", 99)
+    conn.executemany("INSERT INTO w VALUES (?, ?, ?)", rows)
+    return conn
+
+
+def test_a_relevant_row_past_the_cut_is_kept_and_the_cut_is_said():
+    conn = _table()
+    question = "How many goals did Zlatan Ibrahimovic score?"
+    by_position = end_to_end_prompt(conn, question, table_chars=400)
+    ranked = end_to_end_prompt(conn, question, table_chars=400, rank_rows=True)
+    assert "Malmo FF" not in by_position  # the paper's cut never reaches row 50
+    assert "Zlatan Ibrahimovic,Malmo FF,99" in ranked
+    assert "rows shown: those most related to the question" in ranked
+
+
+def test_rows_are_whole_in_table_order_and_within_budget():
+    df = pd.DataFrame({"name": [f"n{i}" for i in range(40)] + ["alpha beta"], "v": list(range(41))})
+    text = ranked_csv(df, "alpha beta n3", 120)
+    lines = text.splitlines()
+    assert lines[0] == "name,v" and len("\n".join(lines[:-1])) <= 120
+    body = lines[1:-1]
+    assert "alpha beta,40" in body and "n3,3" in body
+    assert [int(r.rsplit(",", 1)[1]) for r in body] == sorted(int(r.rsplit(",", 1)[1]) for r in body)
+
+
+def test_a_small_table_is_shown_whole_without_a_note():
+    df = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    assert ranked_csv(df, "anything", 1000) == "a,b\n1,x\n2,y"
+
+
+def test_cells_with_line_breaks_stay_whole_rows():
+    df = pd.DataFrame({"a": ["one\ntwo", "three"], "b": [1, 2]})
+    text = ranked_csv(df, "three", 1000)
+    assert '"one\ntwo",1' in text and "three,2" in text
+
+
+def test_ask_falls_back_with_the_compact_prompt():
+    conn = _table()
+    prompts: list[str] = []
+
+    def gen(req: Request) -> str:
+        prompts.append(req.prompt)
+        return "99" if req.prompt.startswith("Table w:") else "not sql at all"
+
+    model = FunctionModel(gen, name="fake")
+    answer = BlendSQL(conn, model=model).ask("How many goals did Zlatan Ibrahimovic score?",
+                                             parser=Parser(model, max_retries=0))
+    assert answer.fallback_used and answer.answer == "99"
+    fallback = [p for p in prompts if p.startswith("Table w:")]
+    assert len(fallback) == 1 and "Malmo FF" in fallback[0]
+    assert fallback[0] == end_to_end_prompt(conn, "How many goals did Zlatan Ibrahimovic score?",
+                                            **FALLBACK_PROMPT)
