@@ -30,6 +30,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ from blendsql import BlendSQL  # noqa: E402
 from blendsql.errors import BlendSQLError  # noqa: E402
 from blendsql.models.base import Model  # noqa: E402
 from blendsql.nl import Conversation, Parser  # noqa: E402
+from blendsql.nl.conversation import CORRECTION_SOURCES, Candidate  # noqa: E402
 from blendsql.nl.correct import CorrectionExample, load_correction_examples  # noqa: E402
 from blendsql.nl.parser import Example, load_examples  # noqa: E402
 
@@ -78,7 +80,7 @@ def seed_turn(bsql: BlendSQL, question: str, program: str) -> Turn:
 
 def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
              retries: int = 1, spider_pool: list[Example] | None = None,
-             n_examples: int = 3) -> dict[str, Any]:
+             n_examples: int = 3, sources: Sequence[str] = CORRECTION_SOURCES) -> dict[str, Any]:
     path = db_path(data, item["db_id"])
     gold = fix_gold(item["gold_parse"])
     wrong = fix_gold(item["predicted_parse_with_values"])
@@ -95,14 +97,15 @@ def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
     corrections = [e for e, db in zip(load_correction_examples(), pool_databases(), strict=True)
                    if db != item["db_id"]]
     conv = Conversation(bsql, parser, classify_acts=False, correction_examples=n_examples,
-                        correction_pool=corrections)
+                        correction_pool=corrections, correction_sources=sources)
     conv.history.append(seed_turn(bsql, item["question"], wrong))
     row: dict[str, Any] = {"i": i, "db": item["db_id"], "question": item["question"], "feedback": item["feedback"],
                            "wrong": wrong, "gold": gold, "gold_error": g_err,
                            "wrong_already_right": g_rows is not None and w_rows == g_rows}
-    # the fresh parse first: its prompt opens with the guide and schema the correction
-    # prompt opens with too, so the correction finds them in the model's KV cache
-    if e2e:
+    # the fresh parse is also the correction's "fresh" candidate (the same parser on the
+    # question alone, no history): when the correction writes it, it is not written twice
+    fresh_inside = e2e and "fresh" in sources
+    if e2e and not fresh_inside:
         t0 = time.perf_counter()
         fresh = Conversation(bsql, parser, classify_acts=False)
         with_deadline(bsql.db.conn, QUERY_SECONDS)
@@ -117,17 +120,33 @@ def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
                    e2e_seconds=round(time.perf_counter() - t0, 2))
     t0 = time.perf_counter()
     with_deadline(bsql.db.conn, QUERY_SECONDS)
+    cands: list[Candidate] = []
     try:
         turn = conv.correct(item["feedback"], retries=retries)
-        corrected, err, df, diff = turn.program, turn.error, turn.result, turn.diff
+        corrected, err, df, diff, cands = turn.program, turn.error, turn.result, turn.diff, turn.candidates
     except Exception as e:  # noqa: BLE001 - a crash is a failed correction, recorded
         corrected, err, df, diff = None, f"{type(e).__name__}: {e}", None, None
     row.update(corrected=corrected, error=err, diff=diff,
                correction_match=bool(g_rows is not None and df is not None and err is None
                                      and frame_rows(df) == g_rows),
-               correction_seconds=round(time.perf_counter() - t0, 2))
+               correction_seconds=round(time.perf_counter() - t0, 2),
+               candidates=[candidate_row(c, g_rows) for c in cands])
+    if fresh_inside:
+        mine = next((c for c in row["candidates"] if c["source"] == "fresh"), None)
+        if mine is not None:
+            row.update(e2e_pred=mine["program"], e2e_error=mine["error"], e2e_match=mine["match"],
+                       e2e_seconds=mine["seconds"], e2e_from="correction's fresh candidate")
     bsql.close()
     return row
+
+
+def candidate_row(c: Candidate, g_rows: Any) -> dict[str, Any]:
+    """One candidate correction as recorded: source, query, outcome, match with gold."""
+    match = bool(g_rows is not None and c.smoothie is not None and c.error is None
+                 and frame_rows(c.smoothie.df) == g_rows)
+    return {"source": c.source, "program": c.program, "error": c.error, "rows": c.rows,
+            "repeats_rejected": c.repeats_rejected, "unchanged": c.unchanged, "chosen": c.chosen,
+            "seconds": c.seconds, "match": match}
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -151,7 +170,27 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "mean_correction_seconds": round(sum(r["correction_seconds"] for r in rows) / n, 2) if n else None,
         "mean_end_to_end_seconds": round(sum(r["e2e_seconds"] for r in e2e) / len(e2e), 2) if e2e else None,
         "databases": sorted({r["db"] for r in rows}),
+        "candidates": candidate_summary(rows),
     }
+
+
+def candidate_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per candidate source: items where it ran, how often it matched gold, was chosen, took seconds."""
+    out: dict[str, Any] = {}
+    for r in rows:
+        for c in r.get("candidates", []):
+            s = out.setdefault(c["source"], {"items": 0, "match": 0, "chosen": 0, "seconds": 0.0})
+            s["items"] += 1
+            s["match"] += bool(c["match"])
+            s["chosen"] += bool(c["chosen"])
+            s["seconds"] += c["seconds"]
+    for s in out.values():
+        s["seconds"] = round(s["seconds"] / s["items"], 1)
+    with_c = [r for r in rows if r.get("candidates")]
+    if with_c:
+        out["any_candidate_matches"] = sum(any(c["match"] for c in r["candidates"]) for r in with_c)
+        out["items_with_candidates"] = len(with_c)
+    return out
 
 
 def in_database_order(items: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
@@ -211,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="take every N-th item (a spread over databases; items are grouped by database)")
     ap.add_argument("--n-examples", type=int, default=3,
                     help="worked corrections retrieved from the SPLASH dev pool (0: one fixed example)")
+    ap.add_argument("--correction-sources", default=",".join(CORRECTION_SOURCES),
+                    help="comma-separated candidate sources of Conversation.correct, in order of "
+                         "preference (guided, fresh, edit); with 'fresh', the parse-from-scratch "
+                         "comparison is that candidate (not written twice)")
     ap.add_argument("--order", choices=["file", "db"], default="file",
                     help="run order of the chosen items: file order, or grouped by database "
                          "(reuses the cached schema; a stopped run then covers fewer databases)")
@@ -232,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     import blendsql
 
     print(f"blendsql from {blendsql.__file__}; code {code_commit()}", file=sys.stderr)
+    sources = tuple(x.strip() for x in args.correction_sources.split(",") if x.strip())
     done = read_done(out, "i")
     started = time.perf_counter()
     command = "python benchmarks/splash.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -244,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
             "benchmark": f"SPLASH {args.split} (items in file order)", "split": args.split,
             "model": model_name, "retries": args.retries, "requested_limit": args.limit,
             "offset": args.offset, "every": every, "n_examples": args.n_examples,
-            "order": args.order, "command": command, "code_commit": commit,
+            "order": args.order, "correction_sources": list(sources), "command": command, "code_commit": commit,
             "package": blendsql.__file__, "machine": machine(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "run_seconds_this_session": round(time.perf_counter() - started, 1),
@@ -262,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
             if i in done:
                 continue
             row = run_item(i, item, args.data, model, not args.no_e2e, args.retries, spider_pool,
-                           args.n_examples)
+                           args.n_examples, sources)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             done[i] = row

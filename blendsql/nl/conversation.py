@@ -20,15 +20,16 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from blendsql.errors import BlendSQLError, ExecutionError
+from blendsql.errors import BlendSQLError, ExecutionError, OptionError
 from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
 from blendsql.nl.ask import answer_value
 from blendsql.nl.correct import CorrectionExample, correct_query, explanation_lines, sql_diff
-from blendsql.nl.parser import Parser
+from blendsql.nl.parser import Parser, ParseResult
 from blendsql.nl.parser import Turn as ParserTurn
 from blendsql.nl.respond import (
     SOCIAL,
@@ -49,6 +50,51 @@ _QUESTION_START = re.compile(
     r"^(what|which|who|whom|whose|when|where|why|how|list|show|give|find|count|tell|name|"
     r"return|display|sort|order|of these|and|also|only|what about)\b", re.I)
 _SOCIAL_ACTS = frozenset({"greeting", "goodbye", "thank_you", "affirm", "negate"})
+
+
+#: Where a correction's candidate queries come from, in order of preference (see ``_correct``).
+CORRECTION_SOURCES = ("guided", "fresh", "edit")
+
+
+@dataclass
+class Candidate:
+    """One query a correction considered: where it came from, and how it ran."""
+
+    source: str
+    program: str | None
+    error: str | None = None
+    rows: int | None = None
+    repeats_rejected: bool = False  # same result as the query the user rejected
+    unchanged: bool = False  # the rejected query itself (written again): never an answer
+    seconds: float = 0.0  # writing and running it
+    chosen: bool = False
+    smoothie: Smoothie | None = field(default=None, repr=False)
+    key: tuple[str, ...] | None = field(default=None, repr=False)
+
+
+def result_key(smoothie: Smoothie) -> tuple[str, ...]:
+    """The result as a sorted multiset of rows (order-free, for comparing two results)."""
+    return tuple(sorted(repr(r) for r in smoothie.df.itertuples(index=False, name=None)))
+
+
+def choose_correction(candidates: Sequence[Candidate], rejected: tuple[str, ...] | None) -> Candidate | None:
+    """The candidate to answer with: valid, not the rejected result, most agreed on.
+
+    Why: the user said the last result is wrong, so a query giving that same
+    result again is the last resort, not an answer. Independent routes to a
+    query (rewriting the old one, writing one anew with the feedback in view,
+    writing one from the question alone) that land on the same result are
+    more likely right than any one of them; a tie goes to the earlier source
+    in ``candidates``' order. The rejected query written out again is no
+    correction at all, whatever it returns.
+    """
+    valid = [c for c in candidates
+             if c.program is not None and c.error is None and c.key is not None and not c.unchanged]
+    if not valid:
+        return None
+    new = [c for c in valid if c.key != rejected] or valid
+    votes = {c.key: sum(o.key == c.key for o in new) for c in new}
+    return max(new, key=lambda c: (votes[c.key], -new.index(c)))
 
 
 @dataclass
@@ -72,6 +118,8 @@ class Turn:
     options: list[str] = field(default_factory=list)  # candidate columns of a clarification
     previous_program: str | None = None  # for corrections: the query that was corrected
     diff: str | None = None  # for corrections: what changed
+    source: str | None = None  # who wrote ``program``: "parser", "correction:<source>", None (given)
+    candidates: list[Candidate] = field(default_factory=list)  # for corrections: every query tried
 
     @property
     def result(self) -> pd.DataFrame | None:
@@ -95,15 +143,27 @@ class Conversation:
     def __init__(self, bsql: BlendSQL, parser: Parser | None = None, *,
                  classify_acts: bool = True, history_turns: int = 3,
                  correction_examples: int = 3,
-                 correction_pool: Sequence[CorrectionExample] | None = None) -> None:
+                 correction_pool: Sequence[CorrectionExample] | None = None,
+                 correction_sources: Sequence[str] = CORRECTION_SOURCES) -> None:
         """``correction_examples``: worked corrections shown to the model when correcting,
         the nearest ones from ``correction_pool`` (default: the shipped SPLASH dev pool);
-        0: one fixed example."""
+        0: one fixed example. ``correction_sources``: where candidate corrections come
+        from, in order of preference (each costs a model call): ``guided`` (the
+        question written anew with the rejected query and the feedback in view),
+        ``fresh`` (the question alone; skipped when this conversation's parser wrote
+        the rejected query from it), ``edit`` (the rejected query rewritten as the
+        feedback says)."""
         if isinstance(correction_examples, bool) or not isinstance(correction_examples, int) \
                 or correction_examples < 0:
             raise ExecutionError(f"correction_examples must be an int >= 0, not {correction_examples!r}",
                                  hint="e.g. correction_examples=3")
         self.correction_examples = correction_examples
+        sources = tuple(correction_sources) if not isinstance(correction_sources, str) else ()
+        unknown = [x for x in sources if x not in CORRECTION_SOURCES]
+        if not sources or unknown or len(set(sources)) != len(sources):
+            raise OptionError(f"correction_sources must be distinct names from {CORRECTION_SOURCES}, "
+                              f"not {correction_sources!r}", hint="e.g. correction_sources=('guided', 'edit')")
+        self.correction_sources = sources
         self.correction_pool = correction_pool
         self.bsql = bsql
         self._parser = parser
@@ -153,24 +213,37 @@ class Conversation:
             return self._correct(feedback, retries)
 
     def _correct(self, feedback: str, retries: int) -> Turn:
+        """Candidate queries from each of ``correction_sources``, each run, one chosen
+        by :func:`choose_correction`; all of them are kept in ``turn.candidates``."""
         prev = self.last_query_turn()
         if prev is None or prev.program is None:
             turn = Turn(feedback, "correct", "There is no earlier query to correct yet. Ask a question first.")
             self.history.append(turn)
             return turn
         question = prev.question or prev.utterance
-        fixed = correct_query(self.parser, self.conn, self.bsql.registry, question, prev.program, feedback,
-                              retries=retries, n_examples=self.correction_examples,
-                              examples=self.correction_pool)
         turn = Turn(feedback, "correct", "", question=question, previous_program=prev.program)
-        if fixed.program is None:
-            turn.error = fixed.attempts[-1][1] if fixed.attempts else "no query"
+        rejected = result_key(prev.smoothie) if prev.smoothie is not None else None
+        for source in self.correction_sources:
+            if source == "fresh" and prev.source == "parser":
+                continue  # the same parser on the same question writes the rejected query again
+            t0 = time.perf_counter()
+            cand = self._candidate(source, question, prev, feedback, retries, rejected)
+            cand.seconds = round(time.perf_counter() - t0, 2)
+            turn.candidates.append(cand)
+        chosen = choose_correction(turn.candidates, rejected)
+        if chosen is None:
+            tried = [c for c in turn.candidates if c.program is not None] or turn.candidates
+            turn.error = tried[0].error or "no query"
             turn.response = (f"I could not write a corrected query ({turn.error}). "
                              f"The previous query stands: {prev.program}")
             self.history.append(turn)
             return turn
-        self._run(turn, fixed.program)
-        turn.diff = sql_diff(prev.program, fixed.program)
+        chosen.chosen = True
+        assert chosen.program is not None
+        turn.program, turn.smoothie, turn.source = chosen.program, chosen.smoothie, f"correction:{chosen.source}"
+        turn.answer = answer_value(chosen.smoothie) if chosen.smoothie is not None else None
+        turn.response = self._response(chosen.program, chosen.smoothie)
+        turn.diff = sql_diff(prev.program, chosen.program)
         if turn.smoothie is not None:
             before = len(prev.smoothie.df) if prev.smoothie is not None else None
             sizes = f"{before} row(s) before, {len(turn.smoothie.df)} now" if before is not None else ""
@@ -178,6 +251,47 @@ class Conversation:
             turn.response = f"{change} {sizes + '. ' if sizes else ''}{turn.response}"
         self.history.append(turn)
         return turn
+
+    def _candidate(self, source: str, question: str, prev: Turn, feedback: str, retries: int,
+                   rejected: tuple[str, ...] | None) -> Candidate:
+        """One candidate correction from ``source``, written and run (errors recorded)."""
+        assert prev.program is not None
+        earlier = [t for t in self.parser_history() if t.program != prev.program]
+        written: ParseResult
+        if source == "edit":
+            written = correct_query(self.parser, self.conn, self.bsql.registry, question, prev.program,
+                                    feedback, retries=retries, n_examples=self.correction_examples,
+                                    examples=self.correction_pool)
+        elif source == "guided":
+            written = self.parser.parse(question, self.conn, self.bsql.registry, earlier,
+                                        feedback=(prev.program, feedback))
+        else:
+            written = self.parser.parse(question, self.conn, self.bsql.registry, earlier)
+        if written.program is None:
+            return Candidate(source, None, written.attempts[-1][1] if written.attempts else "no query")
+        cand = Candidate(source, written.program)
+        if sql_diff(prev.program, written.program) == "no change":
+            cand.unchanged, cand.error = True, "the rejected query written again"
+            return cand  # not run
+        try:
+            cand.smoothie = self.bsql.execute(written.program)
+        except BlendSQLError as e:
+            cand.error = str(e)
+            return cand
+        cand.key = result_key(cand.smoothie)
+        cand.rows = len(cand.smoothie.df)
+        cand.repeats_rejected = rejected is not None and cand.key == rejected
+        return cand
+
+    def _response(self, program: str, smoothie: Smoothie | None) -> str:
+        """The template response for a result (as :meth:`_run` writes it)."""
+        if smoothie is None:
+            return ""
+        try:
+            tree = self.bsql.parse(program)
+        except BlendSQLError:
+            tree = None
+        return answer_response(program, smoothie, tree)
 
     def last_query_turn(self) -> Turn | None:
         """The most recent turn that has a program."""
@@ -250,6 +364,7 @@ class Conversation:
                              f"I can answer questions about: {schema_overview(self.conn)}.")
             return turn
         self._run(turn, parsed.program)
+        turn.source = "parser"
         return turn
 
     def _run(self, turn: Turn, program: str) -> None:
@@ -262,11 +377,7 @@ class Conversation:
             turn.response = f"The query failed: {e.message}"
             return
         turn.answer = answer_value(turn.smoothie)
-        try:
-            tree = self.bsql.parse(program)
-        except BlendSQLError:
-            tree = None
-        turn.response = answer_response(program, turn.smoothie, tree)
+        turn.response = self._response(program, turn.smoothie)
 
 
 # ---------------------------------------------------------------- the REPL

@@ -212,9 +212,11 @@ class Parser:
         self, question: str, schema: str, hints: str = "", history: Sequence[Turn] = (),
         retry: tuple[str, str] | None = None, *, examples: Sequence[Example] | None = None,
         guide: str = INGREDIENT_GUIDE, tables: Sequence[TableInfo] = (),
+        feedback: tuple[str, str] | None = None,
     ) -> str:
         """The full prompt text. Fixed parts first (guide, schema), so questions on
         one database share a cached prefix; the retrieved examples and the question last.
+        ``feedback``: (a query the user rejected for this question, what they said).
         """
         shown = list(examples) if examples is not None else self.examples[: self.n_examples]
         names = {t.name.lower() for t in tables} | {c.lower() for t in tables for c in t.columns}
@@ -234,6 +236,10 @@ class Parser:
         parts.append("-- Using valid SQLite (BlendSQL), answer the following question for the "
                      "tables provided above.")
         parts.append(f"-- Question: {question}")
+        if feedback is not None:
+            parts.append(f"-- A query written earlier for this question was: {feedback[0]};\n"
+                         f"-- The user says it is wrong: {' '.join(feedback[1].split())}\n"
+                         "-- Write the query the user wants.")
         if retry is not None:
             parts.append(f"-- A previous attempt was: {retry[0]}\n-- It failed: {retry[1]}\n"
                          "-- Write a corrected query.")
@@ -246,20 +252,27 @@ class Parser:
         conn: sqlite3.Connection,
         registry: IngredientRegistry,
         history: Sequence[Turn] = (),
+        *,
+        feedback: tuple[str, str] | None = None,
     ) -> ParseResult:
         """Generate, validate and (on error) regenerate a program for ``question``.
+
+        ``feedback``: (a query the user rejected for this question, what they said
+        about it); the model writes the question's query anew with both in view,
+        and the feedback's words also count when choosing the tables to show
+        (feedback often names the table or column that was missing).
 
         When no attempt validates and examples were shown, one more attempt runs
         without them: a small model that keeps copying an example's tables or
         shape into a wrong program often writes a valid one from the schema alone.
         """
-        if self.sketch and not history:
+        if self.sketch and not history and feedback is None:
             from blendsql.nl.sketch import passage_layout
 
             layout = passage_layout(conn)
             if layout is not None:
                 return self.parse_sketch(question, conn, layout, registry)
-        tables = self.relevant_tables(question, conn)
+        tables = self.relevant_tables(question if feedback is None else f"{question} {feedback[1]}", conn)
         schema = serialize_schema(conn, n_rows=self.n_rows, tables=[t.name for t in tables])
         hints = format_hints(bridge_hints(conn, question))
         examples = self.select_examples(question, tables)
@@ -270,7 +283,7 @@ class Parser:
             return generate_program(
                 self.model,
                 lambda retry: self.prompt(question, schema, hints, history, retry, examples=shown,
-                                          guide=guide, tables=tables),
+                                          guide=guide, tables=tables, feedback=feedback),
                 constraint, conn, registry, result, tries=tries, max_tokens=self.max_tokens,
                 check_empty=self.check_empty, query_seconds=self.query_seconds,
                 check_values=self.check_values,

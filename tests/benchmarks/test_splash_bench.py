@@ -32,7 +32,38 @@ def test_database_order_keeps_the_items_and_groups_them():
     assert splash.in_database_order([]) == []
 
 
-def test_the_fresh_parse_runs_before_the_correction_and_shares_its_opening(tmp_path: Path):
+def test_the_correction_candidates_share_the_opening_and_the_fresh_one_is_the_baseline(tmp_path: Path):
+    db_dir = tmp_path / "spider" / "database" / "pets_1"
+    db_dir.mkdir(parents=True)
+    (db_dir / "pets_1.sqlite").write_bytes(PETS.read_bytes())
+    prompts: list[str] = []
+
+    def answer(req: Request) -> str:
+        prompts.append(req.prompt)
+        if req.prompt.rstrip().endswith("Corrected query:") or "The user says it is wrong" in req.prompt:
+            return "SELECT COUNT(*) FROM Student"
+        return "SELECT COUNT(*) FROM Pets"
+
+    item = {"db_id": "pets_1", "question": "How many pets are owned by students?",
+            "feedback": "count the students instead", "gold_parse": "SELECT count(*) FROM Student",
+            "predicted_parse_with_values": "SELECT Count ( * ) FROM Pets WHERE weight > 100"}
+    row = splash.run_item(0, item, tmp_path, FunctionModel(answer), True, retries=0,
+                          spider_pool=[], n_examples=1)
+    kinds = ["fix" if p.rstrip().endswith("Corrected query:") else
+             "guided" if "The user says it is wrong" in p else "fresh" for p in prompts]
+    assert kinds == ["guided", "fresh", "fix"]  # the fresh parse is written once, inside the correction
+    schema_start = prompts[0].index("CREATE TABLE")
+    assert all(p[: schema_start + 200] == prompts[0][: schema_start + 200] for p in prompts)
+    assert row["e2e_match"] is False and row["e2e_pred"] == "SELECT COUNT(*) FROM Pets"
+    assert row["correction_match"] is True  # guided and edit agree on the students' count
+    by_source = {c["source"]: c for c in row["candidates"]}
+    assert by_source["guided"]["match"] and by_source["edit"]["match"] and not by_source["fresh"]["match"]
+    assert [c["chosen"] for c in row["candidates"]] == [True, False, False]
+    summary = splash.summarize([row])
+    assert summary["end_to_end_acc"] == 0.0 and summary["candidates"]["guided"]["match"] == 1
+
+
+def test_without_a_fresh_candidate_the_baseline_is_parsed_first(tmp_path: Path):
     db_dir = tmp_path / "spider" / "database" / "pets_1"
     db_dir.mkdir(parents=True)
     (db_dir / "pets_1.sqlite").write_bytes(PETS.read_bytes())
@@ -47,9 +78,7 @@ def test_the_fresh_parse_runs_before_the_correction_and_shares_its_opening(tmp_p
             "feedback": "count the students instead", "gold_parse": "SELECT count(*) FROM Student",
             "predicted_parse_with_values": "SELECT Count ( * ) FROM Pets WHERE weight > 100"}
     row = splash.run_item(0, item, tmp_path, FunctionModel(answer), True, retries=0,
-                          spider_pool=[], n_examples=1)
+                          spider_pool=[], n_examples=1, sources=("edit",))
     assert row["correction_match"] is True and row["e2e_match"] is False
     kinds = ["fix" if p.rstrip().endswith("Corrected query:") else "parse" for p in prompts]
     assert kinds == ["parse", "fix"]
-    schema_start = prompts[0].index("CREATE TABLE")
-    assert prompts[1][: schema_start + 200] == prompts[0][: schema_start + 200]

@@ -214,3 +214,112 @@ def test_conversation_validates_correction_examples():
     for bad in (-1, "3", True, 1.5):
         with pytest.raises(ExecutionError, match="correction_examples"):
             Conversation(bsql, correction_examples=bad)
+
+
+# -- candidates: written three ways, run, one chosen ------------------------------------
+
+def _cand(source: str, key: tuple[str, ...] | None, *, error: str | None = None, unchanged: bool = False):
+    from blendsql.nl.conversation import Candidate
+
+    return Candidate(source, None if key is None and error is None else f"SELECT '{source}'",
+                     error=error, key=key, unchanged=unchanged)
+
+
+def test_choose_correction_avoids_the_rejected_result_and_follows_agreement():
+    from blendsql.nl.conversation import choose_correction
+
+    rejected = ("(3,)",)
+    a, b = ("(1,)",), ("(2,)",)
+    # a repeat of the rejected result loses to any other valid result, even when first
+    assert choose_correction([_cand("guided", rejected), _cand("edit", a)], rejected).source == "edit"
+    # two sources agreeing beat one, whatever the order
+    chosen = choose_correction([_cand("guided", a), _cand("fresh", b), _cand("edit", b)], rejected)
+    assert chosen.source == "fresh"
+    # a tie goes to the first source
+    assert choose_correction([_cand("guided", a), _cand("edit", b)], rejected).source == "guided"
+    # failures and the rejected query written again are never chosen
+    assert choose_correction([_cand("guided", None, error="no such column"),
+                              _cand("fresh", a, unchanged=True), _cand("edit", b)], rejected).source == "edit"
+    assert choose_correction([_cand("guided", None, error="x"), _cand("fresh", a, unchanged=True)], rejected) is None
+    # only repeats left: the first of them (the user may have asked for the same rows, put another way)
+    assert choose_correction([_cand("guided", rejected), _cand("edit", rejected)], rejected).source == "guided"
+
+
+class Routes:
+    """Answers each route to a correction differently: guided parse, fresh parse, edit."""
+
+    def __init__(self, guided: str, fresh: str, edit: str) -> None:
+        self.guided, self.fresh, self.edit = guided, fresh, edit
+        self.kinds: list[str] = []
+
+    def __call__(self, req: Request) -> str:
+        p = req.prompt.rstrip()
+        if p.endswith("Corrected query:"):
+            self.kinds.append("edit")
+            return self.edit
+        if "The user says it is wrong" in p:
+            self.kinds.append("guided")
+            return self.guided
+        self.kinds.append("fresh")
+        return self.fresh
+
+
+def _seeded(routes: Routes, **kw) -> Conversation:
+    """A conversation whose last query was given (not written by its parser)."""
+    from blendsql.nl.conversation import Turn
+
+    model = FunctionModel(routes)
+    bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False), model=model, cache=False)
+    conv = Conversation(bsql, Parser(model, examples=EXAMPLES, n_examples=1, max_retries=0),
+                        classify_acts=False, **kw)
+    seed = Turn(QUESTION, "inform_sql", "", program=WRONG, question=QUESTION)
+    seed.smoothie = bsql.execute(WRONG)
+    conv.history.append(seed)
+    return conv
+
+
+def test_correction_writes_three_candidates_and_answers_with_the_agreed_one():
+    routes = Routes(guided=RIGHT, fresh="SELECT COUNT(*) FROM Student", edit=RIGHT)
+    conv = _seeded(routes)
+    turn = conv.correct(FEEDBACK, retries=0)
+    assert routes.kinds == ["guided", "fresh", "edit"]
+    assert [c.source for c in turn.candidates] == ["guided", "fresh", "edit"]
+    assert turn.program == RIGHT and turn.source == "correction:guided"
+    assert [c.chosen for c in turn.candidates] == [True, False, False]
+    assert all(c.rows == 1 and c.error is None for c in turn.candidates)
+
+
+def test_the_fresh_route_is_skipped_when_the_parser_wrote_the_rejected_query():
+    routes = Routes(guided=RIGHT, fresh=WRONG, edit=RIGHT)
+    model = FunctionModel(routes)
+    bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False), model=model, cache=False)
+    conv = Conversation(bsql, Parser(model, examples=EXAMPLES, n_examples=1, max_retries=0),
+                        classify_acts=False)
+    first = conv.ask(QUESTION)
+    assert first.program == WRONG and first.source == "parser"
+    routes.kinds.clear()
+    turn = conv.correct(FEEDBACK, retries=0)
+    assert routes.kinds == ["guided", "edit"] and turn.program == RIGHT
+
+
+def test_a_correction_that_repeats_the_rejected_result_gives_way():
+    same_rows = "SELECT COUNT(*) FROM Pets WHERE 1 = 1"  # another query, the rejected result
+    routes = Routes(guided=same_rows, fresh="SELECT Pets.nope FROM Pets", edit=RIGHT)
+    turn = _seeded(routes).correct(FEEDBACK, retries=0)
+    assert turn.program == RIGHT and turn.source == "correction:edit"
+    guided = turn.candidates[0]
+    assert guided.repeats_rejected and not guided.chosen
+    assert turn.candidates[1].error and "nope" in turn.candidates[1].error
+
+
+def test_correction_sources_are_validated_and_followed():
+    import pytest
+
+    from blendsql.errors import OptionError
+
+    routes = Routes(guided=RIGHT, fresh=RIGHT, edit=RIGHT)
+    turn = _seeded(routes, correction_sources=("edit",)).correct(FEEDBACK, retries=0)
+    assert routes.kinds == ["edit"] and turn.source == "correction:edit"
+    for bad in [(), ("edit", "edit"), ("rewrite",), "edit"]:
+        with pytest.raises(OptionError):
+            _seeded(routes, correction_sources=bad)
