@@ -565,9 +565,12 @@ def _first_statement(text: str) -> str:
 
 
 def validate(program: str, conn: sqlite3.Connection, registry: IngredientRegistry) -> str | None:
-    """None if ``program`` parses, its ingredient outputs fit their context and its
-    plain SQL compiles on ``conn``; else the error, worded for the retry prompt."""
+    """None if ``program`` parses, its ingredient outputs fit their context, its
+    plain SQL compiles on ``conn`` and no subquery reads an outer column by
+    accident (:mod:`blendsql.nl.column_checks`); else the error, worded for the
+    retry prompt."""
     from blendsql.grammar import parse
+    from blendsql.nl.column_checks import outer_column_in_subquery
 
     if not program:
         return "empty program"
@@ -588,6 +591,9 @@ def validate(program: str, conn: sqlite3.Connection, registry: IngredientRegistr
             conn.execute("EXPLAIN " + stubbed.sql(dialect="sqlite"))
         except sqlite3.Error as e:
             return f"SQLite rejected the query: {e}"
+        outer = outer_column_in_subquery(stubbed, conn)
+        if outer:
+            return outer
     return None
 
 

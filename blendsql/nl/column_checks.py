@@ -1,0 +1,93 @@
+"""A check of column references that SQLite accepts but a model did not mean.
+
+In ``SELECT * FROM w WHERE w.school IN (SELECT school FROM programs)`` where
+``programs`` has no ``school`` column, SQLite resolves ``school`` to the
+outer query's ``w.school``: the subquery becomes correlated, the condition
+holds for every row with a school, and the program runs without an error.
+A model writes this when it guesses a column name; the fix it needs is the
+inner table's real columns, which the retry prompt then names.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from blendsql.db.documents import quote_ident
+
+
+def outer_column_in_subquery(query: exp.Expression, conn: sqlite3.Connection) -> str | None:
+    """The first unqualified column of a subquery that is no column of the subquery's own
+    tables but one of an enclosing query's, worded for the retry prompt; else None.
+
+    Only subqueries whose sources are all database tables are checked (a derived
+    table's or a CTE's columns are not looked up), and only unqualified names:
+    ``outer_alias.col`` is a deliberate correlation.
+    """
+    try:
+        scopes = traverse_scope(query)
+    except Exception:  # noqa: BLE001 - sqlglot cannot scope it: no finding, SQLite decides
+        return None
+    cache: dict[str, set[str] | None] = {}
+    for scope in scopes:
+        if scope.parent is None or not scope.is_subquery:
+            continue
+        own = _source_columns(scope, conn, cache)
+        if own is None:
+            continue
+        outer = _enclosing_columns(scope.parent, conn, cache)
+        selects = scope.expression.selects if isinstance(scope.expression, exp.Query) else []
+        aliases = {s.alias.lower() for s in selects if isinstance(s, exp.Alias)}
+        for col in scope.columns:
+            name = col.name.lower()
+            if col.table or name in own or name in aliases or name not in outer:
+                continue
+            tables = ", ".join(sorted(_table_names(scope)))
+            listing = ", ".join(sorted(own)[:12])
+            return (f"in the subquery on {tables}, column {col.name} is not a column of {tables}; "
+                    f"SQLite reads it as the outer query's {col.name} (the subquery then runs once "
+                    f"per outer row with that row's value). Use a column of {tables} ({listing}), "
+                    f"or qualify the outer column if that is meant")
+    return None
+
+
+def _table_names(scope: Scope) -> list[str]:
+    return [s.name for s in scope.sources.values() if isinstance(s, exp.Table)]
+
+
+def _source_columns(scope: Scope, conn: sqlite3.Connection,
+                    cache: dict[str, set[str] | None]) -> set[str] | None:
+    """Lower-case column names of the scope's tables; None if a source is not a table."""
+    cols: set[str] = set()
+    for source in scope.sources.values():
+        if not isinstance(source, exp.Table):
+            return None
+        found = _columns(source.name, conn, cache)
+        if found is None:
+            return None
+        cols |= found
+    return cols
+
+
+def _enclosing_columns(scope: Scope | None, conn: sqlite3.Connection,
+                       cache: dict[str, set[str] | None]) -> set[str]:
+    cols: set[str] = set()
+    while scope is not None:
+        for source in scope.sources.values():
+            if isinstance(source, exp.Table):
+                cols |= _columns(source.name, conn, cache) or set()
+        scope = scope.parent
+    return cols
+
+
+def _columns(table: str, conn: sqlite3.Connection, cache: dict[str, set[str] | None]) -> set[str] | None:
+    key = table.lower()
+    if key not in cache:
+        try:
+            rows = conn.execute(f"PRAGMA table_info({quote_ident(table)})").fetchall()
+        except sqlite3.Error:
+            rows = []
+        cache[key] = {str(r[1]).lower() for r in rows} or None
+    return cache[key]
