@@ -11,8 +11,13 @@
   user's next turn is combined with the pending question and parsed;
 - or replies without a query (greetings, thanks, unrelated requests).
 
-``.correct(feedback)`` rewrites the last query from plain-language feedback
-(``correct``), re-runs it, and reports what changed.
+``.correct(feedback)`` corrects the last query from plain-language feedback:
+candidate queries written three ways (the question anew with the rejected
+query and the feedback in view; the question alone, when someone else wrote
+the rejected query; the rejected query edited as the feedback says, see
+``correct``), each run; the answer is the result most of them agree on,
+never the rejected query again (``choose_correction``). It reports what
+changed and keeps every candidate in ``turn.candidates``.
 
 ``chat`` is the read-eval-print loop behind ``blendsql chat DB``.
 """
@@ -204,10 +209,11 @@ class Conversation:
         return turn
 
     def correct(self, feedback: str, *, retries: int = 1) -> Turn:
-        """Rewrite the last query from ``feedback``, re-run it and say what changed.
+        """Correct the last query from ``feedback``, run it and say what changed.
 
-        An invalid corrected query is regenerated ``retries`` times with its error.
-        One use of the session, like :meth:`ask`.
+        See the module docstring for the candidates and the choice. An invalid
+        candidate is regenerated ``retries`` times with its error. One use of the
+        session, like :meth:`ask`.
         """
         with self.bsql.db.session():
             return self._correct(feedback, retries)
