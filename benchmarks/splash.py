@@ -27,6 +27,7 @@ tuning only).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -60,7 +61,12 @@ from blendsql import BlendSQL  # noqa: E402
 from blendsql.errors import BlendSQLError  # noqa: E402
 from blendsql.models.base import Model  # noqa: E402
 from blendsql.nl import Conversation, Parser  # noqa: E402
-from blendsql.nl.conversation import CORRECTION_SOURCES, Candidate  # noqa: E402
+from blendsql.nl.conversation import (  # noqa: E402
+    CORRECTION_SOURCES,
+    Candidate,
+    choose_correction,
+    result_key,
+)
 from blendsql.nl.correct import CorrectionExample, load_correction_examples  # noqa: E402
 from blendsql.nl.parser import Example, load_examples  # noqa: E402
 
@@ -144,9 +150,62 @@ def candidate_row(c: Candidate, g_rows: Any) -> dict[str, Any]:
     """One candidate correction as recorded: source, query, outcome, match with gold."""
     match = bool(g_rows is not None and c.smoothie is not None and c.error is None
                  and frame_rows(c.smoothie.df) == g_rows)
+    digest = hashlib.sha1("\n".join(c.key).encode()).hexdigest()[:12] if c.key is not None else None
     return {"source": c.source, "program": c.program, "error": c.error, "rows": c.rows,
             "repeats_rejected": c.repeats_rejected, "unchanged": c.unchanged, "chosen": c.chosen,
-            "seconds": c.seconds, "match": match}
+            "seconds": c.seconds, "match": match, "result": digest}
+
+
+_REJECTED = ("<the rejected result>",)
+
+
+def _as_candidate(c: dict[str, Any]) -> Candidate:
+    """A recorded candidate as ``choose_correction`` sees it (results by digest)."""
+    key = _REJECTED if c["repeats_rejected"] else ((c["result"],) if c.get("result") else None)
+    return Candidate(c["source"], c["program"], error=c["error"], key=key, unchanged=c["unchanged"])
+
+
+def fill_digests(rows: list[dict[str, Any]], data: Path) -> int:
+    """Result digests for candidates recorded without one (runs their queries again, no
+    model: the candidates are plain SQL on the Spider file); returns how many were filled."""
+    filled = 0
+    for r in rows:
+        todo = [c for c in r.get("candidates", []) if "result" not in c]
+        if not todo:
+            continue
+        bsql = BlendSQL(str(db_path(data, r["db"])), cache=False)
+        for c in todo:
+            c["result"] = None
+            if c["program"] is None or c["error"] is not None:
+                continue
+            with_deadline(bsql.db.conn, QUERY_SECONDS)
+            try:
+                key = result_key(bsql.execute(c["program"]))
+            except BlendSQLError:
+                continue
+            c["result"] = hashlib.sha1("\n".join(key).encode()).hexdigest()[:12]
+            filled += 1
+        bsql.close()
+    return filled
+
+
+def policy_table(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Items right under each choice of candidate sources (in preference order), from the
+    recorded candidates: what ``Conversation(correction_sources=...)`` would have answered."""
+    from itertools import permutations
+
+    present = {c["source"] for r in rows for c in r.get("candidates", [])}
+    sources = [s for s in CORRECTION_SOURCES if s in present]
+    out: dict[str, int] = {}
+    for k in range(1, len(sources) + 1):
+        for order in permutations(sources, k):
+            right = 0
+            for r in rows:
+                by = {c["source"]: c for c in r.get("candidates", [])}
+                chosen = choose_correction([_as_candidate(by[s]) for s in order if s in by], _REJECTED)
+                right += bool(chosen is not None and by[chosen.source]["match"])
+            out[",".join(order)] = right
+    return out
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -254,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated candidate sources of Conversation.correct, in order of "
                          "preference (guided, fresh, edit); with 'fresh', the parse-from-scratch "
                          "comparison is that candidate (not written twice)")
+    ap.add_argument("--policies", action="store_true",
+                    help="no model: from the rows in --out, items right under each choice and order "
+                         "of correction sources (results of old rows recomputed from their queries)")
     ap.add_argument("--order", choices=["file", "db"], default="file",
                     help="run order of the chosen items: file order, or grouped by database "
                          "(reuses the cached schema; a stopped run then covers fewer databases)")
@@ -266,6 +328,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out = args.out or RESULTS / ("splash.jsonl" if args.split == "test" else "splash_dev.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
+    if args.policies:
+        rows = [json.loads(line) for line in out.open()]
+        filled = fill_digests(rows, args.data)
+        report = {"items": len(rows), "digests_recomputed": filled, "right_by_sources": policy_table(rows)}
+        out.with_name(out.stem + "_policies.json").write_text(json.dumps(report, indent=2) + "\n")
+        print(json.dumps(report, indent=2))
+        return 0
     model, model_name = make_model(args)
     every = max(1, args.every)
     numbered = list(enumerate(json.loads((args.data / "splash" / f"{args.split}.json").read_text())))

@@ -82,3 +82,22 @@ def test_without_a_fresh_candidate_the_baseline_is_parsed_first(tmp_path: Path):
     assert row["correction_match"] is True and row["e2e_match"] is False
     kinds = ["fix" if p.rstrip().endswith("Corrected query:") else "parse" for p in prompts]
     assert kinds == ["parse", "fix"]
+
+
+def test_policy_table_replays_the_choice_from_recorded_candidates():
+    def cand(source, result, match, repeats=False, error=None):
+        return {"source": source, "program": f"SELECT '{source}'", "error": error, "rows": 1,
+                "repeats_rejected": repeats, "unchanged": False, "chosen": False, "seconds": 1.0,
+                "match": match, "result": result}
+
+    rows = [
+        # guided and edit agree on a wrong result, fresh is right alone
+        {"candidates": [cand("guided", "a", False), cand("fresh", "b", True), cand("edit", "a", False)]},
+        # guided repeats the rejected result; edit is right
+        {"candidates": [cand("guided", None, False, repeats=True), cand("fresh", None, False, error="x"),
+                        cand("edit", "c", True)]},
+    ]
+    table = splash.policy_table(rows)
+    assert table["guided"] == 0 and table["fresh"] == 1 and table["edit"] == 1
+    assert table["guided,fresh,edit"] == 1  # vote: a (2) beats b (1) on the first item
+    assert table["fresh,edit"] == 2 and table["fresh,guided"] == 1
