@@ -35,10 +35,15 @@ def _model(calls: list[str]) -> FunctionModel:
     return FunctionModel(gen, name="fake")
 
 
+def _old_e2e(right: bool) -> dict:
+    """An end-to-end row of an earlier run, at 900 prompt tokens."""
+    return {"end_to_end": {"pred": "x", "acc": right, "em": right, "f1": float(right), "prompt_tokens": 900},
+            "end_to_end_seconds": 12.5}
+
+
 def test_reused_end_to_end_row_is_copied_and_counted_in_the_fallback():
     q, t = _first()
-    old = {"end_to_end": {"pred": "x", "acc": True, "em": True, "f1": 1.0, "prompt_tokens": 900},
-           "end_to_end_seconds": 12.5}
+    old = _old_e2e(True)
     calls: list[str] = []
     model = _model(calls)
     row = run_one(q, t, model, Parser(model, sketch=True, sketch_abstain=True), e2e=old, fallback="paper")
@@ -60,11 +65,9 @@ def test_skipped_end_to_end_is_marked():
 
 def test_compact_fallback_is_its_own_call_and_its_tokens_are_counted():
     q, t = _first()
-    old = {"end_to_end": {"pred": "x", "acc": False, "em": False, "f1": 0.0, "prompt_tokens": 900},
-           "end_to_end_seconds": 12.5}
     calls: list[str] = []
     model = _model(calls)
-    row = run_one(q, t, model, Parser(model, sketch=True, sketch_abstain=True), e2e=old)
+    row = run_one(q, t, model, Parser(model, sketch=True, sketch_abstain=True), e2e=_old_e2e(False))
     fallback_prompts = [p for p in calls if p.startswith("Table w:")]
     assert len(fallback_prompts) == 1 and row["fallback_used"] and row["fallback_mode"] == "compact"
     assert row["blendsql_fallback"]["prompt_tokens"] == (row["blendsql"]["prompt_tokens"]

@@ -32,10 +32,20 @@ def test_database_order_keeps_the_items_and_groups_them():
     assert splash.in_database_order([]) == []
 
 
-def test_the_correction_candidates_share_the_opening_and_the_fresh_one_is_the_baseline(tmp_path: Path):
+ITEM = {"db_id": "pets_1", "question": "How many pets are owned by students?",
+        "feedback": "count the students instead", "gold_parse": "SELECT count(*) FROM Student",
+        "predicted_parse_with_values": "SELECT Count ( * ) FROM Pets WHERE weight > 100"}
+
+
+def _spider_dir(tmp_path: Path) -> None:
+    """A Spider data folder holding only pets_1."""
     db_dir = tmp_path / "spider" / "database" / "pets_1"
     db_dir.mkdir(parents=True)
     (db_dir / "pets_1.sqlite").write_bytes(PETS.read_bytes())
+
+
+def test_the_correction_candidates_share_the_opening_and_the_fresh_one_is_the_baseline(tmp_path: Path):
+    _spider_dir(tmp_path)
     prompts: list[str] = []
 
     def answer(req: Request) -> str:
@@ -44,10 +54,7 @@ def test_the_correction_candidates_share_the_opening_and_the_fresh_one_is_the_ba
             return "SELECT COUNT(*) FROM Student"
         return "SELECT COUNT(*) FROM Pets"
 
-    item = {"db_id": "pets_1", "question": "How many pets are owned by students?",
-            "feedback": "count the students instead", "gold_parse": "SELECT count(*) FROM Student",
-            "predicted_parse_with_values": "SELECT Count ( * ) FROM Pets WHERE weight > 100"}
-    row = splash.run_item(0, item, tmp_path, FunctionModel(answer), True, retries=0,
+    row = splash.run_item(0, ITEM, tmp_path, FunctionModel(answer), True, retries=0,
                           spider_pool=[], n_examples=1)
     kinds = ["fix" if p.rstrip().endswith("Corrected query:") else
              "guided" if "The user says it is wrong" in p else "fresh" for p in prompts]
@@ -64,9 +71,7 @@ def test_the_correction_candidates_share_the_opening_and_the_fresh_one_is_the_ba
 
 
 def test_without_a_fresh_candidate_the_baseline_is_parsed_first(tmp_path: Path):
-    db_dir = tmp_path / "spider" / "database" / "pets_1"
-    db_dir.mkdir(parents=True)
-    (db_dir / "pets_1.sqlite").write_bytes(PETS.read_bytes())
+    _spider_dir(tmp_path)
     prompts: list[str] = []
 
     def answer(req: Request) -> str:
@@ -74,10 +79,7 @@ def test_without_a_fresh_candidate_the_baseline_is_parsed_first(tmp_path: Path):
         return "SELECT COUNT(*) FROM Student" if req.prompt.rstrip().endswith("Corrected query:") \
             else "SELECT COUNT(*) FROM Pets"
 
-    item = {"db_id": "pets_1", "question": "How many pets are owned by students?",
-            "feedback": "count the students instead", "gold_parse": "SELECT count(*) FROM Student",
-            "predicted_parse_with_values": "SELECT Count ( * ) FROM Pets WHERE weight > 100"}
-    row = splash.run_item(0, item, tmp_path, FunctionModel(answer), True, retries=0,
+    row = splash.run_item(0, ITEM, tmp_path, FunctionModel(answer), True, retries=0,
                           spider_pool=[], n_examples=1, sources=("edit",))
     assert row["correction_match"] is True and row["e2e_match"] is False
     kinds = ["fix" if p.rstrip().endswith("Corrected query:") else "parse" for p in prompts]
