@@ -68,3 +68,30 @@ def test_ask_falls_back_with_the_compact_prompt():
     assert len(fallback) == 1 and "Malmo FF" in fallback[0]
     assert fallback[0] == end_to_end_prompt(conn, "How many goals did Zlatan Ibrahimovic score?",
                                             **FALLBACK_PROMPT)
+
+
+def test_a_passage_keeps_its_first_sentence_and_the_one_that_answers():
+    from blendsql.nl.ask import ranked_sentences
+
+    text = ("Toronto Blue Jays | The Blue Jays are a baseball team based in Toronto. "
+            + "They play in the American League East division every season. " * 6
+            + "The team was owned by the Labatt Brewing Company until 1995.")
+    question = "Which beer company owned the team?"
+    assert "Labatt" not in text[:400]  # a cut by position loses it
+    kept = ranked_sentences(text, question, 400)
+    assert len(kept) <= 400 and kept.startswith("Toronto Blue Jays | The Blue Jays are")
+    assert "owned by the Labatt Brewing Company" in kept
+    assert ranked_sentences("Short text.", question, 400) == "Short text."
+    assert ranked_sentences("x" * 900, question, 400) == "x" * 400  # no sentences: cut
+
+
+def test_the_fallback_prompt_ranks_passage_sentences():
+    conn = _table()
+    conn.execute("CREATE VIRTUAL TABLE documents USING fts5(title, content)")
+    conn.execute("INSERT INTO documents VALUES ('Malmo FF', ?)",
+                 ("Malmo FF is a football club. " + "It plays in Sweden in the top league. " * 15
+                  + "Its stadium is the Eleda Stadion.",))
+    prompt = end_to_end_prompt(conn, "What is the stadium of Malmo FF?", **FALLBACK_PROMPT)
+    assert "Eleda Stadion" in prompt
+    assert "Eleda Stadion" not in end_to_end_prompt(conn, "What is the stadium of Malmo FF?",
+                                                    passage_chars=400)
