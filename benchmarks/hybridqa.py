@@ -104,7 +104,8 @@ def run_one(q: dict[str, Any], table: dict[str, Any], model: Model, parser: Pars
     bsql = BlendSQL(conn, model=model, cache=False)
     row: dict[str, Any] = {"question_id": q["question_id"], "question": q["question"], "gold": q["answer"]}
     if program is not None:
-        row.update({k: program[k] for k in PROGRAM_FIELDS if k in program}, program_reused=True)
+        row.update({k: program[k] for k in PROGRAM_FIELDS if k in program}, program_reused=True,
+                   program_code=program.get("program_code", program.get("code", "unrecorded")))
         pred = None if is_non_answer(program["blendsql"]["pred"]) else program["blendsql"]["pred"]
         tokens = int(program["blendsql"]["prompt_tokens"])
     else:
@@ -351,6 +352,7 @@ def write_summary(args: argparse.Namespace, qs: list[dict[str, Any]], model_name
                     "python": platform.python_version(), "load_average": list(os.getloadavg())},
         "command": "python benchmarks/hybridqa.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "code_commit": sorted({str(r.get("code", "unrecorded")) for r in rows}),
+        "program_code_commit": sorted({str(r.get("program_code", r.get("code", "unrecorded"))) for r in rows}),
     }
     if args.run_command:
         summary["command"] = args.run_command
