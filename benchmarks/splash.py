@@ -63,6 +63,7 @@ from blendsql.models.base import Model  # noqa: E402
 from blendsql.nl import Conversation, Parser  # noqa: E402
 from blendsql.nl.conversation import (  # noqa: E402
     CORRECTION_SOURCES,
+    DEFAULT_CORRECTION_SOURCES,
     Candidate,
     choose_correction,
     result_key,
@@ -86,7 +87,7 @@ def seed_turn(bsql: BlendSQL, question: str, program: str) -> Turn:
 
 def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
              retries: int = 1, spider_pool: list[Example] | None = None,
-             n_examples: int = 3, sources: Sequence[str] = CORRECTION_SOURCES) -> dict[str, Any]:
+             n_examples: int = 3, sources: Sequence[str] = DEFAULT_CORRECTION_SOURCES) -> dict[str, Any]:
     path = db_path(data, item["db_id"])
     gold = fix_gold(item["gold_parse"])
     wrong = fix_gold(item["predicted_parse_with_values"])
@@ -309,9 +310,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="take every N-th item (a spread over databases; items are grouped by database)")
     ap.add_argument("--n-examples", type=int, default=3,
                     help="worked corrections retrieved from the SPLASH dev pool (0: one fixed example)")
-    ap.add_argument("--correction-sources", default=",".join(CORRECTION_SOURCES),
+    ap.add_argument("--correction-sources", default=",".join(DEFAULT_CORRECTION_SOURCES),
                     help="comma-separated candidate sources of Conversation.correct, in order of "
-                         "preference (guided, fresh, edit); with 'fresh', the parse-from-scratch "
+                         "preference (fresh, edit, guided); with 'fresh', the parse-from-scratch "
                          "comparison is that candidate (not written twice)")
     ap.add_argument("--policies", action="store_true",
                     help="no model: from the rows in --out, items right under each choice and order "

@@ -55,7 +55,7 @@ def test_the_correction_candidates_share_the_opening_and_the_fresh_one_is_the_ba
         return "SELECT COUNT(*) FROM Pets"
 
     row = splash.run_item(0, ITEM, tmp_path, FunctionModel(answer), True, retries=0,
-                          spider_pool=[], n_examples=1)
+                          spider_pool=[], n_examples=1, sources=("guided", "fresh", "edit"))
     kinds = ["fix" if p.rstrip().endswith("Corrected query:") else
              "guided" if "The user says it is wrong" in p else "fresh" for p in prompts]
     assert kinds == ["guided", "fresh", "fix"]  # the fresh parse is written once, inside the correction

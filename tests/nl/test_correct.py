@@ -245,6 +245,9 @@ def test_choose_correction_avoids_the_rejected_result_and_follows_agreement():
     assert choose_correction([_cand("guided", rejected), _cand("edit", rejected)], rejected).source == "guided"
 
 
+THREE = ("guided", "fresh", "edit")
+
+
 class Routes:
     """Answers each route to a correction differently: guided parse, fresh parse, edit."""
 
@@ -280,7 +283,7 @@ def _seeded(routes: Routes, **kw) -> Conversation:
 
 def test_correction_writes_three_candidates_and_answers_with_the_agreed_one():
     routes = Routes(guided=RIGHT, fresh="SELECT COUNT(*) FROM Student", edit=RIGHT)
-    conv = _seeded(routes)
+    conv = _seeded(routes, correction_sources=THREE)
     turn = conv.correct(FEEDBACK, retries=0)
     assert routes.kinds == ["guided", "fresh", "edit"]
     assert [c.source for c in turn.candidates] == ["guided", "fresh", "edit"]
@@ -294,7 +297,7 @@ def test_the_fresh_route_is_skipped_when_the_parser_wrote_the_rejected_query():
     model = FunctionModel(routes)
     bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False), model=model, cache=False)
     conv = Conversation(bsql, Parser(model, examples=EXAMPLES, n_examples=1, max_retries=0),
-                        classify_acts=False)
+                        classify_acts=False, correction_sources=THREE)
     first = conv.ask(QUESTION)
     assert first.program == WRONG and first.source == "parser"
     routes.kinds.clear()
@@ -305,7 +308,7 @@ def test_the_fresh_route_is_skipped_when_the_parser_wrote_the_rejected_query():
 def test_a_correction_that_repeats_the_rejected_result_gives_way():
     same_rows = "SELECT COUNT(*) FROM Pets WHERE 1 = 1"  # another query, the rejected result
     routes = Routes(guided=same_rows, fresh="SELECT Pets.nope FROM Pets", edit=RIGHT)
-    turn = _seeded(routes).correct(FEEDBACK, retries=0)
+    turn = _seeded(routes, correction_sources=THREE).correct(FEEDBACK, retries=0)
     assert turn.program == RIGHT and turn.source == "correction:edit"
     guided = turn.candidates[0]
     assert guided.repeats_rejected and not guided.chosen
@@ -323,3 +326,12 @@ def test_correction_sources_are_validated_and_followed():
     for bad in [(), ("edit", "edit"), ("rewrite",), "edit"]:
         with pytest.raises(OptionError):
             _seeded(routes, correction_sources=bad)
+
+
+def test_by_default_the_fresh_parse_comes_first_and_the_edit_when_it_repeats_the_rejected_result():
+    routes = Routes(guided=RIGHT, fresh="SELECT COUNT(*) FROM Student", edit=RIGHT)
+    turn = _seeded(routes).correct(FEEDBACK, retries=0)
+    assert routes.kinds == ["fresh", "edit"] and turn.source == "correction:fresh"  # a tie: the first
+    routes = Routes(guided=RIGHT, fresh="SELECT COUNT(*) FROM Pets WHERE PetID > 0", edit=RIGHT)
+    turn = _seeded(routes).correct(FEEDBACK, retries=0)
+    assert turn.candidates[0].repeats_rejected and turn.source == "correction:edit"
