@@ -162,3 +162,24 @@ def test_a_near_unique_group_key_is_planned_as_a_plain_call() -> None:
     assert b.plan(q, preaggregate=False).kinds() == ["call", "final"]
     s = b.execute(q)
     assert not any(t.details.get("rule") == "preaggregate" for t in s.trace)
+
+
+def test_a_qa_context_counts_in_the_prompt_token_estimate():
+    """The context of an LLMQA call is most of its prompt; the plan runs the context query
+    (plain SQL) and sizes it as the call will render it, within ``context_chars``."""
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE docs (title TEXT, body TEXT)")
+    conn.executemany("INSERT INTO docs VALUES (?, ?)",
+                     [(f"t{i}", "word " * 60) for i in range(30)])
+    model = FunctionModel(lambda req: "t3", name="fake")
+    bsql = BlendSQL(conn, model=model, cache=False)
+    for budget in (800, 4000):
+        query = (f"SELECT {{{{LLMQA('Which title?', (SELECT title, body FROM docs), "
+                 f"context_chars={budget})}}}}")
+        plan = bsql.plan(query)
+        estimated = plan.total.prompt_tokens
+        used = bsql.execute(query).meta.prompt_tokens
+        assert estimated.high is not None
+        assert 0.7 * used <= estimated.low <= 1.4 * used, (budget, estimated, used)
