@@ -324,12 +324,16 @@ class _Planner(Interpreter):
         tenth of what the call spent."""
         import pandas as pd
 
-        try:
-            cols, rows = self.run.sql(sql, f"plan: context of {call.name}", kind="plan")
-        except BlendSQLError:
-            return default
         kwargs = {k: literal_value(v) for k, v in call.call_kwargs.items()
                   if k in ("context_chars", "cell_chars") and isinstance(v, exp.Literal)}
+        cap = kwargs.get("context_chars", getattr(ing, "context_chars", 6000))
+        # a row takes at least one character of the budget: more rows are never shown
+        limit = int(cap) + 1 if isinstance(cap, (int, float)) and cap > 0 else 100_000
+        try:
+            cols, rows = self.run.sql(f"SELECT * FROM ({sql}) LIMIT {limit}",
+                                      f"plan: context of {call.name}", kind="plan")
+        except BlendSQLError:
+            return default
         frame = pd.DataFrame(rows, columns=cols)
         question = next((literal_value(a) for a in call.call_args
                          if isinstance(a, exp.Literal) and a.is_string), None)
