@@ -110,6 +110,13 @@ class IngredientError(BlendSQLError):
     """An ingredient was misused (bad arguments) or failed while running."""
 
 
+class IngredientTimeoutError(IngredientError, TimeoutError):
+    """An ingredient's ``run`` went past the ``ingredient_timeout`` option.
+
+    Also a ``TimeoutError``, so code that already catches that keeps working.
+    """
+
+
 class ModelError(BlendSQLError):
     """A language model could not be loaded, reached or understood."""
 

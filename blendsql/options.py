@@ -108,6 +108,10 @@ _SPECS: list[OptionSpec] = [
           nullable=True),
     _spec("model_timeout", _NUMBER, 120.0,
           "time limit in seconds for each model request", check=_positive),
+    _spec("ingredient_timeout", _NUMBER, None,
+          "time limit in seconds for one ingredient run (None: 300 s for ingredients that "
+          "need no model; a model ingredient's requests each have model_timeout)",
+          check=_positive, nullable=True),
     _spec("budget", (Budget,), None,
           "most a query may spend on the model: Budget(model_calls=, prompt_tokens=, "
           "dollars=); checked against the plan's estimate and before every request batch"),

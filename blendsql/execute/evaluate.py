@@ -18,7 +18,8 @@ import pandas as pd
 from sqlglot import exp
 
 from blendsql.db.frames import rows_to_frame
-from blendsql.errors import BlendSQLError, ExecutionError, IngredientError
+from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, IngredientTimeoutError
+from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, RunExpired, can_limit, time_limit
 from blendsql.execute.metering import Counters
 from blendsql.execute.render import attach_ctes
 from blendsql.execute.session import Session
@@ -205,8 +206,27 @@ class Evaluator(Session):
         before = self.model.snapshot()
         nprompts = len(self.model.prompt_log)
         t0 = time.perf_counter()
+        limit = self.options.get("ingredient_timeout")
+        if limit is None and not ing.needs_model:
+            limit = DEFAULT_INGREDIENT_TIMEOUT
+        if limit is not None and not self.limit_noted and (why := can_limit()) is not None:
+            self.limit_noted = True  # once per query
+            self.trace.append(TraceStep("warning", f"{call.name}: ingredient_timeout not enforced "
+                                        f"({why})", ingredient=call.name))
         try:
-            out = fn(model, warnings)
+            with time_limit(limit):
+                out = fn(model, warnings)
+        except RunExpired:
+            expired = IngredientTimeoutError(
+                f"ingredient {call.name} ran longer than {limit:g} s and was stopped",
+                hint=f"{type(ing).__name__}.run did not return while evaluating "
+                f"{self.call_text(call)}; make it faster, or raise the limit with "
+                "execute(..., ingredient_timeout=<seconds>)")
+            self.trace.append(TraceStep(
+                "error", f"{call.name}: {expired.message}", seconds=time.perf_counter() - t0,
+                ingredient=call.name, details={"call": self.call_text(call),
+                                               "error": type(expired).__name__}))
+            raise expired from None
         except Exception as e:  # noqa: BLE001 - user code: report, never leak
             err = e if isinstance(e, BlendSQLError) else IngredientError(
                 f"ingredient {call.name} failed: {type(e).__name__}: {e}",

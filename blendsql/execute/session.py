@@ -54,6 +54,7 @@ class Session:
         self.options = options or {}
         self.meta = Meta()
         self.trace: list[TraceStep] = []
+        self.limit_noted = False  # the trace said once that ingredient_timeout cannot be armed
         # only objects this run created itself: cleanup never drops anything else
         self.temp_tables: list[str] = []
         self.functions: list[str] = []  # lookup functions bound on the connection
