@@ -328,10 +328,12 @@ def test_correction_sources_are_validated_and_followed():
             _seeded(routes, correction_sources=bad)
 
 
-def test_by_default_the_fresh_parse_comes_first_and_the_edit_when_it_repeats_the_rejected_result():
+def test_by_default_the_edit_comes_first_and_the_fresh_parse_when_it_repeats_the_rejected_result():
     routes = Routes(guided=RIGHT, fresh="SELECT COUNT(*) FROM Student", edit=RIGHT)
     turn = _seeded(routes).correct(FEEDBACK, retries=0)
-    assert routes.kinds == ["fresh", "edit"] and turn.source == "correction:fresh"  # a tie: the first
-    routes = Routes(guided=RIGHT, fresh="SELECT COUNT(*) FROM Pets WHERE PetID > 0", edit=RIGHT)
+    assert routes.kinds == ["edit", "fresh"] and turn.source == "correction:edit"  # a tie: the first
+    student_count = "SELECT COUNT(*) FROM Student"
+    routes = Routes(guided=RIGHT, fresh=student_count, edit="SELECT COUNT(*) FROM Pets WHERE PetID > 0")
     turn = _seeded(routes).correct(FEEDBACK, retries=0)
-    assert turn.candidates[0].repeats_rejected and turn.source == "correction:edit"
+    assert turn.candidates[0].repeats_rejected and turn.source == "correction:fresh"
+    assert turn.program == student_count
