@@ -405,11 +405,27 @@ Ask questions about the database in plain language.
 
 
 def print_turn(turn: Turn, out: TextIO) -> None:
-    """The reply, then the program (if any) on its own line."""
+    """The reply, then the program (if any) on its own line; for a correction that
+    weighed several candidates, one line each (what it was, how it ran, which won)."""
     print(f"bot: {turn.response}", file=out)
     if turn.program:
         print(f"program: {turn.program}", file=out)
+    if len(turn.candidates) > 1:
+        for c in turn.candidates:
+            print(f"  candidate {c.source}: {candidate_outcome(c)}", file=out)
     out.flush()
+
+
+def candidate_outcome(c: Candidate) -> str:
+    """One candidate correction in a few words (for the chat transcript)."""
+    if c.program is None:
+        return f"no query ({c.error})"
+    if c.unchanged:
+        return "the rejected query again"
+    if c.error is not None:
+        return f"failed ({c.error})"
+    same = ", the rejected result again" if c.repeats_rejected else ""
+    return f"{c.rows} row(s){same}{' (chosen)' if c.chosen else ''}: {c.program}"
 
 
 def chat(conv: Conversation, inp: TextIO, out: TextIO, *, prompt: str = "you: ",

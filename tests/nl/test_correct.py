@@ -337,3 +337,17 @@ def test_by_default_the_edit_comes_first_and_the_fresh_parse_when_it_repeats_the
     turn = _seeded(routes).correct(FEEDBACK, retries=0)
     assert turn.candidates[0].repeats_rejected and turn.source == "correction:fresh"
     assert turn.program == student_count
+
+
+def test_the_chat_transcript_lists_each_candidate():
+    import io
+
+    from blendsql.nl.conversation import print_turn
+
+    routes = Routes(guided=RIGHT, fresh="SELECT Pets.nope FROM Pets", edit=RIGHT)
+    turn = _seeded(routes).correct(FEEDBACK, retries=0)
+    out = io.StringIO()
+    print_turn(turn, out)
+    lines = out.getvalue().splitlines()
+    assert f"  candidate edit: 1 row(s) (chosen): {RIGHT}" in lines
+    assert any(line.startswith("  candidate fresh: ") and "nope" in line for line in lines)
