@@ -109,8 +109,8 @@ _SPECS: list[OptionSpec] = [
     _spec("model_timeout", _NUMBER, 120.0,
           "time limit in seconds for each model request", check=_positive),
     _spec("ingredient_timeout", _NUMBER, None,
-          "time limit in seconds for one ingredient run (None: 300 s for ingredients that "
-          "need no model; a model ingredient's requests each have model_timeout)",
+          "time limit in seconds for one run of an ingredient that needs no model (None: "
+          "300 s; a model ingredient's requests each have model_timeout)",
           check=_positive, nullable=True),
     _spec("budget", (Budget,), None,
           "most a query may spend on the model: Budget(model_calls=, prompt_tokens=, "

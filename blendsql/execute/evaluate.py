@@ -206,17 +206,20 @@ class Evaluator(Session):
         before = self.model.snapshot()
         nprompts = len(self.model.prompt_log)
         t0 = time.perf_counter()
-        limit = self.options.get("ingredient_timeout")
-        if limit is None and not ing.needs_model:
-            limit = DEFAULT_INGREDIENT_TIMEOUT
-        if limit is not None and not self.limit_noted and (why := can_limit()) is not None:
-            self.limit_noted = True  # once per query
+        limit = None if ing.needs_model else (self.options.get("ingredient_timeout")
+                                              or DEFAULT_INGREDIENT_TIMEOUT)
+        if self.options.get("ingredient_timeout") is not None and limit is not None \
+                and not self.limit_noted and (why := can_limit()) is not None:
+            self.limit_noted = True  # once per query, and only when the user set a limit
             self.trace.append(TraceStep("warning", f"{call.name}: ingredient_timeout not enforced "
                                         f"({why})", ingredient=call.name))
+        token = None
         try:
-            with time_limit(limit):
+            with time_limit(limit) as token:
                 out = fn(model, warnings)
-        except RunExpired:
+        except RunExpired as stop:
+            if token is None or stop.token != token:
+                raise  # an enclosing ingredient's limit: it reports it
             expired = IngredientTimeoutError(
                 f"ingredient {call.name} ran longer than {limit:g} s and was stopped",
                 hint=f"{type(ing).__name__}.run did not return while evaluating "

@@ -2,35 +2,59 @@
 
 SQL statements have the ``timeout`` watchdog and model requests their
 ``model_timeout``; an ingredient's own Python code had no limit, so a custom
-``run`` stuck in a loop or a blocking call hung ``execute`` and held the
-session. Python cannot stop a thread from outside, and running ``run`` in a
-worker thread would break ingredients that use a ``sqlite3`` connection made
-in the caller's thread. So the limit is a ``SIGALRM`` timer (POSIX, main
-thread: where scripts, notebooks and the CLI run): its handler raises inside
-``run``. It is not armed when the caller already has a real-time timer armed
-(that timer is theirs), off the main thread (e.g. under ``blendsql serve``,
-whose requests have their own deadline) or on Windows; the trace says so.
+``run`` stuck in a loop or a sleep hung ``execute`` and held the session.
+Python cannot stop a thread from outside, and running ``run`` in a worker
+thread would break ingredients that use a ``sqlite3`` connection made in the
+caller's thread. So the limit is a ``SIGALRM`` timer (POSIX, main thread:
+where scripts, notebooks and the CLI run): its handler raises inside ``run``.
+
+What it cannot do: a call into C (a ``sqlite3`` query on the ingredient's own
+connection, a NumPy kernel) runs to its end before the handler runs. The
+handler never raises inside blendsql's own code that ``run`` calls (the
+``db`` it is given, a nested ``execute``): it waits until control is back in
+the ingredient's code, so no lock or cursor of ours is left half-done. It is
+not armed when the caller already has a real-time timer armed (that timer is
+theirs), off the main thread (e.g. under ``blendsql serve``, whose requests
+have their own deadline) or on Windows. Only ingredients that need no model
+are limited: a model ingredient's requests each have ``model_timeout``, and
+stopping its ``run`` would leave a batch of requests running.
 """
 
 from __future__ import annotations
 
+import itertools
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
-#: default limit (seconds) on one ``run`` of an ingredient that needs no model; a
-#: model ingredient's requests are each bounded by ``model_timeout`` instead
+#: default limit (seconds) on one ``run`` of an ingredient that needs no model
 DEFAULT_INGREDIENT_TIMEOUT = 300.0
+#: a longer limit is the same as this one (``setitimer`` overflows past ~9e9 s)
+MAX_SECONDS = 1e8
+#: how soon the handler looks again when the signal arrived inside blendsql's code
+RETRY_SECONDS = 0.02
+
+_PACKAGE = str(Path(__file__).resolve().parents[1])
+_LIBRARY = tuple(str(Path(_PACKAGE) / d) for d in ("db", "execute", "plan", "grammar", "models", "retrieval"))
+_LIBRARY_FILES = (str(Path(_PACKAGE) / "blend.py"), str(Path(_PACKAGE) / "smoothie.py"))
+_tokens = itertools.count(1)
+_active: list[int] = []  # tokens of the limits armed now, outermost first
 
 
 class RunExpired(BaseException):  # noqa: N818 - not an error users see; see time_limit
-    """Raised inside ``run`` when its time is up.
+    """Raised inside ``run`` when its time is up; ``token`` names the limit.
 
     A ``BaseException``, so that an ``except Exception`` in user code cannot
     swallow it and carry on past the limit.
     """
+
+    def __init__(self, token: int) -> None:
+        super().__init__(token)
+        self.token = token
 
 
 def can_limit() -> str | None:
@@ -39,29 +63,54 @@ def can_limit() -> str | None:
         return "this platform has no SIGALRM timer"
     if threading.current_thread() is not threading.main_thread():
         return "the query runs off the main thread"
+    if _active:
+        return None  # an enclosing ingredient's limit is ours: nested calls run under it
     if signal.getitimer(signal.ITIMER_REAL)[0] > 0:
         return "the caller's own real-time timer is armed"
     return None
 
 
+def in_library(frame: FrameType | None) -> bool:
+    """True when ``frame`` runs blendsql's engine, database or model code."""
+    if frame is None:
+        return False
+    name = frame.f_code.co_filename
+    return name.startswith(_LIBRARY) or name in _LIBRARY_FILES or name == __file__
+
+
 @contextmanager
-def time_limit(seconds: float | None) -> Iterator[bool]:
-    """Raise :class:`RunExpired` in the block after ``seconds``; yields whether armed.
+def time_limit(seconds: float | None) -> Iterator[int | None]:
+    """Raise :class:`RunExpired` in the block after ``seconds``; yields the limit's
+    token, or None when no limit was armed (see :func:`can_limit`; inside an
+    enclosing limit the block runs under that one).
 
     The caller's SIGALRM handler and timer state are restored on exit, whatever
     happens in the block.
     """
-    if seconds is None or can_limit() is not None:
-        yield False
+    if seconds is None or _active or can_limit() is not None:
+        yield None
         return
+    token = next(_tokens)
+    armed = [True]
 
-    def expire(signum: int, frame: Any) -> None:
-        raise RunExpired
+    def expire(signum: int, frame: FrameType | None) -> None:
+        if not armed[0]:
+            return
+        if in_library(frame):
+            signal.setitimer(signal.ITIMER_REAL, RETRY_SECONDS)  # raise once back in user code
+            return
+        armed[0] = False
+        raise RunExpired(token)
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous: Any = signal.signal(signal.SIGALRM, expire)
+    _active.append(token)
     try:
-        yield True
+        signal.setitimer(signal.ITIMER_REAL, min(float(seconds), MAX_SECONDS))
+        yield token
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        armed[0] = False  # a signal landing from here on is ignored
+        _active.remove(token)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        finally:
+            signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)

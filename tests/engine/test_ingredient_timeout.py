@@ -107,7 +107,7 @@ def test_off_the_main_thread_the_query_runs_and_the_trace_says_the_limit_is_not_
         conn.execute("CREATE TABLE w (x TEXT)")
         conn.executemany("INSERT INTO w VALUES (?)", [("a",), ("bb",)])
         sm = BlendSQL(conn, ingredients=[Quick], cache=False).execute(
-            "SELECT {{Quick('q', w.x)}} AS n FROM w ORDER BY n")
+            "SELECT {{Quick('q', w.x)}} AS n FROM w ORDER BY n", ingredient_timeout=5)
         out["rows"] = sm.df["n"].tolist()
         out["notes"] = [s.summary for s in sm.trace if s.kind == "warning"]
 
@@ -118,7 +118,100 @@ def test_off_the_main_thread_the_query_runs_and_the_trace_says_the_limit_is_not_
     assert sum("not enforced (the query runs off the main thread)" in n for n in out["notes"]) == 1
 
 
+def test_without_a_limit_set_off_the_main_thread_nothing_is_noted():
+    out: dict[str, Any] = {}
+
+    def work() -> None:
+        sm = BlendSQL({"w": pd.DataFrame({"x": ["a"]})}, ingredients=[Quick], cache=False).execute(
+            "SELECT {{Quick('q', w.x)}} AS n FROM w")
+        out["notes"] = [s.summary for s in sm.trace if s.kind == "warning"]
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(60)
+    assert out["notes"] == []
+
+
+class Nested(QAIngredient):
+    """Runs another session's query whose ingredient never returns, and swallows what it can."""
+
+    needs_model = False
+
+    def run(self, question: Any, context: Any, options: Any, **kwargs: Any) -> Any:
+        inner = BlendSQL({"v": pd.DataFrame({"y": ["z"]})}, ingredients=[Stubborn], cache=False)
+        try:
+            inner.execute("SELECT {{Stubborn('q')}} AS a")
+        except Exception:  # noqa: BLE001, S110 - careless user code
+            pass
+        return "outer done"
+
+
+def test_a_nested_query_runs_under_the_enclosing_limit_which_reports_itself():
+    bsql = BlendSQL({"w": pd.DataFrame({"x": ["a"]})}, ingredients=[Nested], cache=False)
+    with pytest.raises(IngredientTimeoutError) as info:
+        bsql.execute("SELECT {{Nested('q')}} AS a", ingredient_timeout=0.3)
+    assert "Nested ran longer than 0.3 s" in info.value.message
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    assert signal.getsignal(signal.SIGALRM) is signal.default_int_handler or \
+        signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN)
+
+
+def test_a_huge_limit_is_no_limit_and_leaves_the_handler_alone():
+    before = signal.getsignal(signal.SIGALRM)
+    bsql = BlendSQL({"w": pd.DataFrame({"x": ["a", "bb"]})}, ingredients=[Quick], cache=False)
+    sm = bsql.execute("SELECT {{Quick('q', w.x)}} AS n FROM w ORDER BY n", ingredient_timeout=1e12)
+    assert sm.df["n"].tolist() == [1, 2]
+    assert signal.getsignal(signal.SIGALRM) is before
+
+
+class SlowModelUser(MapIngredient):
+    """Needs a model: its requests have model_timeout; its run is not cut short."""
+
+    needs_model = True
+
+    def run(self, question: Any, values: list, **kwargs: Any) -> list:
+        time.sleep(0.5)
+        return [True for _ in values]
+
+
+def test_an_ingredient_that_needs_a_model_is_not_cut_short():
+    from blendsql.models.base import FunctionModel
+
+    bsql = BlendSQL({"w": pd.DataFrame({"x": ["a"]})}, ingredients=[SlowModelUser],
+                    model=FunctionModel(lambda req: "true"), cache=False)
+    sm = bsql.execute("SELECT x FROM w WHERE {{SlowModelUser('q', w.x)}} = TRUE", ingredient_timeout=0.1)
+    assert sm.df["x"].tolist() == ["a"]
+
+
 @pytest.mark.parametrize("bad", [0, -1, float("inf"), "5", True])
 def test_the_option_is_validated(bad):
     with pytest.raises(OptionError):
         _session().execute("SELECT 1", ingredient_timeout=bad)
+
+
+class Busy(QAIngredient):
+    """Spends its time inside blendsql's own database code (the ``db`` it is given)."""
+
+    needs_model = False
+
+    def run(self, question: Any, context: Any, options: Any, **kwargs: Any) -> Any:
+        db = kwargs["db"]
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            db.execute("SELECT count(*) FROM w")
+        return "done"
+
+
+def test_a_stop_while_in_our_database_code_leaves_the_session_usable_from_another_thread():
+    bsql = BlendSQL({"w": pd.DataFrame({"x": ["a", "b"]})}, ingredients=[Busy], cache=False)
+    with pytest.raises(IngredientTimeoutError):
+        bsql.execute("SELECT {{Busy('q')}} AS a", ingredient_timeout=0.2)
+    out: dict[str, Any] = {}
+
+    def other() -> None:
+        out["n"] = bsql.execute("SELECT count(*) AS n FROM w").df["n"].tolist()
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join(30)
+    assert out["n"] == [2]
