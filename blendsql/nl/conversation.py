@@ -86,8 +86,18 @@ class Candidate:
 
 
 def result_key(smoothie: Smoothie) -> tuple[str, ...]:
-    """The result as a sorted multiset of rows (order-free, for comparing two results)."""
-    return tuple(sorted(repr(r) for r in smoothie.df.itertuples(index=False, name=None)))
+    """The result as a sorted multiset of rows (order-free, for comparing two results).
+
+    A whole-number float is its integer (``3.0`` is ``3``: a column turns float
+    when it holds a NULL, and two queries giving the same answer must agree)."""
+    return tuple(sorted(repr(tuple(_same_number(v) for v in r))
+                        for r in smoothie.df.itertuples(index=False, name=None)))
+
+
+def _same_number(v: Any) -> Any:
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
 
 
 def choose_correction(candidates: Sequence[Candidate], rejected: tuple[str, ...] | None) -> Candidate | None:
@@ -247,7 +257,9 @@ class Conversation:
         chosen = choose_correction(turn.candidates, rejected)
         if chosen is None:
             tried = [c for c in turn.candidates if c.program is not None] or turn.candidates
-            turn.error = tried[0].error or "no query"
+            turn.error = (tried[0].error or "no query") if tried else (
+                "no candidate source applies: 'fresh' is skipped for a query this conversation's "
+                "parser wrote; add 'edit' or 'guided' to correction_sources")
             turn.response = (f"I could not write a corrected query ({turn.error}). "
                              f"The previous query stands: {prev.program}")
             self.history.append(turn)

@@ -237,7 +237,8 @@ class Parser:
                      "tables provided above.")
         parts.append(f"-- Question: {question}")
         if feedback is not None:
-            parts.append(f"-- A query written earlier for this question was: {feedback[0]};\n"
+            parts.append(f"-- A query written earlier for this question was: "
+                         f"{' '.join(feedback[0].split()).rstrip(';')};\n"
                          f"-- The user says it is wrong: {' '.join(feedback[1].split())}\n"
                          "-- Write the query the user wants.")
         if retry is not None:

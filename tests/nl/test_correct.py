@@ -351,3 +351,39 @@ def test_the_chat_transcript_lists_each_candidate():
     lines = out.getvalue().splitlines()
     assert f"  candidate edit: 1 row(s) (chosen): {RIGHT}" in lines
     assert any(line.startswith("  candidate fresh: ") and "nope" in line for line in lines)
+
+
+def test_fresh_alone_on_the_parsers_own_query_says_why_nothing_was_tried():
+    routes = Routes(guided=RIGHT, fresh=RIGHT, edit=RIGHT)
+    model = FunctionModel(routes)
+    bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False), model=model, cache=False)
+    conv = Conversation(bsql, Parser(model, examples=EXAMPLES, n_examples=1, max_retries=0),
+                        classify_acts=False, correction_sources=("fresh",))
+    routes.fresh = WRONG
+    conv.ask(QUESTION)
+    turn = conv.correct(FEEDBACK, retries=0)
+    assert turn.program is None and turn.candidates == []
+    assert "no candidate source applies" in (turn.error or "") and WRONG in turn.response
+
+
+def test_results_that_differ_only_as_int_and_float_agree():
+    import pandas as pd
+
+    from blendsql.nl.conversation import result_key
+    from blendsql.smoothie import Smoothie
+
+    def sm(values):
+        s = Smoothie.__new__(Smoothie)
+        s.df = pd.DataFrame({"n": values})
+        return s
+
+    assert result_key(sm([3, 1])) == result_key(sm([1.0, 3.0]))
+    assert result_key(sm([3.5])) != result_key(sm([3]))
+
+
+def test_a_multi_line_rejected_query_stays_inside_the_prompt_comment():
+    p = Parser(FunctionModel(lambda r: "x"), examples=[]).prompt(
+        "q?", "CREATE TABLE t (a INT);", feedback=("SELECT COUNT(*)\nFROM t\nWHERE a > 1;", "wrong"))
+    line = next(x for x in p.splitlines() if x.startswith("-- A query written earlier"))
+    assert line.endswith("SELECT COUNT(*) FROM t WHERE a > 1;")
+    assert "\nFROM t" not in p
