@@ -51,6 +51,9 @@ from blendsql.plan.order import tokens_per_value
 from blendsql.plan.rules import rule_on
 from blendsql.plan.steps import Bound, Estimate, Plan, Step
 
+#: time limit (seconds) on the plan's probe of an LLMQA context
+PROBE_SECONDS = 5.0
+
 MARKER = "__bsql_planned_"
 
 
@@ -329,9 +332,14 @@ class _Planner(Interpreter):
         cap = kwargs.get("context_chars", getattr(ing, "context_chars", 6000))
         # a row takes at least one character of the budget: more rows are never shown
         limit = int(cap) + 1 if isinstance(cap, (int, float)) and cap > 0 else 100_000
+        # its own short time limit: a slow context must cost the estimate, not the plan
+        # (a statement stopped at the query's limit would refuse every later one)
+        current = getattr(self.run.db, "timeout", None)
+        probe_limit = min(float(current), PROBE_SECONDS) if isinstance(current, (int, float)) else PROBE_SECONDS
         try:
-            cols, rows = self.run.sql(f"SELECT * FROM ({sql}) LIMIT {limit}",
-                                      f"plan: context of {call.name}", kind="plan")
+            with self.run.db.session(timeout=probe_limit):
+                cols, rows = self.run.sql(f"SELECT * FROM ({sql}) LIMIT {limit}",
+                                          f"plan: context of {call.name}", kind="plan")
         except BlendSQLError:
             return default
         frame = pd.DataFrame(rows, columns=cols)

@@ -183,3 +183,22 @@ def test_a_qa_context_counts_in_the_prompt_token_estimate():
         used = bsql.execute(query).meta.prompt_tokens
         assert estimated.high is not None
         assert 0.7 * used <= estimated.low <= 1.4 * used, (budget, estimated, used)
+
+
+def test_a_slow_qa_context_costs_the_estimate_not_the_plan():
+    """The context probe has its own short limit; a probe stopped there must not make
+    every later statement of the plan refuse to run."""
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE w (x TEXT)")
+    conn.executemany("INSERT INTO w VALUES (?)", [("a",), ("b",)])
+    slow = ("(WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3000000) "
+            "SELECT n FROM c ORDER BY n DESC)")
+    query = (f"SELECT x, CASE WHEN x = 'zzz' THEN {{{{LLMQA('which?', {slow})}}}} ELSE 'n/a' END AS a "
+             "FROM w WHERE {{LLMMap('ok?', w.x)}} = TRUE")
+    bsql = BlendSQL(conn, model=FunctionModel(lambda req: "true", name="fake"), cache=False)
+    plan = bsql.plan(query, timeout=0.3)
+    assert any(s.ingredient == "LLMMap" for s in plan.steps)
+    qa = next(s for s in plan.steps if s.ingredient == "LLMQA")
+    assert qa.estimate.prompt_tokens.low > 0  # sized with the short default, the probe gave up
