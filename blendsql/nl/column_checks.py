@@ -30,7 +30,7 @@ def outer_column_in_subquery(query: exp.Expression, conn: sqlite3.Connection) ->
         scopes = traverse_scope(query)
     except Exception:  # noqa: BLE001 - sqlglot cannot scope it: no finding, SQLite decides
         return None
-    cache: dict[str, set[str] | None] = {}
+    cache: dict[tuple[str, str], set[str] | None] = {}
     for scope in scopes:
         if scope.parent is None or not scope.is_subquery:
             continue
@@ -58,13 +58,14 @@ def _table_names(scope: Scope) -> list[str]:
 
 
 def _source_columns(scope: Scope, conn: sqlite3.Connection,
-                    cache: dict[str, set[str] | None]) -> set[str] | None:
-    """Lower-case column names of the scope's tables; None if a source is not a table."""
+                    cache: dict[tuple[str, str], set[str] | None]) -> set[str] | None:
+    """Lower-case column names of the scope's tables; None if a source is not a table
+    or its columns cannot be read."""
     cols: set[str] = set()
     for source in scope.sources.values():
         if not isinstance(source, exp.Table):
             return None
-        found = _columns(source.name, conn, cache)
+        found = _columns(source.db, source.name, conn, cache)
         if found is None:
             return None
         cols |= found
@@ -72,22 +73,32 @@ def _source_columns(scope: Scope, conn: sqlite3.Connection,
 
 
 def _enclosing_columns(scope: Scope | None, conn: sqlite3.Connection,
-                       cache: dict[str, set[str] | None]) -> set[str]:
+                       cache: dict[tuple[str, str], set[str] | None]) -> set[str]:
     cols: set[str] = set()
     while scope is not None:
         for source in scope.sources.values():
             if isinstance(source, exp.Table):
-                cols |= _columns(source.name, conn, cache) or set()
+                cols |= _columns(source.db, source.name, conn, cache) or set()
         scope = scope.parent
     return cols
 
 
-def _columns(table: str, conn: sqlite3.Connection, cache: dict[str, set[str] | None]) -> set[str] | None:
-    key = table.lower()
+def _columns(schema: str, table: str, conn: sqlite3.Connection,
+             cache: dict[tuple[str, str], set[str] | None]) -> set[str] | None:
+    """Every name SQLite resolves as a column of ``schema.table``: declared, generated
+    and hidden columns (``table_xinfo``) and, for a full-text table, its ``rank`` and
+    the column named after the table; None when the table is not found."""
+    key = (schema.lower(), table.lower())
     if key not in cache:
+        prefix = f"{quote_ident(schema)}." if schema else ""
         try:
-            rows = conn.execute(f"PRAGMA table_info({quote_ident(table)})").fetchall()
+            rows = conn.execute(f"PRAGMA {prefix}table_xinfo({quote_ident(table)})").fetchall()
+            sql = conn.execute(f"SELECT sql FROM {prefix}sqlite_master WHERE type = 'table' "
+                               "AND lower(name) = lower(?)", (table,)).fetchone()
         except sqlite3.Error:
-            rows = []
-        cache[key] = {str(r[1]).lower() for r in rows} or None
+            rows, sql = [], None
+        names = {str(r[1]).lower() for r in rows}
+        if names and sql and "virtual table" in str(sql[0]).lower():
+            names |= {"rank", table.lower(), "rowid"}
+        cache[key] = names or None
     return cache[key]

@@ -71,3 +71,31 @@ def test_validate_reports_it_and_the_parser_retries_with_it(conn):
         "Which players went to a school with a law program?", conn, reg)
     assert result.program == MEANT[0]
     assert "is not a column of programs" in prompts[1]
+
+
+def test_hidden_generated_and_attached_columns_count_as_the_subquerys_own(conn, tmp_path):
+    conn.executescript("""
+        CREATE VIRTUAL TABLE documents USING fts5(title, content);
+        INSERT INTO documents VALUES ('Duke', 'a school');
+        CREATE TABLE g (a INTEGER, b INTEGER, total INTEGER GENERATED ALWAYS AS (a + b));
+        ALTER TABLE w ADD COLUMN rank INTEGER;
+        ALTER TABLE w ADD COLUMN total INTEGER;
+    """)
+    other = tmp_path / "aux.db"
+    aux = sqlite3.connect(other)
+    aux.execute("CREATE TABLE programs (school TEXT)")
+    aux.commit()
+    aux.close()
+    conn.execute(f"ATTACH DATABASE '{other}' AS aux")
+    fine = [
+        "SELECT name FROM w WHERE school IN (SELECT title FROM documents WHERE documents MATCH 'Duke' "
+        "ORDER BY rank LIMIT 1)",
+        "SELECT name FROM w WHERE pick IN (SELECT total FROM g)",
+        "SELECT name FROM w WHERE school IN (SELECT school FROM aux.programs)",
+    ]
+    for sql in fine:
+        conn.execute(sql).fetchall()
+        assert outer_column_in_subquery(parse_one(sql, read="sqlite"), conn) is None, sql
+    # the attached table is read as itself, not as main's table of the same name
+    wrong = "SELECT name FROM w WHERE school IN (SELECT school FROM main.programs)"
+    assert "is not a column of programs" in (outer_column_in_subquery(parse_one(wrong, read="sqlite"), conn) or "")
