@@ -169,22 +169,37 @@ def ranked_csv(df: Any, question: str, budget: int) -> str:
     """
     from blendsql.retrieval.prefilter import bm25_scores
 
-    header, *lines = df.to_csv(index=False).splitlines()
-    if len(lines) != len(df):  # a cell holds a line break: rows are not lines
-        lines = [df.iloc[[i]].to_csv(index=False, header=False).rstrip("\n") for i in range(len(df))]
+    header, lines = _csv_lines(df)
     texts = [" ".join(str(v) for v in row) for row in df.itertuples(index=False)]
     scores = bm25_scores(question, texts)
     keep: list[int] = []
     used = len(header) + 1
-    for i in sorted(range(len(lines)), key=lambda j: (-scores[j], j)):
+    best_first = sorted(range(len(lines)), key=lambda j: (-scores[j], j))
+    for i in best_first:
         if used + len(lines[i]) + 1 > budget:
             continue
         keep.append(i)
         used += len(lines[i]) + 1
+    if not keep and best_first:  # no whole row fits: the best one, cut, rather than none
+        return "\n".join([header, lines[best_first[0]][: max(0, budget - len(header) - 1)],
+                          f"(1 of {len(lines)} rows shown, cut: the one most related to the question)"])
     out = [header] + [lines[i] for i in sorted(keep)]
     if len(keep) < len(lines):
         out.append(f"({len(keep)} of {len(lines)} rows shown: those most related to the question)")
     return "\n".join(out)
+
+
+def _csv_lines(df: Any) -> tuple[str, list[str]]:
+    """The CSV header and one CSV record per row (a record may hold quoted line breaks)."""
+    import csv
+    import io
+
+    def record(values: Any) -> str:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(["" if v is None or v != v else v for v in values])
+        return buf.getvalue()[:-1]
+
+    return record(df.columns), [record(row) for row in df.itertuples(index=False, name=None)]
 
 
 def _frame(conn: sqlite3.Connection, table: str) -> Any:

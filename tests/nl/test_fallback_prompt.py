@@ -95,3 +95,12 @@ def test_the_fallback_prompt_ranks_passage_sentences():
     assert "Eleda Stadion" in prompt
     assert "Eleda Stadion" not in end_to_end_prompt(conn, "What is the stadium of Malmo FF?",
                                                     passage_chars=400)
+
+
+def test_when_no_whole_row_fits_the_best_row_is_shown_cut():
+    df = pd.DataFrame({"year": [1990, 2001], "text": ["x " * 400, "the final was won by Ajax " * 20]})
+    text = ranked_csv(df, "Who won the final?", 200)
+    lines = text.splitlines()
+    assert lines[0] == "year,text" and lines[1].startswith("2001,the final was won by Ajax")
+    assert "1 of 2 rows shown, cut" in lines[-1]
+    assert len("\n".join(lines[:2])) <= 200
