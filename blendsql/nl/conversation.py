@@ -24,6 +24,7 @@ reports what changed and keeps every candidate in ``turn.candidates``.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from collections.abc import Sequence
@@ -89,9 +90,15 @@ def result_key(smoothie: Smoothie) -> tuple[str, ...]:
     """The result as a sorted multiset of rows (order-free, for comparing two results).
 
     A whole-number float is its integer (``3.0`` is ``3``: a column turns float
-    when it holds a NULL, and two queries giving the same answer must agree)."""
-    return tuple(sorted(repr(tuple(_same_number(v) for v in r))
-                        for r in smoothie.df.itertuples(index=False, name=None)))
+    when it holds a NULL, and two queries giving the same answer must agree). Kept
+    as one digest: candidates stay in the conversation's history, and a large
+    result's row texts would stay with them."""
+    rows = sorted(repr(tuple(_same_number(v) for v in r))
+                  for r in smoothie.df.itertuples(index=False, name=None))
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(row.encode("utf-8", "backslashreplace") + b"\n")
+    return (digest.hexdigest(),)
 
 
 def _same_number(v: Any) -> Any:
