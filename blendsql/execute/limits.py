@@ -11,8 +11,10 @@ where scripts, notebooks and the CLI run): its handler raises inside ``run``.
 What it cannot do: a call into C (a ``sqlite3`` query on the ingredient's own
 connection, a NumPy kernel) runs to its end before the handler runs. The
 handler never raises inside blendsql's own code that ``run`` calls (the
-``db`` it is given, a nested ``execute``): it waits until control is back in
-the ingredient's code, so no lock or cursor of ours is left half-done. It is
+``db`` it is given, a nested ``execute``), nor in a helper or finalizer that
+code called: it waits until control is back in the ingredient's code, so no
+lock or cursor of ours is left half-done. A stop that user code swallows
+(a finalizer, ``except BaseException``) comes again 0.1 s later. It is
 not armed when the caller already has a real-time timer armed (that timer is
 theirs), off the main thread (e.g. under ``blendsql serve``, whose requests
 have their own deadline) or on Windows. Only ingredients that need no model
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +40,8 @@ DEFAULT_INGREDIENT_TIMEOUT = 300.0
 MAX_SECONDS = 1e8
 #: how soon the handler looks again when the signal arrived inside blendsql's code
 RETRY_SECONDS = 0.02
+#: how soon it raises again when its exception was swallowed (a finalizer, a ``__del__``)
+RERAISE_SECONDS = 0.1
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])
 _LIBRARY = tuple(str(Path(_PACKAGE) / d) for d in ("db", "execute", "plan", "grammar", "models", "retrieval"))
@@ -78,6 +83,34 @@ def in_library(frame: FrameType | None) -> bool:
     return name.startswith(_LIBRARY) or name in _LIBRARY_FILES or name == __file__
 
 
+def is_ingredient_run(frame: FrameType) -> bool:
+    """True when ``frame`` is an ingredient's ``run`` (where user code starts)."""
+    if frame.f_code.co_name != "run":
+        return False
+    from blendsql.ingredients.base import Ingredient  # a cycle at import time otherwise
+
+    return isinstance(frame.f_locals.get("self"), Ingredient)
+
+
+def inside_library(frame: FrameType | None, anchor: FrameType | None) -> bool:
+    """True unless the signal landed in user code: the frames from ``frame`` out
+    to the innermost ingredient ``run`` hold none of blendsql's code.
+
+    The innermost frame alone is not enough: the signal can be handled in a
+    standard-library helper (``weakref``, ``contextlib``) or a garbage-collector
+    callback that our database code called, and raising there would leave our
+    lock or cursor half-done just the same. Frames that reach ``anchor`` (the
+    ``with`` that armed the limit) without a ``run`` are our wrappers around it.
+    """
+    while frame is not None and frame is not anchor:
+        if in_library(frame):
+            return True
+        if is_ingredient_run(frame):
+            return False
+        frame = frame.f_back
+    return True
+
+
 @contextmanager
 def time_limit(seconds: float | None) -> Iterator[int | None]:
     """Raise :class:`RunExpired` in the block after ``seconds``; yields the limit's
@@ -92,14 +125,19 @@ def time_limit(seconds: float | None) -> Iterator[int | None]:
         return
     token = next(_tokens)
     armed = [True]
+    anchor = sys._getframe(2)  # 0: this generator, 1: contextlib's __enter__, 2: the ``with``
 
     def expire(signum: int, frame: FrameType | None) -> None:
         if not armed[0]:
             return
-        if in_library(frame):
+        if inside_library(frame, anchor):
             signal.setitimer(signal.ITIMER_REAL, RETRY_SECONDS)  # raise once back in user code
             return
-        armed[0] = False
+        # Armed again before raising: when the exception is swallowed (the signal
+        # landed in a finalizer, a ``__del__``, a bare ``except BaseException``)
+        # the handler fires again; the ``finally`` below disarms it once the
+        # exception has reached the ``with``.
+        signal.setitimer(signal.ITIMER_REAL, RERAISE_SECONDS)
         raise RunExpired(token)
 
     previous: Any = signal.signal(signal.SIGALRM, expire)

@@ -215,3 +215,59 @@ def test_a_stop_while_in_our_database_code_leaves_the_session_usable_from_anothe
     t.start()
     t.join(30)
     assert out["n"] == [2]
+
+
+class SwallowsOnce(QAIngredient):
+    """Loses the first stop, as a ``__del__`` or a finalizer the signal lands in would."""
+
+    needs_model = False
+
+    def run(self, question: Any, context: Any, options: Any, **kwargs: Any) -> Any:
+        try:
+            time.sleep(5)
+        except BaseException:  # noqa: BLE001, S110 - the point of the test
+            pass
+        time.sleep(5)  # bounded: without a second stop the test fails, it does not hang
+        return "done"
+
+
+def test_a_stop_that_was_swallowed_comes_again():
+    bsql = BlendSQL({"w": pd.DataFrame({"x": ["a"]})}, ingredients=[SwallowsOnce], cache=False)
+    t0 = time.monotonic()
+    with pytest.raises(IngredientTimeoutError):
+        bsql.execute("SELECT {{SwallowsOnce('q')}} AS a", ingredient_timeout=0.2)
+    assert time.monotonic() - t0 < 3
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    assert bsql.execute("SELECT count(*) AS n FROM w").df["n"].tolist() == [1]
+
+
+def test_a_helper_called_by_our_code_counts_as_our_code():
+    """The signal can land in a standard-library helper or a garbage-collector
+    callback that blendsql's code called: the frames out to the ingredient's
+    ``run`` are looked at, not only the innermost one."""
+    import sys
+    from pathlib import Path
+
+    from blendsql.execute import limits
+
+    library_file = str(Path(limits.__file__).parent / "evaluate.py")
+    ns: dict[str, Any] = {}
+    exec(compile("def call(cb):\n    return cb()\n", library_file, "exec"), ns)  # noqa: S102
+    seen: dict[str, Any] = {}
+
+    class Probe(QAIngredient):
+        needs_model = False
+
+        def run(self, question: Any, context: Any, options: Any, **kwargs: Any) -> Any:
+            seen["helper"] = ns["call"](lambda: sys._getframe(0))  # user -> ours -> helper
+            seen["user"] = (lambda: sys._getframe(0))()  # user -> user helper
+            seen["run"] = sys._getframe(0)
+            return "ok"
+
+    anchor = sys._getframe(0)
+    Probe().run("q", None, None)
+    assert not limits.in_library(seen["helper"])
+    assert limits.inside_library(seen["helper"], anchor)
+    assert not limits.inside_library(seen["user"], anchor)
+    assert not limits.inside_library(seen["run"], anchor)
+    assert limits.inside_library(anchor, anchor)  # no run in between: our wrappers
