@@ -28,7 +28,7 @@ import itertools
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -83,30 +83,31 @@ def in_library(frame: FrameType | None) -> bool:
     return name.startswith(_LIBRARY) or name in _LIBRARY_FILES or name == __file__
 
 
-def is_ingredient_run(frame: FrameType) -> bool:
-    """True when ``frame`` is an ingredient's ``run`` (where user code starts)."""
-    if frame.f_code.co_name != "run":
-        return False
-    from blendsql.ingredients.base import Ingredient  # a cycle at import time otherwise
+def call_user(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call an ingredient's ``run`` (or any user code) as ``fn(*args, **kwargs)``.
 
-    return isinstance(frame.f_locals.get("self"), Ingredient)
+    Its frame marks where blendsql's code hands over to the user's, whatever
+    the user's function is called or however it is wrapped: see
+    :func:`inside_library`.
+    """
+    return fn(*args, **kwargs)
 
 
 def inside_library(frame: FrameType | None, anchor: FrameType | None) -> bool:
-    """True unless the signal landed in user code: the frames from ``frame`` out
-    to the innermost ingredient ``run`` hold none of blendsql's code.
+    """True unless the signal landed in user code: walking out from ``frame``,
+    a :func:`call_user` frame comes before any of blendsql's own frames.
 
     The innermost frame alone is not enough: the signal can be handled in a
     standard-library helper (``weakref``, ``contextlib``) or a garbage-collector
     callback that our database code called, and raising there would leave our
     lock or cursor half-done just the same. Frames that reach ``anchor`` (the
-    ``with`` that armed the limit) without a ``run`` are our wrappers around it.
+    ``with`` that armed the limit) without a hand-over are our wrappers.
     """
     while frame is not None and frame is not anchor:
+        if frame.f_code is call_user.__code__:
+            return False
         if in_library(frame):
             return True
-        if is_ingredient_run(frame):
-            return False
         frame = frame.f_back
     return True
 

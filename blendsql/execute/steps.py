@@ -18,6 +18,7 @@ from sqlglot import exp
 from blendsql.errors import BlendSQLError, IngredientError
 from blendsql.execute.evaluate import Evaluator, _describe, decode_tuple, value_key
 from blendsql.execute.lazy import lazy_pairs, pop_engine_kwargs
+from blendsql.execute.limits import call_user
 from blendsql.execute.optimise import call_cost
 from blendsql.execute.preagg import preaggregate
 from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
@@ -145,8 +146,8 @@ class StepRunner(Evaluator):
 
         def run_batch(vals: list[Any]) -> list[Any]:
             given = [decode_tuple(v) for v in vals] if kw_names else list(vals)
-            out = self.invoke(ing, call, given, lambda model, warns: ing.run(
-                question, given, model=model, db=self.db, constraint=constraint,
+            out = self.invoke(ing, call, given, lambda model, warns: call_user(
+                ing.run, question, given, model=model, db=self.db, constraint=constraint,
                 warnings=warns, **kw_names, **kw),
                 len(vals))
             if not isinstance(out, (list, tuple)) or len(out) != len(vals):
@@ -228,9 +229,9 @@ class StepRunner(Evaluator):
             if options is None and isinstance(constraint, Choice):
                 options = list(constraint.options)
             extra = {k: v for k, v in kw.items()}
-            answer = self.invoke(ing, call, [question], lambda model, warns: ing.run(
-                question, context, options, model=model, db=self.db, constraint=constraint,
-                warnings=warns, **extra), 1)
+            answer = self.invoke(ing, call, [question], lambda model, warns: call_user(
+                ing.run, question, context, options, model=model, db=self.db,
+                constraint=constraint, warnings=warns, **extra), 1)
             shared.outputs["answer"] = answer
         return self.qa_replacement(call, answer, hint)
 
@@ -266,8 +267,8 @@ class StepRunner(Evaluator):
         lv, rv = first_column(lrows), first_column(rrows)
         mapping: dict[Any, Any] = {}
         if lv and rv:
-            out = self.invoke(ing, call, [lv, rv], lambda model, warns: ing.run(
-                list(lv), list(rv), question=question, model=model, db=self.db,
+            out = self.invoke(ing, call, [lv, rv], lambda model, warns: call_user(
+                ing.run, list(lv), list(rv), question=question, model=model, db=self.db,
                 constraint=None, warnings=warns, **kw), len(lv) + len(rv))
             if not isinstance(out, Mapping):
                 raise IngredientError(f"{call.name} returned {_describe(out)}",

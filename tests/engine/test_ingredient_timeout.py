@@ -243,8 +243,8 @@ def test_a_stop_that_was_swallowed_comes_again():
 
 def test_a_helper_called_by_our_code_counts_as_our_code():
     """The signal can land in a standard-library helper or a garbage-collector
-    callback that blendsql's code called: the frames out to the ingredient's
-    ``run`` are looked at, not only the innermost one."""
+    callback that blendsql's code called: the frames out to where our code
+    handed over to the ingredient are looked at, not only the innermost one."""
     import sys
     from pathlib import Path
 
@@ -255,19 +255,46 @@ def test_a_helper_called_by_our_code_counts_as_our_code():
     exec(compile("def call(cb):\n    return cb()\n", library_file, "exec"), ns)  # noqa: S102
     seen: dict[str, Any] = {}
 
-    class Probe(QAIngredient):
-        needs_model = False
-
-        def run(self, question: Any, context: Any, options: Any, **kwargs: Any) -> Any:
-            seen["helper"] = ns["call"](lambda: sys._getframe(0))  # user -> ours -> helper
-            seen["user"] = (lambda: sys._getframe(0))()  # user -> user helper
-            seen["run"] = sys._getframe(0)
-            return "ok"
+    def user_code() -> None:
+        seen["helper"] = ns["call"](lambda: sys._getframe(0))  # user -> ours -> helper
+        seen["user"] = (lambda: sys._getframe(0))()  # user -> user helper
+        seen["entry"] = sys._getframe(0)
 
     anchor = sys._getframe(0)
-    Probe().run("q", None, None)
+    limits.call_user(user_code)
     assert not limits.in_library(seen["helper"])
     assert limits.inside_library(seen["helper"], anchor)
     assert not limits.inside_library(seen["user"], anchor)
-    assert not limits.inside_library(seen["run"], anchor)
-    assert limits.inside_library(anchor, anchor)  # no run in between: our wrappers
+    assert not limits.inside_library(seen["entry"], anchor)
+    assert limits.inside_library(anchor, anchor)  # no hand-over in between: our wrappers
+
+
+def _logged(fn: Any) -> Any:
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+class Decorated(MapIngredient):
+    """A run wrapped by a decorator: the limit does not depend on the function's name."""
+
+    needs_model = False
+
+    @_logged
+    def run(self, question: Any, values: list, **kwargs: Any) -> list:
+        end = time.monotonic() + 5
+        while time.monotonic() < end:  # pure Python: the handler runs between bytecodes
+            pass
+        return [True for _ in values]
+
+
+def test_a_decorated_run_is_stopped_too():
+    bsql = BlendSQL({"w": pd.DataFrame({"x": ["a"]})}, ingredients=[Decorated], cache=False)
+    t0 = time.monotonic()
+    with pytest.raises(IngredientTimeoutError):
+        bsql.execute("SELECT x FROM w WHERE {{Decorated('q', w.x)}} = TRUE", ingredient_timeout=0.2)
+    assert time.monotonic() - t0 < 3
