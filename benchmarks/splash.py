@@ -190,25 +190,6 @@ def fill_digests(rows: list[dict[str, Any]], data: Path) -> int:
     return filled
 
 
-def merge_candidates(rows: list[dict[str, Any]], extra: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` with each item's candidates from ``extra`` (same item ``i``) appended, for
-    sources the item does not have yet; items missing from ``extra`` are dropped when
-    ``extra`` is given, so every policy is scored on the same items."""
-    if not extra:
-        return rows
-    more: dict[int, list[dict[str, Any]]] = {}
-    for r in extra:
-        more.setdefault(r["i"], []).extend(r.get("candidates", []))
-    merged = []
-    for r in rows:
-        if r["i"] not in more:
-            continue
-        have = {c["source"] for c in r.get("candidates", [])}
-        r = {**r, "candidates": list(r.get("candidates", [])) + [c for c in more[r["i"]] if c["source"] not in have]}
-        merged.append(r)
-    return merged
-
-
 def policy_table(rows: list[dict[str, Any]]) -> dict[str, int]:
     """Items right under each choice of candidate sources (in preference order), from the
     recorded candidates: what ``Conversation(correction_sources=...)`` would have answered."""
@@ -336,9 +317,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", action="store_true",
                     help="no model: from the rows in --out, items right under each choice and order "
                          "of correction sources (results of old rows recomputed from their queries)")
-    ap.add_argument("--merge", type=Path, nargs="*", default=[],
-                    help="with --policies: more JSONL runs of the same items whose candidates from "
-                         "other sources join each item's (e.g. one source run alone, the rest reused)")
     ap.add_argument("--order", choices=["file", "db"], default="file",
                     help="run order of the chosen items: file order, or grouped by database "
                          "(reuses the cached schema; a stopped run then covers fewer databases)")
@@ -352,8 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or RESULTS / ("splash.jsonl" if args.split == "test" else "splash_dev.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.policies:
-        rows = merge_candidates([json.loads(line) for line in out.open()],
-                                [json.loads(line) for extra in args.merge for line in extra.open()])
+        rows = [json.loads(line) for line in out.open()]
         filled = fill_digests(rows, args.data)
         report = {"items": len(rows), "digests_recomputed": filled, "right_by_sources": policy_table(rows)}
         out.with_name(out.stem + "_policies.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blendsql.errors import ModelError, ModelTimeoutError
+from blendsql.errors import BlendSQLError, ModelError, ModelTimeoutError
 from blendsql.models.constraints import Constraint, Text
 
 # Seconds one request may take before the model gives up on it. Generous on
@@ -242,4 +242,11 @@ class TimedBatch:
                     f"within {limit:g} s",
                     hint="the model may be stuck; raise its timeout= if it is just slow")
         if self.error is not None:
-            raise self.error
+            if isinstance(self.error, BlendSQLError) or not isinstance(self.error, Exception):
+                raise self.error  # ours already, or a KeyboardInterrupt / SystemExit
+            n = len(self.out) + 1
+            raise ModelError(
+                f"model {name!r} failed on request {n} of {len(self.requests)}: "
+                f"{type(self.error).__name__}: {self.error}",
+                hint="the error came from the model's own code (its function or engine); "
+                "the original exception is chained as __cause__") from self.error

@@ -21,6 +21,7 @@ from blendsql.db.documents import fts_tables, search
 from blendsql.errors import BlendSQLError
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Text
+from blendsql.nl.dberrors import reads_database
 from blendsql.nl.parser import Parser, ParseResult, Turn
 from blendsql.nl.serialize import list_tables
 from blendsql.smoothie import Smoothie
@@ -70,6 +71,7 @@ def is_non_answer(value: Any) -> bool:
     return False
 
 
+@reads_database("reading the database to answer the question")
 def ask(
     bsql: BlendSQL,
     question: str,
@@ -221,6 +223,7 @@ FALLBACK_PROMPT: dict[str, Any] = {"rank_rows": True, "table_chars": 1000, "pass
                                    "rank_sentences": True}
 
 
+@reads_database("reading the tables and passages for the prompt")
 def end_to_end(conn: sqlite3.Connection, question: str, model: Model, *,
                compact: bool = False) -> tuple[str, tuple[int, int]]:
     """End-to-end QA: one prompt, a short free-text answer and (prompt, completion) tokens.

@@ -16,7 +16,8 @@ candidate queries written in up to three ways (the question alone, when
 someone else wrote the rejected query; the rejected query edited as the
 feedback says, see ``correct``; optionally the question anew with the rejected
 query and the feedback in view), each run; the answer is the result most of
-them agree on, never the rejected query again (``choose_correction``). It
+them agree on, ties going to the earlier source, never the rejected query
+again (``choose_correction``). It
 reports what changed and keeps every candidate in ``turn.candidates``.
 
 ``chat`` is the read-eval-print loop behind ``blendsql chat DB``.
@@ -35,6 +36,7 @@ from blendsql.errors import BlendSQLError, ExecutionError, OptionError
 from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
 from blendsql.nl.ask import answer_value
 from blendsql.nl.correct import CorrectionExample, correct_query, explanation_lines, sql_diff
+from blendsql.nl.dberrors import reads_database
 from blendsql.nl.parser import Parser, ParseResult
 from blendsql.nl.parser import Turn as ParserTurn
 from blendsql.nl.respond import (
@@ -60,14 +62,16 @@ _SOCIAL_ACTS = frozenset({"greeting", "goodbye", "thank_you", "affirm", "negate"
 
 #: Where a correction's candidate queries can come from (see ``Conversation``).
 CORRECTION_SOURCES = ("edit", "fresh", "guided")
-#: The default, in order of preference: what the user asked for first (the edit),
-#: the question parsed afresh as the second opinion when the edit fails or gives the
-#: rejected result again. On 12 SPLASH dev items with the evaluation model
-#: (``benchmarks/splash.py --policies``), items right: edit then fresh 9, fresh then
-#: edit 10, all three 9, fresh alone 8 (the fresh-parse baseline), edit alone 7. The
-#: order that follows the feedback is kept over one item of difference: with fresh
-#: first, a fresh parse that ignores the feedback wins every disagreement.
-DEFAULT_CORRECTION_SOURCES = ("edit", "fresh")
+#: The default, in order of preference: the question parsed afresh, then the rejected
+#: query edited as the feedback says. The question is what the user wants; feedback
+#: is often loose ("bedroom count" for a room count), so the edit answers when the
+#: fresh parse fails, gives the rejected result again, or is skipped (the parser
+#: wrote the rejected query: in a conversation, the edit is then the only source).
+#: Chosen on 42 SPLASH dev items with the evaluation model (``benchmarks/splash.py
+#: --policies``; ``results/splash_dev_qwen_candidates*``), items right: fresh then
+#: edit 33, fresh alone 31 (the fresh-parse baseline), all three 31-32, edit then
+#: fresh 29, edit alone 25.
+DEFAULT_CORRECTION_SOURCES = ("fresh", "edit")
 
 
 @dataclass
@@ -182,7 +186,7 @@ class Conversation:
         rejected query rewritten as the feedback says), ``fresh`` (the question
         alone; skipped when this conversation's parser wrote the rejected query from
         it), ``guided`` (the question written anew with the rejected query and the
-        feedback in view). Default: edit, then fresh."""
+        feedback in view). Default: fresh, then edit."""
         if isinstance(correction_examples, bool) or not isinstance(correction_examples, int) \
                 or correction_examples < 0:
             raise ExecutionError(f"correction_examples must be an int >= 0, not {correction_examples!r}",
@@ -215,6 +219,7 @@ class Conversation:
 
     # -- turns ---------------------------------------------------------------------------
 
+    @reads_database("reading the database for the conversation")
     def ask(self, utterance: str) -> Turn:
         """Handle one user utterance; the turn is appended to ``history``.
 
@@ -233,6 +238,7 @@ class Conversation:
         self.history.append(turn)
         return turn
 
+    @reads_database("reading the database to correct the query")
     def correct(self, feedback: str, *, retries: int = 1) -> Turn:
         """Correct the last query from ``feedback``, run it and say what changed.
 
@@ -290,16 +296,10 @@ class Conversation:
         """One candidate correction from ``source``, written and run (errors recorded)."""
         assert prev.program is not None
         earlier = [t for t in self.parser_history() if t.program != prev.program]
-        written: ParseResult
-        if source == "edit":
-            written = correct_query(self.parser, self.conn, self.bsql.registry, question, prev.program,
-                                    feedback, retries=retries, n_examples=self.correction_examples,
-                                    examples=self.correction_pool)
-        elif source == "guided":
-            written = self.parser.parse(question, self.conn, self.bsql.registry, earlier,
-                                        feedback=(prev.program, feedback))
-        else:
-            written = self.parser.parse(question, self.conn, self.bsql.registry, earlier)
+        try:
+            written = self._write(source, question, prev, feedback, retries, earlier)
+        except BlendSQLError as e:  # e.g. the model timed out, a read of the schema failed
+            return Candidate(source, None, f"{type(e).__name__}: {e.message}")
         if written.program is None:
             return Candidate(source, None, written.attempts[-1][1] if written.attempts else "no query")
         cand = Candidate(source, written.program)
@@ -315,6 +315,19 @@ class Conversation:
         cand.rows = len(cand.smoothie.df)
         cand.repeats_rejected = rejected is not None and cand.key == rejected
         return cand
+
+    def _write(self, source: str, question: str, prev: Turn, feedback: str, retries: int,
+               earlier: list[ParserTurn]) -> ParseResult:
+        """The query ``source`` writes for the correction (not yet run)."""
+        assert prev.program is not None
+        if source == "edit":
+            return correct_query(self.parser, self.conn, self.bsql.registry, question, prev.program,
+                                 feedback, retries=retries, n_examples=self.correction_examples,
+                                 examples=self.correction_pool)
+        if source == "guided":
+            return self.parser.parse(question, self.conn, self.bsql.registry, earlier,
+                                     feedback=(prev.program, feedback))
+        return self.parser.parse(question, self.conn, self.bsql.registry, earlier)
 
     def _response(self, program: str, smoothie: Smoothie | None) -> str:
         """The template response for a result (as :meth:`_run` writes it)."""

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from blendsql.ingredients.base import IngredientRegistry
+from blendsql.nl.dberrors import reads_database
 from blendsql.nl.explain import explain
 from blendsql.nl.fewshot import BM25, tokens
 from blendsql.nl.parser import INGREDIENT_GUIDE, PLAIN_GUIDE, Parser, ParseResult, generate_program
@@ -152,6 +153,7 @@ def correction_prompt(schema: str, question: str, program: str, explanation: lis
     return "\n".join(parts)
 
 
+@reads_database("reading the database to correct the query")
 def correct_query(parser: Parser, conn: sqlite3.Connection, registry: IngredientRegistry,
                   question: str, program: str, feedback: str, *, retries: int = 1,
                   examples: Sequence[CorrectionExample] | None = None,

@@ -51,6 +51,7 @@ from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Constraint, Grammar, Text
+from blendsql.nl.dberrors import reads_database
 from blendsql.nl.fewshot import ExampleIndex
 from blendsql.nl.repair import repair_names, schema_feedback, value_mismatch
 from blendsql.nl.serialize import (
@@ -247,6 +248,7 @@ class Parser:
         parts.append("BlendSQL:")
         return "\n".join(parts)
 
+    @reads_database("reading the database to parse the question")
     def parse(
         self,
         question: str,

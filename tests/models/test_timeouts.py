@@ -81,8 +81,16 @@ def test_function_errors_still_reach_the_caller():
     def boom(req: Request) -> str:
         raise KeyError("nope")
 
-    with pytest.raises(KeyError):
+    with pytest.raises(ModelError) as info:  # one error root; the function's own error chained
         FunctionModel(boom).generate([Request("x")])
+    assert isinstance(info.value.__cause__, KeyError)
+    assert "KeyError" in info.value.message and "request 1 of 1" in info.value.message
+
+    def interrupted(req: Request) -> str:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # not an error: passed on as it is
+        FunctionModel(interrupted).generate([Request("x")])
 
 
 @pytest.mark.parametrize("bad", [0, -1, float("inf"), float("nan"), "10", None, True])

@@ -328,15 +328,27 @@ def test_correction_sources_are_validated_and_followed():
             _seeded(routes, correction_sources=bad)
 
 
-def test_by_default_the_edit_comes_first_and_the_fresh_parse_when_it_repeats_the_rejected_result():
+def test_by_default_the_fresh_parse_comes_first_and_the_edit_when_it_repeats_the_rejected_result():
     routes = Routes(guided=RIGHT, fresh="SELECT COUNT(*) FROM Student", edit=RIGHT)
     turn = _seeded(routes).correct(FEEDBACK, retries=0)
-    assert routes.kinds == ["edit", "fresh"] and turn.source == "correction:edit"  # a tie: the first
-    student_count = "SELECT COUNT(*) FROM Student"
-    routes = Routes(guided=RIGHT, fresh=student_count, edit="SELECT COUNT(*) FROM Pets WHERE PetID > 0")
+    assert routes.kinds == ["fresh", "edit"] and turn.source == "correction:fresh"  # a tie: the first
+    routes = Routes(guided=RIGHT, fresh="SELECT COUNT(*) FROM Pets WHERE PetID > 0", edit=RIGHT)
     turn = _seeded(routes).correct(FEEDBACK, retries=0)
-    assert turn.candidates[0].repeats_rejected and turn.source == "correction:fresh"
-    assert turn.program == student_count
+    assert turn.candidates[0].repeats_rejected and turn.source == "correction:edit"
+    assert turn.program == RIGHT
+
+
+def test_in_a_conversation_the_edit_corrects_the_parsers_own_query():
+    """The fresh parse would write the rejected query again: the edit is the correction."""
+    routes = Routes(guided=RIGHT, fresh=WRONG, edit=RIGHT)
+    model = FunctionModel(routes)
+    bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False), model=model, cache=False)
+    conv = Conversation(bsql, Parser(model, examples=EXAMPLES, n_examples=1, max_retries=0),
+                        classify_acts=False)
+    conv.ask(QUESTION)
+    routes.kinds.clear()
+    turn = conv.correct(FEEDBACK, retries=0)
+    assert routes.kinds == ["edit"] and turn.source == "correction:edit" and turn.program == RIGHT
 
 
 def test_the_chat_transcript_lists_each_candidate():
@@ -387,3 +399,23 @@ def test_a_multi_line_rejected_query_stays_inside_the_prompt_comment():
     line = next(x for x in p.splitlines() if x.startswith("-- A query written earlier"))
     assert line.endswith("SELECT COUNT(*) FROM t WHERE a > 1;")
     assert "\nFROM t" not in p
+
+
+class FailingEdit(Routes):
+    """The edit route's model call fails; the other routes answer."""
+
+    def __call__(self, req: Request) -> str:
+        if req.prompt.rstrip().endswith("Corrected query:"):
+            self.kinds.append("edit")
+            raise RuntimeError("the model server went away")
+        return super().__call__(req)
+
+
+def test_a_candidate_whose_writing_fails_is_recorded_and_the_others_still_answer():
+    routes = FailingEdit(guided=RIGHT, fresh=RIGHT, edit=RIGHT)
+    conv = _seeded(routes, correction_sources=("edit", "fresh"))
+    turn = conv.correct(FEEDBACK, retries=0)
+    assert routes.kinds == ["edit", "fresh"]
+    edit, fresh = turn.candidates
+    assert edit.program is None and "the model server went away" in (edit.error or "")
+    assert turn.program == RIGHT and turn.source == "correction:fresh"
