@@ -22,6 +22,7 @@ from blendsql.errors import BlendSQLError
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Text
 from blendsql.nl.dberrors import reads_database
+from blendsql.nl.inputs import text_arg
 from blendsql.nl.parser import Parser, ParseResult, Turn
 from blendsql.nl.serialize import list_tables
 from blendsql.smoothie import Smoothie
@@ -81,6 +82,7 @@ def ask(
     history: Sequence[Turn] = (),
 ) -> Answer:
     """Answer ``question`` over ``bsql``'s database (see module docstring)."""
+    text_arg(question, "question")
     model = bsql.model
     parser = parser or Parser(model)
     parsed: ParseResult = parser.parse(question, bsql.db.conn, bsql.registry, history)

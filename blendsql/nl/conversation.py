@@ -37,6 +37,7 @@ from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
 from blendsql.nl.ask import answer_value
 from blendsql.nl.correct import CorrectionExample, correct_query, explanation_lines, sql_diff
 from blendsql.nl.dberrors import reads_database
+from blendsql.nl.inputs import count_arg, text_arg
 from blendsql.nl.parser import Parser, ParseResult
 from blendsql.nl.parser import Turn as ParserTurn
 from blendsql.nl.respond import (
@@ -226,6 +227,7 @@ class Conversation:
         Held as one use of the session (its lock): the turn reads the schema
         through the connection, which another thread must not share meanwhile.
         """
+        text_arg(utterance, "utterance", allow_empty=True)  # an empty turn gets a reply, not an error
         with self.bsql.db.session():
             return self._ask(utterance)
 
@@ -246,6 +248,8 @@ class Conversation:
         candidate is regenerated ``retries`` times with its error. One use of the
         session, like :meth:`ask`.
         """
+        text_arg(feedback, "feedback")
+        count_arg(retries, "retries")
         with self.bsql.db.session():
             return self._correct(feedback, retries)
 

@@ -35,6 +35,11 @@ _ARITH = {exp.Add: "plus", exp.Sub: "minus", exp.Mul: "times", exp.Div: "divided
 
 def explain(query: str | exp.Expr, registry: object | None = None) -> list[str]:
     """Numbered plain-language steps for a BlendSQL query (text or parsed AST)."""
+    if not isinstance(query, (str, exp.Expr)):
+        from blendsql.errors import QueryTypeError
+
+        raise QueryTypeError(f"query must be a str or a parsed query, not {type(query).__name__}",
+                             hint="pass the BlendSQL text, e.g. explain('SELECT * FROM w')")
     tree = _parse(query, registry) if isinstance(query, str) else query
     return [f"{i}. {s}" for i, s in enumerate(_steps(tree), start=1)]
 

@@ -46,13 +46,14 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 from sqlglot import exp
 
-from blendsql.errors import BlendSQLError
+from blendsql.errors import BlendSQLError, OptionError
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Constraint, Grammar, Text
 from blendsql.nl.dberrors import reads_database
 from blendsql.nl.fewshot import ExampleIndex
+from blendsql.nl.inputs import count_arg, model_arg, seconds_arg, text_arg
 from blendsql.nl.repair import repair_names, schema_feedback, value_mismatch
 from blendsql.nl.serialize import (
     TableInfo,
@@ -167,28 +168,30 @@ class Parser:
         more than ``sketch_max_rows`` gives way to full-text search of the passages;
         ``sketch_abstain``: the reader replies "unknown" when the rows and passages do
         not give the answer (so ``ask`` falls back to end-to-end QA)."""
-        self.model = model
+        self.model = model_arg(model)
         self.examples = list(examples) if examples is not None else load_examples()
         self.index = ExampleIndex(self.examples)
-        self.n_examples = n_examples
-        self.max_retries = max_retries
+        self.n_examples = count_arg(n_examples, "n_examples")
+        self.max_retries = count_arg(max_retries, "max_retries")
         if decoding is None:
             decoding = "grammar" if constrained else "free"
         if decoding not in ("free", "permissive", "grammar"):
-            raise ValueError(f"decoding must be 'free', 'permissive' or 'grammar', not {decoding!r}")
+            raise OptionError(f"decoding must be 'free', 'permissive' or 'grammar', not {decoding!r}",
+                              hint="'free' (validate and retry), 'permissive' or 'grammar' "
+                              "(constrained decoding)", option="decoding")
         self.decoding: Decoding = decoding
-        self.n_rows = n_rows
-        self.max_tokens = max_tokens
-        self.schema_budget_chars = schema_budget_chars
-        self.schema_elements = schema_elements
+        self.n_rows = count_arg(n_rows, "n_rows")
+        self.max_tokens = count_arg(max_tokens, "max_tokens", minimum=1)
+        self.schema_budget_chars = count_arg(schema_budget_chars, "schema_budget_chars", minimum=1)
+        self.schema_elements = count_arg(schema_elements, "schema_elements", minimum=1)
         self.check_empty = check_empty
-        self.query_seconds = query_seconds
+        self.query_seconds = seconds_arg(query_seconds, "query_seconds")
         self.plain_fallback = plain_fallback
         self.check_values = check_values
         self.sketch = sketch
-        self.sketch_max_rows = sketch_max_rows
-        self.sketch_context_chars = sketch_context_chars
-        self.sketch_retries = sketch_retries
+        self.sketch_max_rows = count_arg(sketch_max_rows, "sketch_max_rows", minimum=1)
+        self.sketch_context_chars = count_arg(sketch_context_chars, "sketch_context_chars", minimum=1)
+        self.sketch_retries = count_arg(sketch_retries, "sketch_retries")
         self.sketch_abstain = sketch_abstain
 
     @property
@@ -269,6 +272,7 @@ class Parser:
         without them: a small model that keeps copying an example's tables or
         shape into a wrong program often writes a valid one from the schema alone.
         """
+        text_arg(question, "question")
         if self.sketch and not history and feedback is None:
             from blendsql.nl.sketch import passage_layout
 

@@ -5,6 +5,7 @@ import sqlite3
 import pytest
 
 from blendsql import BlendSQL
+from blendsql.errors import OptionError
 from blendsql.models.base import FunctionModel, Request
 from blendsql.models.constraints import Grammar, Text
 from blendsql.nl.ask import answer_value, ask, end_to_end_prompt, is_non_answer
@@ -95,7 +96,7 @@ def test_parser_grammar_decodings_constrain_to_this_schema(conn):
         constraint = script.prompts[0].constraint
         assert isinstance(constraint, Grammar) and needle in constraint.gbnf
     assert Parser(FunctionModel(lambda r: ""), constrained=True).decoding == "grammar"
-    with pytest.raises(ValueError):
+    with pytest.raises(OptionError):
         Parser(FunctionModel(lambda r: ""), decoding="strict")
 
 
