@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -112,22 +112,26 @@ def _same_number(v: Any) -> Any:
     return v
 
 
-def choose_correction(candidates: Sequence[Candidate], rejected: tuple[str, ...] | None) -> Candidate | None:
-    """The candidate to answer with: valid, not the rejected result, most agreed on.
+def choose_correction(candidates: Sequence[Candidate], rejected: tuple[str, ...] | None,
+                      earlier: Collection[tuple[str, ...]] = ()) -> Candidate | None:
+    """The candidate to answer with: valid, not a rejected result, most agreed on.
 
     Why: the user said the last result is wrong, so a query giving that same
-    result again is the last resort, not an answer. Independent routes to a
-    query (rewriting the old one, writing one anew with the feedback in view,
-    writing one from the question alone) that land on the same result are
-    more likely right than any one of them; a tie goes to the earlier source
-    in ``candidates``' order. The rejected query written out again is no
-    correction at all, whatever it returns.
+    result again is the last resort, not an answer; so is one giving the result
+    of a query they rejected ``earlier`` for the same question (a second
+    correction must not go back to the first rejected query). Independent routes
+    to a query (rewriting the old one, writing one anew with the feedback in
+    view, writing one from the question alone) that land on the same result are
+    more likely right than any one of them; a tie goes to the earlier source in
+    ``candidates``' order. The rejected query written out again is no correction
+    at all, whatever it returns.
     """
     valid = [c for c in candidates
              if c.program is not None and c.error is None and c.key is not None and not c.unchanged]
     if not valid:
         return None
-    new = [c for c in valid if c.key != rejected] or valid
+    refused = {rejected, *earlier}
+    new = [c for c in valid if c.key not in refused] or valid
     votes = {c.key: sum(o.key == c.key for o in new) for c in new}
     return max(new, key=lambda c: (votes[c.key], -new.index(c)))
 
@@ -264,14 +268,20 @@ class Conversation:
         question = prev.question or prev.utterance
         turn = Turn(feedback, "correct", "", question=question, previous_program=prev.program)
         rejected = result_key(prev.smoothie) if prev.smoothie is not None else None
+        # every earlier query for this question was rejected too: the first one, then each
+        # correction the user corrected again
+        chain = [t for t in self.history if t.program is not None and (t.question or t.utterance) == question]
+        earlier = [result_key(t.smoothie) for t in chain if t is not prev and t.smoothie is not None]
+        programs = [t.program for t in chain if t.program is not None]
+        parser_wrote = any(t.source == "parser" for t in chain)
         for source in self.correction_sources:
-            if source == "fresh" and prev.source == "parser":
-                continue  # the same parser on the same question writes the rejected query again
+            if source == "fresh" and parser_wrote:
+                continue  # the same parser on the same question writes a rejected query again
             t0 = time.perf_counter()
-            cand = self._candidate(source, question, prev, feedback, retries, rejected)
+            cand = self._candidate(source, question, prev, feedback, retries, {rejected, *earlier}, programs)
             cand.seconds = round(time.perf_counter() - t0, 2)
             turn.candidates.append(cand)
-        chosen = choose_correction(turn.candidates, rejected)
+        chosen = choose_correction(turn.candidates, rejected, earlier)
         if chosen is None:
             tried = [c for c in turn.candidates if c.program is not None] or turn.candidates
             turn.error = (tried[0].error or "no query") if tried else (
@@ -296,7 +306,7 @@ class Conversation:
         return turn
 
     def _candidate(self, source: str, question: str, prev: Turn, feedback: str, retries: int,
-                   rejected: tuple[str, ...] | None) -> Candidate:
+                   rejected: Collection[tuple[str, ...] | None], programs: Sequence[str]) -> Candidate:
         """One candidate correction from ``source``, written and run (errors recorded)."""
         assert prev.program is not None
         earlier = [t for t in self.parser_history() if t.program != prev.program]
@@ -307,8 +317,8 @@ class Conversation:
         if written.program is None:
             return Candidate(source, None, written.attempts[-1][1] if written.attempts else "no query")
         cand = Candidate(source, written.program)
-        if sql_diff(prev.program, written.program) == "no change":
-            cand.unchanged, cand.error = True, "the rejected query written again"
+        if any(sql_diff(p, written.program) == "no change" for p in programs):
+            cand.unchanged, cand.error = True, "a rejected query written again"
             return cand  # not run
         try:
             cand.smoothie = self.bsql.execute(written.program)
@@ -317,7 +327,7 @@ class Conversation:
             return cand
         cand.key = result_key(cand.smoothie)
         cand.rows = len(cand.smoothie.df)
-        cand.repeats_rejected = rejected is not None and cand.key == rejected
+        cand.repeats_rejected = cand.key in rejected
         return cand
 
     def _write(self, source: str, question: str, prev: Turn, feedback: str, retries: int,

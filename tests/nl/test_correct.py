@@ -419,3 +419,39 @@ def test_a_candidate_whose_writing_fails_is_recorded_and_the_others_still_answer
     edit, fresh = turn.candidates
     assert edit.program is None and "the model server went away" in (edit.error or "")
     assert turn.program == RIGHT and turn.source == "correction:fresh"
+
+
+def test_a_second_correction_never_goes_back_to_a_query_rejected_before():
+    """Ask (the parser writes WRONG), correct (the edit answers STUDENTS), correct again:
+    the answer is neither of the two rejected queries, whatever the routes write."""
+    students = "SELECT COUNT(*) FROM Student"
+    routes = Routes(guided=RIGHT, fresh=WRONG, edit=students)
+    model = FunctionModel(routes)
+    bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False), model=model, cache=False)
+    conv = Conversation(bsql, Parser(model, examples=EXAMPLES, n_examples=1, max_retries=0),
+                        classify_acts=False)
+    conv.ask(QUESTION)
+    first = conv.correct(FEEDBACK, retries=0)
+    assert first.program == students and first.source == "correction:edit"
+    routes.kinds.clear()
+    routes.edit = RIGHT
+    second = conv.correct("no, count the pets of students older than 19", retries=0)
+    assert routes.kinds == ["edit"]  # the parser wrote this question's first query: no fresh parse
+    assert second.program == RIGHT
+
+
+def test_on_a_given_query_a_second_correction_refuses_every_earlier_result():
+    students = "SELECT COUNT(*) FROM Student"
+    routes = Routes(guided=RIGHT, fresh=students, edit=students)
+    conv = _seeded(routes)
+    first = conv.correct(FEEDBACK, retries=0)
+    assert first.program == students
+    routes.fresh = WRONG  # the first, rejected query, written again from the question
+    routes.edit = "SELECT COUNT(*) FROM Pets WHERE PetID > 0"  # another query, the first result again
+    second = conv.correct("still wrong", retries=0)
+    fresh, edit = second.candidates
+    assert fresh.unchanged and edit.repeats_rejected
+    assert second.program == edit.program  # nothing else ran: a repeat is the last resort
+    routes.edit = RIGHT
+    third = conv.correct("count the pets of students older than 19", retries=0)
+    assert third.program == RIGHT and third.source == "correction:edit"
