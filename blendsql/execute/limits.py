@@ -14,7 +14,9 @@ handler never raises inside blendsql's own code that ``run`` calls (the
 ``db`` it is given, a nested ``execute``), nor in a helper or finalizer that
 code called: it waits until control is back in the ingredient's code, so no
 lock or cursor of ours is left half-done. A stop that user code swallows
-(a finalizer, ``except BaseException``) comes again 0.1 s later. It is
+(a finalizer, ``except BaseException``) comes again 1 s later: the grace
+lets the ingredient's own cleanup (its ``finally`` blocks) run while the
+first stop unwinds. It is
 not armed when the caller already has a real-time timer armed (that timer is
 theirs), off the main thread (e.g. under ``blendsql serve``, whose requests
 have their own deadline) or on Windows. Only ingredients that need no model
@@ -41,7 +43,7 @@ MAX_SECONDS = 1e8
 #: how soon the handler looks again when the signal arrived inside blendsql's code
 RETRY_SECONDS = 0.02
 #: how soon it raises again when its exception was swallowed (a finalizer, a ``__del__``)
-RERAISE_SECONDS = 0.1
+RERAISE_SECONDS = 1.0
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])
 _LIBRARY = tuple(str(Path(_PACKAGE) / d) for d in ("db", "execute", "plan", "grammar", "models", "retrieval"))

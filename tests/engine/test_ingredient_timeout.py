@@ -298,3 +298,28 @@ def test_a_decorated_run_is_stopped_too():
     with pytest.raises(IngredientTimeoutError):
         bsql.execute("SELECT x FROM w WHERE {{Decorated('q', w.x)}} = TRUE", ingredient_timeout=0.2)
     assert time.monotonic() - t0 < 3
+
+
+class CleansUp(QAIngredient):
+    """Its ``finally`` takes a while: the stop must let it finish."""
+
+    needs_model = False
+    cleaned: list[bool] = []
+
+    def run(self, question: Any, context: Any, options: Any, **kwargs: Any) -> Any:
+        try:
+            time.sleep(5)
+        finally:
+            end = time.monotonic() + 0.4
+            while time.monotonic() < end:  # pure Python: a signal could land here
+                pass
+            CleansUp.cleaned.append(True)
+        return "done"
+
+
+def test_the_ingredients_own_cleanup_runs_to_its_end():
+    bsql = BlendSQL({"w": pd.DataFrame({"x": ["a"]})}, ingredients=[CleansUp], cache=False)
+    with pytest.raises(IngredientTimeoutError):
+        bsql.execute("SELECT {{CleansUp('q')}} AS a", ingredient_timeout=0.2)
+    assert CleansUp.cleaned == [True]
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
