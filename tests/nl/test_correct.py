@@ -281,6 +281,16 @@ def _seeded(routes: Routes, **kw) -> Conversation:
     return conv
 
 
+def _asked(routes: Routes) -> Conversation:
+    """A conversation whose last query its own parser wrote (the routes' fresh query)."""
+    model = FunctionModel(routes)
+    bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False), model=model, cache=False)
+    conv = Conversation(bsql, Parser(model, examples=EXAMPLES, n_examples=1, max_retries=0),
+                        classify_acts=False)
+    conv.ask(QUESTION)
+    return conv
+
+
 def test_correction_writes_three_candidates_and_answers_with_the_agreed_one():
     routes = Routes(guided=RIGHT, fresh="SELECT COUNT(*) FROM Student", edit=RIGHT)
     conv = _seeded(routes, correction_sources=THREE)
@@ -341,11 +351,7 @@ def test_by_default_the_fresh_parse_comes_first_and_the_edit_when_it_repeats_the
 def test_in_a_conversation_the_edit_corrects_the_parsers_own_query():
     """The fresh parse would write the rejected query again: the edit is the correction."""
     routes = Routes(guided=RIGHT, fresh=WRONG, edit=RIGHT)
-    model = FunctionModel(routes)
-    bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False), model=model, cache=False)
-    conv = Conversation(bsql, Parser(model, examples=EXAMPLES, n_examples=1, max_retries=0),
-                        classify_acts=False)
-    conv.ask(QUESTION)
+    conv = _asked(routes)
     routes.kinds.clear()
     turn = conv.correct(FEEDBACK, retries=0)
     assert routes.kinds == ["edit"] and turn.source == "correction:edit" and turn.program == RIGHT
@@ -426,11 +432,7 @@ def test_a_second_correction_never_goes_back_to_a_query_rejected_before():
     the answer is neither of the two rejected queries, whatever the routes write."""
     students = "SELECT COUNT(*) FROM Student"
     routes = Routes(guided=RIGHT, fresh=WRONG, edit=students)
-    model = FunctionModel(routes)
-    bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False), model=model, cache=False)
-    conv = Conversation(bsql, Parser(model, examples=EXAMPLES, n_examples=1, max_retries=0),
-                        classify_acts=False)
-    conv.ask(QUESTION)
+    conv = _asked(routes)
     first = conv.correct(FEEDBACK, retries=0)
     assert first.program == students and first.source == "correction:edit"
     routes.kinds.clear()
