@@ -189,8 +189,8 @@ class Conversation:
         0: one fixed example. ``correction_sources``: where candidate corrections come
         from, in order of preference (each costs a model call): ``edit`` (the
         rejected query rewritten as the feedback says), ``fresh`` (the question
-        alone; skipped when this conversation's parser wrote the rejected query from
-        it), ``guided`` (the question written anew with the rejected query and the
+        alone; skipped when this conversation's parser wrote a query for the
+        question: it would write a rejected one again), ``guided`` (the question written anew with the rejected query and the
         feedback in view). Default: fresh, then edit."""
         if isinstance(correction_examples, bool) or not isinstance(correction_examples, int) \
                 or correction_examples < 0:
@@ -309,7 +309,8 @@ class Conversation:
                    rejected: Collection[tuple[str, ...] | None], programs: Sequence[str]) -> Candidate:
         """One candidate correction from ``source``, written and run (errors recorded)."""
         assert prev.program is not None
-        earlier = [t for t in self.parser_history() if t.program != prev.program]
+        # the history shown to the parser leaves out every rejected query for this question
+        earlier = [t for t in self.parser_history() if t.program not in programs]
         try:
             written = self._write(source, question, prev, feedback, retries, earlier)
         except BlendSQLError as e:  # e.g. the model timed out, a read of the schema failed

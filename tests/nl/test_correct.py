@@ -457,3 +457,29 @@ def test_on_a_given_query_a_second_correction_refuses_every_earlier_result():
     routes.edit = RIGHT
     third = conv.correct("count the pets of students older than 19", retries=0)
     assert third.program == RIGHT and third.source == "correction:edit"
+
+
+class Recording(Routes):
+    """Routes that keep each route's prompts."""
+
+    def __init__(self, guided: str, fresh: str, edit: str) -> None:
+        super().__init__(guided, fresh, edit)
+        self.prompts: list[tuple[str, str]] = []
+
+    def __call__(self, req: Request) -> str:
+        out = super().__call__(req)
+        self.prompts.append((self.kinds[-1], req.prompt))
+        return out
+
+
+def test_the_fresh_parse_is_not_shown_the_queries_already_rejected():
+    students = "SELECT COUNT(*) FROM Student"
+    routes = Recording(guided=RIGHT, fresh=students, edit=students)
+    conv = _seeded(routes)
+    conv.correct(FEEDBACK, retries=0)
+    routes.prompts.clear()
+    routes.fresh, routes.edit = RIGHT, RIGHT
+    second = conv.correct("still wrong", retries=0)
+    assert second.program == RIGHT
+    fresh_prompts = [p for kind, p in routes.prompts if kind == "fresh"]
+    assert fresh_prompts and all(students not in p and WRONG not in p for p in fresh_prompts)
