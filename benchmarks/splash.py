@@ -27,7 +27,6 @@ tuning only).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -67,6 +66,7 @@ from blendsql.nl.conversation import (  # noqa: E402
     Candidate,
     choose_correction,
     result_key,
+    sorts_rows,
 )
 from blendsql.nl.correct import CorrectionExample, load_correction_examples  # noqa: E402
 from blendsql.nl.parser import Example, load_examples  # noqa: E402
@@ -108,7 +108,8 @@ def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool,
     conv.history.append(seed_turn(bsql, item["question"], wrong))
     row: dict[str, Any] = {"i": i, "db": item["db_id"], "question": item["question"], "feedback": item["feedback"],
                            "wrong": wrong, "gold": gold, "gold_error": g_err,
-                           "wrong_already_right": g_rows is not None and w_rows == g_rows}
+                           "wrong_already_right": g_rows is not None and w_rows == g_rows,
+                           "wrong_key": _digests(conv._key(conv.history[-1]))}
     # the fresh parse is also the correction's "fresh" candidate (the same parser on the
     # question alone, no history): when the correction writes it, it is not written twice
     fresh_inside = e2e and "fresh" in sources
@@ -151,43 +152,63 @@ def candidate_row(c: Candidate, g_rows: Any) -> dict[str, Any]:
     """One candidate correction as recorded: source, query, outcome, match with gold."""
     match = bool(g_rows is not None and c.smoothie is not None and c.error is None
                  and frame_rows(c.smoothie.df) == g_rows)
-    digest = hashlib.sha1("\n".join(c.key).encode()).hexdigest()[:12] if c.key is not None else None
     return {"source": c.source, "program": c.program, "error": c.error, "rows": c.rows,
             "repeats_rejected": c.repeats_rejected, "unchanged": c.unchanged, "chosen": c.chosen,
-            "seconds": c.seconds, "match": match, "result": digest}
+            "seconds": c.seconds, "match": match, **_digests(c.key)}
+
+
+def _digests(key: tuple[str, ...] | None) -> dict[str, Any]:
+    """A result key, shortened: ``result`` (the rows) and ``order`` (their order, if sorted)."""
+    if key is None:
+        return {"result": None, "order": None}
+    return {"result": key[0][:12], "order": key[1][:12] if len(key) > 1 else None}
+
+
+def _key(d: dict[str, Any]) -> tuple[str, ...] | None:
+    if not d.get("result"):
+        return None
+    return (d["result"], d["order"]) if d.get("order") else (d["result"],)
 
 
 _REJECTED = ("<the rejected result>",)
 
 
-def _as_candidate(c: dict[str, Any]) -> Candidate:
-    """A recorded candidate as ``choose_correction`` sees it (results by digest)."""
-    key = _REJECTED if c["repeats_rejected"] else ((c["result"],) if c.get("result") else None)
+def _as_candidate(c: dict[str, Any], rejected: tuple[str, ...] | None) -> Candidate:
+    """A recorded candidate as ``choose_correction`` sees it. Rows re-keyed by
+    :func:`rekey` compare with the rejected query's key; older rows only say
+    whether a candidate repeated the rejected result."""
+    key = _key(c)
+    if rejected is None:
+        key = _REJECTED if c["repeats_rejected"] else key
     return Candidate(c["source"], c["program"], error=c["error"], key=key, unchanged=c["unchanged"])
 
 
-def fill_digests(rows: list[dict[str, Any]], data: Path) -> int:
-    """Result digests for candidates recorded without one (runs their queries again, no
-    model: the candidates are plain SQL on the Spider file); returns how many were filled."""
-    filled = 0
+def rekey(rows: list[dict[str, Any]], data: Path) -> int:
+    """Results of every recorded row's rejected query and candidates, keyed again as
+    ``blendsql.nl.conversation`` keys them now (runs their queries again, no model:
+    they are plain SQL on the Spider file); returns how many queries ran."""
+    ran = 0
     for r in rows:
-        todo = [c for c in r.get("candidates", []) if "result" not in c]
-        if not todo:
-            continue
         bsql = BlendSQL(str(db_path(data, r["db"])), cache=False)
-        for c in todo:
-            c["result"] = None
-            if c["program"] is None or c["error"] is not None:
-                continue
-            with_deadline(bsql.db.conn, QUERY_SECONDS)
-            try:
-                key = result_key(bsql.execute(c["program"]))
-            except BlendSQLError:
-                continue
-            c["result"] = hashlib.sha1("\n".join(key).encode()).hexdigest()[:12]
-            filled += 1
+        r["wrong_key"] = _digests(_key_of(bsql, r["wrong"]))
+        ran += 1
+        for c in r.get("candidates", []):
+            if c["program"] is not None and c["error"] is None:
+                c.update(_digests(_key_of(bsql, c["program"])))
+                ran += 1
+            else:
+                c.update(result=None, order=None)
         bsql.close()
-    return filled
+    return ran
+
+
+def _key_of(bsql: BlendSQL, program: str) -> tuple[str, ...] | None:
+    with_deadline(bsql.db.conn, QUERY_SECONDS)
+    try:
+        smoothie = bsql.execute(program)
+    except BlendSQLError:
+        return None
+    return result_key(smoothie, sorts_rows(program, bsql.registry))
 
 
 def policy_table(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -203,7 +224,9 @@ def policy_table(rows: list[dict[str, Any]]) -> dict[str, int]:
             right = 0
             for r in rows:
                 by = {c["source"]: c for c in r.get("candidates", [])}
-                chosen = choose_correction([_as_candidate(by[s]) for s in order if s in by], _REJECTED)
+                rejected = _key(r["wrong_key"]) if "wrong_key" in r else None
+                chosen = choose_correction([_as_candidate(by[s], rejected) for s in order if s in by],
+                                           rejected or _REJECTED)
                 right += bool(chosen is not None and by[chosen.source]["match"])
             out[",".join(order)] = right
     return out
@@ -331,8 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.policies:
         rows = [json.loads(line) for line in out.open()]
-        filled = fill_digests(rows, args.data)
-        report = {"items": len(rows), "digests_recomputed": filled, "right_by_sources": policy_table(rows)}
+        ran = rekey(rows, args.data)
+        report = {"items": len(rows), "queries_rerun": ran, "afresh": sum(bool(r.get("e2e_match")) for r in rows),
+                  "right_by_sources": policy_table(rows),
+                  "note": "results keyed as blendsql.nl.conversation.result_key keys them at this commit "
+                          "(rows, and their order when a query sorts); afresh = the fresh parse alone",
+                  "code_commit": code_commit()}
         out.with_name(out.stem + "_policies.json").write_text(json.dumps(report, indent=2) + "\n")
         print(json.dumps(report, indent=2))
         return 0

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from blendsql.errors import BlendSQLError, ExecutionError, OptionError
+from blendsql.grammar.parser import parse
+from blendsql.ingredients.base import IngredientRegistry
 from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
 from blendsql.nl.ask import answer_value
 from blendsql.nl.correct import CorrectionExample, correct_query, explanation_lines, sql_diff
@@ -91,19 +93,46 @@ class Candidate:
     key: tuple[str, ...] | None = field(default=None, repr=False)
 
 
-def result_key(smoothie: Smoothie) -> tuple[str, ...]:
-    """The result as a sorted multiset of rows (order-free, for comparing two results).
+def result_key(smoothie: Smoothie, ordered: bool = False) -> tuple[str, ...]:
+    """The result as a digest of its sorted multiset of rows; when ``ordered`` (the
+    query sorts its rows: see :func:`sorts_rows`), also a digest of the rows in order.
 
-    A whole-number float is its integer (``3.0`` is ``3``: a column turns float
-    when it holds a NULL, and two queries giving the same answer must agree). Kept
-    as one digest: candidates stay in the conversation's history, and a large
-    result's row texts would stay with them."""
-    rows = sorted(repr(tuple(_same_number(v) for v in r))
-                  for r in smoothie.df.itertuples(index=False, name=None))
+    Why the order: when a query sorts, the order is part of its answer ("list the
+    titles by air date"); feedback on such a result may be about the order alone,
+    and the same rows re-sorted are then a new answer, not the rejected one. Compare
+    keys with :func:`same_result`. A whole-number float is its integer (``3.0`` is
+    ``3``: a column turns float when it holds a NULL, and two queries giving the same
+    answer must agree). Kept as digests: candidates stay in the conversation's
+    history, and a large result's row texts would stay with them."""
+    rows = [repr(tuple(_same_number(v) for v in r))
+            for r in smoothie.df.itertuples(index=False, name=None)]
+    key = (_digest(sorted(rows)),)
+    return key + (_digest(rows),) if ordered else key
+
+
+def same_result(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> bool:
+    """Whether two :func:`result_key` keys denote the same answer: the same rows, in
+    the same order when both queries sort them (a query that does not sort agrees
+    with any order of its rows: a sort added to the rejected rows is no new answer)."""
+    if a is None or b is None:
+        return False
+    return a[0] == b[0] and (len(a) < 2 or len(b) < 2 or a[1] == b[1])
+
+
+def sorts_rows(program: str, registry: IngredientRegistry) -> bool:
+    """Whether ``program``'s outermost statement has ORDER BY (``False`` if it does not parse)."""
+    try:
+        tree = parse(program, registry)
+    except BlendSQLError:
+        return False
+    return tree.args.get("order") is not None
+
+
+def _digest(rows: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for row in rows:
         digest.update(row.encode("utf-8", "backslashreplace") + b"\n")
-    return (digest.hexdigest(),)
+    return digest.hexdigest()
 
 
 def _same_number(v: Any) -> Any:
@@ -113,7 +142,7 @@ def _same_number(v: Any) -> Any:
 
 
 def choose_correction(candidates: Sequence[Candidate], rejected: tuple[str, ...] | None,
-                      earlier: Collection[tuple[str, ...]] = ()) -> Candidate | None:
+                      earlier: Collection[tuple[str, ...] | None] = ()) -> Candidate | None:
     """The candidate to answer with: valid, not a rejected result, most agreed on.
 
     Why: the user said the last result is wrong, so a query giving that same
@@ -124,16 +153,17 @@ def choose_correction(candidates: Sequence[Candidate], rejected: tuple[str, ...]
     view, writing one from the question alone) that land on the same result are
     more likely right than any one of them; a tie goes to the earlier source in
     ``candidates``' order. The rejected query written out again is no correction
-    at all, whatever it returns.
+    at all, whatever it returns. Results compare by :func:`same_result` (rows,
+    and their order when both queries sort).
     """
     valid = [c for c in candidates
              if c.program is not None and c.error is None and c.key is not None and not c.unchanged]
     if not valid:
         return None
-    refused = {rejected, *earlier}
-    new = [c for c in valid if c.key not in refused] or valid
-    votes = {c.key: sum(o.key == c.key for o in new) for c in new}
-    return max(new, key=lambda c: (votes[c.key], -new.index(c)))
+    refused = [rejected, *earlier]
+    new = [c for c in valid if not any(same_result(c.key, r) for r in refused)] or valid
+    votes = [sum(same_result(o.key, c.key) for o in new) for c in new]
+    return max(new, key=lambda c: (votes[new.index(c)], -new.index(c)))
 
 
 @dataclass
@@ -267,18 +297,18 @@ class Conversation:
             return turn
         question = prev.question or prev.utterance
         turn = Turn(feedback, "correct", "", question=question, previous_program=prev.program)
-        rejected = result_key(prev.smoothie) if prev.smoothie is not None else None
+        rejected = self._key(prev)
         # every earlier query for this question was rejected too: the first one, then each
         # correction the user corrected again
         chain = [t for t in self.history if t.program is not None and (t.question or t.utterance) == question]
-        earlier = [result_key(t.smoothie) for t in chain if t is not prev and t.smoothie is not None]
+        earlier = [self._key(t) for t in chain if t is not prev and t.smoothie is not None]
         programs = [t.program for t in chain if t.program is not None]
         parser_wrote = any(t.source == "parser" for t in chain)
         for source in self.correction_sources:
             if source == "fresh" and parser_wrote:
                 continue  # the same parser on the same question writes a rejected query again
             t0 = time.perf_counter()
-            cand = self._candidate(source, question, prev, feedback, retries, {rejected, *earlier}, programs)
+            cand = self._candidate(source, question, prev, feedback, retries, [rejected, *earlier], programs)
             cand.seconds = round(time.perf_counter() - t0, 2)
             turn.candidates.append(cand)
         chosen = choose_correction(turn.candidates, rejected, earlier)
@@ -326,9 +356,9 @@ class Conversation:
         except BlendSQLError as e:
             cand.error = str(e)
             return cand
-        cand.key = result_key(cand.smoothie)
+        cand.key = result_key(cand.smoothie, sorts_rows(written.program, self.bsql.registry))
         cand.rows = len(cand.smoothie.df)
-        cand.repeats_rejected = cand.key in rejected
+        cand.repeats_rejected = any(same_result(cand.key, r) for r in rejected)
         return cand
 
     def _write(self, source: str, question: str, prev: Turn, feedback: str, retries: int,
@@ -364,6 +394,12 @@ class Conversation:
         return [ParserTurn(t.question or t.utterance, t.program) for t in turns[-self.history_turns:]]
 
     # -- internals -----------------------------------------------------------------------
+
+    def _key(self, turn: Turn) -> tuple[str, ...] | None:
+        """The :func:`result_key` of a turn's result (``None`` if it has none)."""
+        if turn.smoothie is None or turn.program is None:
+            return None
+        return result_key(turn.smoothie, sorts_rows(turn.program, self.bsql.registry))
 
     def _act(self, utterance: str) -> str:
         """Shortcut, else the model's act, with two deterministic overrules.

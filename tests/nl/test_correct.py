@@ -267,16 +267,16 @@ class Routes:
         return self.fresh
 
 
-def _seeded(routes: Routes, **kw) -> Conversation:
-    """A conversation whose last query was given (not written by its parser)."""
+def _seeded(routes: Routes, wrong: str = WRONG, **kw) -> Conversation:
+    """A conversation whose last query (``wrong``) was given (not written by its parser)."""
     from blendsql.nl.conversation import Turn
 
     model = FunctionModel(routes)
     bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False), model=model, cache=False)
     conv = Conversation(bsql, Parser(model, examples=EXAMPLES, n_examples=1, max_retries=0),
                         classify_acts=False, **kw)
-    seed = Turn(QUESTION, "inform_sql", "", program=WRONG, question=QUESTION)
-    seed.smoothie = bsql.execute(WRONG)
+    seed = Turn(QUESTION, "inform_sql", "", program=wrong, question=QUESTION)
+    seed.smoothie = bsql.execute(wrong)
     conv.history.append(seed)
     return conv
 
@@ -397,6 +397,61 @@ def test_results_that_differ_only_as_int_and_float_agree():
 
     assert result_key(sm([3, 1])) == result_key(sm([1.0, 3.0]))
     assert result_key(sm([3.5])) != result_key(sm([3]))
+
+
+def test_the_order_of_rows_is_part_of_a_result_only_when_the_query_sorts():
+    import pandas as pd
+
+    from blendsql.nl.conversation import result_key, same_result
+    from blendsql.smoothie import Smoothie
+
+    def sm(values):
+        s = Smoothie.__new__(Smoothie)
+        s.df = pd.DataFrame({"n": values})
+        return s
+
+    up, down = result_key(sm([1, 2]), ordered=True), result_key(sm([2, 1]), ordered=True)
+    loose = result_key(sm([2, 1]))
+    assert not same_result(up, down)  # the same rows sorted another way: another answer
+    assert same_result(up, loose) and same_result(loose, down)  # no sort: any order agrees
+    assert same_result(up, result_key(sm([1.0, 2.0]), ordered=True))
+    assert not same_result(up, result_key(sm([1, 3]), ordered=True))
+    assert not same_result(None, None) and not same_result(up, None)
+
+
+def test_choose_correction_compares_sorted_results_in_order():
+    from blendsql.nl.conversation import choose_correction
+
+    rejected = ("rows", "a-b-c")
+    resorted, unsorted, other = ("rows", "c-b-a"), ("rows",), ("other",)
+    # the rejected rows sorted another way are a new answer (feedback can be about the order)
+    assert choose_correction([_cand("fresh", rejected), _cand("edit", resorted)], rejected).source == "edit"
+    # the rejected rows with no sort at all are not
+    assert choose_correction([_cand("fresh", unsorted), _cand("edit", other)], rejected).source == "edit"
+    # an unsorted candidate agrees with a sorted one on the same rows: two votes beat one
+    chosen = choose_correction([_cand("guided", other), _cand("fresh", resorted), _cand("edit", ("rows",))],
+                               ("x",))
+    assert chosen.source == "fresh"
+
+
+SORTED_WRONG = "SELECT PetID, pet_age FROM Pets ORDER BY PetID"
+
+
+def test_a_correction_that_sorts_the_rejected_rows_another_way_is_the_answer():
+    """Feedback about the order alone ("by age, youngest first"): the re-sorted rows are new."""
+    resorted = "SELECT PetID, pet_age FROM Pets ORDER BY pet_age, PetID"
+    routes = Routes(guided=RIGHT, fresh=resorted, edit=SORTED_WRONG + " ASC")
+    turn = _seeded(routes, wrong=SORTED_WRONG).correct("sort them by age, youngest first", retries=0)
+    fresh = turn.candidates[0]
+    assert fresh.source == "fresh" and not fresh.repeats_rejected and fresh.chosen
+    assert turn.program == resorted and turn.result["PetID"].tolist() == [2003, 2002, 2001]
+    assert turn.candidates[1].repeats_rejected  # ORDER BY PetID ASC: the rejected order again
+
+
+def test_the_rejected_rows_without_a_sort_still_repeat_the_rejected_result():
+    routes = Routes(guided=RIGHT, fresh="SELECT PetID, pet_age FROM Pets", edit=RIGHT)
+    turn = _seeded(routes, wrong=SORTED_WRONG).correct(FEEDBACK, retries=0)
+    assert turn.candidates[0].repeats_rejected and turn.source == "correction:edit"
 
 
 def test_a_multi_line_rejected_query_stays_inside_the_prompt_comment():
