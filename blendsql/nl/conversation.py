@@ -32,7 +32,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from blendsql.errors import BlendSQLError, ExecutionError, OptionError
+from blendsql.errors import BlendSQLError, OptionError
 from blendsql.grammar.parser import parse
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
@@ -222,11 +222,11 @@ class Conversation:
         alone; skipped when this conversation's parser wrote a query for the
         question: it would write a rejected one again), ``guided`` (the question written anew with the rejected query and the
         feedback in view). Default: fresh, then edit."""
-        if isinstance(correction_examples, bool) or not isinstance(correction_examples, int) \
-                or correction_examples < 0:
-            raise ExecutionError(f"correction_examples must be an int >= 0, not {correction_examples!r}",
-                                 hint="e.g. correction_examples=3")
-        self.correction_examples = correction_examples
+        self.correction_examples = count_arg(correction_examples, "correction_examples")
+        self.history_turns = count_arg(history_turns, "history_turns")
+        if not isinstance(classify_acts, bool):
+            raise OptionError(f"classify_acts must be True or False, not {classify_acts!r}",
+                              hint="e.g. classify_acts=False", option="classify_acts")
         sources = tuple(correction_sources) if not isinstance(correction_sources, str) else ()
         unknown = [x for x in sources if x not in CORRECTION_SOURCES]
         if not sources or unknown or len(set(sources)) != len(sources):
@@ -237,7 +237,6 @@ class Conversation:
         self.bsql = bsql
         self._parser = parser
         self.classify_acts = classify_acts
-        self.history_turns = history_turns
         self.history: list[Turn] = []
         self.pending: Turn | None = None  # an ambiguous turn waiting for the user's answer
 

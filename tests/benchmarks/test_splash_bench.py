@@ -103,3 +103,24 @@ def test_policy_table_replays_the_choice_from_recorded_candidates():
     assert table["guided"] == 0 and table["fresh"] == 1 and table["edit"] == 1
     assert table["guided,fresh,edit"] == 1  # vote: a (2) beats b (1) on the first item
     assert table["fresh,edit"] == 2 and table["fresh,guided"] == 1
+
+
+def test_rekey_keys_recorded_queries_as_the_conversation_does_now(tmp_path: Path):
+    """A candidate that re-sorts the rejected rows is a new answer in the replay too."""
+    _spider_dir(tmp_path)
+    wrong = "SELECT PetID FROM Pets ORDER BY PetID"
+
+    def cand(source, program, match):
+        return {"source": source, "program": program, "error": None, "rows": 3, "repeats_rejected": True,
+                "unchanged": False, "chosen": False, "seconds": 1.0, "match": match, "result": "old"}
+
+    rows = [{"db": "pets_1", "wrong": wrong, "candidates": [
+        cand("fresh", "SELECT PetID FROM Pets ORDER BY PetID DESC", True),
+        cand("edit", "SELECT PetID FROM Pets", False)]}]
+    assert splash.policy_table(rows)["edit,fresh"] == 0  # as recorded: both repeat; the first of them
+    assert splash.rekey(rows, tmp_path) == 3
+    fresh, edit = rows[0]["candidates"]
+    assert fresh["result"] == edit["result"] == rows[0]["wrong_key"]["result"]
+    assert fresh["order"] and rows[0]["wrong_key"]["order"] != fresh["order"] and edit["order"] is None
+    table = splash.policy_table(rows)
+    assert table["fresh,edit"] == 1 and table["edit,fresh"] == 1  # the unsorted edit repeats; fresh is new

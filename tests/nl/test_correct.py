@@ -208,12 +208,17 @@ def test_no_retrieval_keeps_the_fixed_example():
 def test_conversation_validates_correction_examples():
     import pytest
 
-    from blendsql.errors import ExecutionError
+    from blendsql.errors import OptionError
 
     bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False))
-    for bad in (-1, "3", True, 1.5):
-        with pytest.raises(ExecutionError, match="correction_examples"):
+    for bad in (-1, "3", True, 1.5, None):
+        with pytest.raises(OptionError, match="correction_examples"):
             Conversation(bsql, correction_examples=bad)
+        with pytest.raises(OptionError, match="history_turns"):
+            Conversation(bsql, history_turns=bad)
+    for bad in (1, "yes", None):
+        with pytest.raises(OptionError, match="classify_acts"):
+            Conversation(bsql, classify_acts=bad)
 
 
 # -- candidates: written three ways, run, one chosen ------------------------------------
