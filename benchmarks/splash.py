@@ -66,7 +66,7 @@ from blendsql.nl.conversation import (  # noqa: E402
     Candidate,
     choose_correction,
     result_key,
-    sorts_rows,
+    sort_clause,
 )
 from blendsql.nl.correct import CorrectionExample, load_correction_examples  # noqa: E402
 from blendsql.nl.parser import Example, load_examples  # noqa: E402
@@ -158,28 +158,31 @@ def candidate_row(c: Candidate, g_rows: Any) -> dict[str, Any]:
 
 
 def _digests(key: tuple[str, ...] | None) -> dict[str, Any]:
-    """A result key, shortened: ``result`` (the rows) and ``order`` (their order, if sorted)."""
+    """A result key, shortened: ``result`` (the rows); for a query that sorts, ``order``
+    (the rows in order) and ``sort`` (its ORDER BY)."""
     if key is None:
-        return {"result": None, "order": None}
-    return {"result": key[0][:12], "order": key[1][:12] if len(key) > 1 else None}
+        return {"result": None, "order": None, "sort": None}
+    if len(key) < 3:
+        return {"result": key[0][:12], "order": None, "sort": None}
+    return {"result": key[0][:12], "order": key[1][:12], "sort": key[2]}
 
 
 def _key(d: dict[str, Any]) -> tuple[str, ...] | None:
     if not d.get("result"):
         return None
-    return (d["result"], d["order"]) if d.get("order") else (d["result"],)
+    return (d["result"], d["order"], d.get("sort") or "") if d.get("order") else (d["result"],)
 
 
 _REJECTED = ("<the rejected result>",)
 
 
-def _as_candidate(c: dict[str, Any], rejected: tuple[str, ...] | None) -> Candidate:
+def _as_candidate(c: dict[str, Any], rekeyed: bool) -> Candidate:
     """A recorded candidate as ``choose_correction`` sees it. Rows re-keyed by
     :func:`rekey` compare with the rejected query's key; older rows only say
     whether a candidate repeated the rejected result."""
     key = _key(c)
-    if rejected is None:
-        key = _REJECTED if c["repeats_rejected"] else key
+    if not rekeyed and c["repeats_rejected"]:
+        key = _REJECTED
     return Candidate(c["source"], c["program"], error=c["error"], key=key, unchanged=c["unchanged"])
 
 
@@ -190,15 +193,17 @@ def rekey(rows: list[dict[str, Any]], data: Path) -> int:
     ran = 0
     for r in rows:
         bsql = BlendSQL(str(db_path(data, r["db"])), cache=False)
-        r["wrong_key"] = _digests(_key_of(bsql, r["wrong"]))
-        ran += 1
-        for c in r.get("candidates", []):
-            if c["program"] is not None and c["error"] is None:
-                c.update(_digests(_key_of(bsql, c["program"])))
-                ran += 1
-            else:
-                c.update(result=None, order=None)
-        bsql.close()
+        try:
+            r["wrong_key"] = _digests(_key_of(bsql, r["wrong"]))
+            ran += 1
+            for c in r.get("candidates", []):
+                if c["program"] is not None and c["error"] is None:
+                    c.update(_digests(_key_of(bsql, c["program"])))
+                    ran += 1
+                else:
+                    c.update(_digests(None))
+        finally:
+            bsql.close()
     return ran
 
 
@@ -208,7 +213,7 @@ def _key_of(bsql: BlendSQL, program: str) -> tuple[str, ...] | None:
         smoothie = bsql.execute(program)
     except BlendSQLError:
         return None
-    return result_key(smoothie, sorts_rows(program, bsql.registry))
+    return result_key(smoothie, sort_clause(program, bsql))
 
 
 def policy_table(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -224,9 +229,9 @@ def policy_table(rows: list[dict[str, Any]]) -> dict[str, int]:
             right = 0
             for r in rows:
                 by = {c["source"]: c for c in r.get("candidates", [])}
-                rejected = _key(r["wrong_key"]) if "wrong_key" in r else None
-                chosen = choose_correction([_as_candidate(by[s], rejected) for s in order if s in by],
-                                           rejected or _REJECTED)
+                rekeyed = "wrong_key" in r
+                rejected = _key(r["wrong_key"]) if rekeyed else _REJECTED
+                chosen = choose_correction([_as_candidate(by[s], rekeyed) for s in order if s in by], rejected)
                 right += bool(chosen is not None and by[chosen.source]["match"])
             out[",".join(order)] = right
     return out

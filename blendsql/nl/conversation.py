@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from blendsql.errors import BlendSQLError, OptionError
-from blendsql.grammar.parser import parse
-from blendsql.ingredients.base import IngredientRegistry
+from blendsql.grammar.nodes import to_blendsql
 from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
 from blendsql.nl.ask import answer_value
 from blendsql.nl.correct import CorrectionExample, correct_query, explanation_lines, sql_diff
@@ -93,39 +92,48 @@ class Candidate:
     key: tuple[str, ...] | None = field(default=None, repr=False)
 
 
-def result_key(smoothie: Smoothie, ordered: bool = False) -> tuple[str, ...]:
-    """The result as a digest of its sorted multiset of rows; when ``ordered`` (the
-    query sorts its rows: see :func:`sorts_rows`), also a digest of the rows in order.
+def result_key(smoothie: Smoothie, sort: str | None = None) -> tuple[str, ...]:
+    """The result as a digest of its sorted multiset of rows; for a query that sorts
+    (``sort``: its outermost ORDER BY, see :func:`sort_clause`), also a digest of the
+    rows in order and the clause itself.
 
     Why the order: when a query sorts, the order is part of its answer ("list the
     titles by air date"); feedback on such a result may be about the order alone,
-    and the same rows re-sorted are then a new answer, not the rejected one. Compare
-    keys with :func:`same_result`. A whole-number float is its integer (``3.0`` is
-    ``3``: a column turns float when it holds a NULL, and two queries giving the same
-    answer must agree). Kept as digests: candidates stay in the conversation's
-    history, and a large result's row texts would stay with them."""
+    and the same rows sorted another way are then a new answer, not the rejected
+    one. Compare keys with :func:`repeats`. A whole-number float is its integer
+    (``3.0`` is ``3``: a column turns float when it holds a NULL, and two queries
+    giving the same answer must agree). Kept as digests: candidates stay in the
+    conversation's history, and a large result's row texts would stay with them."""
     rows = [repr(tuple(_same_number(v) for v in r))
             for r in smoothie.df.itertuples(index=False, name=None)]
     key = (_digest(sorted(rows)),)
-    return key + (_digest(rows),) if ordered else key
+    return key if sort is None else key + (_digest(rows), sort)
 
 
-def same_result(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> bool:
-    """Whether two :func:`result_key` keys denote the same answer: the same rows, in
-    the same order when both queries sort them (a query that does not sort agrees
-    with any order of its rows: a sort added to the rejected rows is no new answer)."""
-    if a is None or b is None:
+def repeats(key: tuple[str, ...] | None, rejected: tuple[str, ...] | None) -> bool:
+    """Whether a result (``key``) gives the ``rejected`` result again (keys of :func:`result_key`).
+
+    The same rows repeat it, unless the new query sorts and the rejected one either
+    did not ("sort them by age": a sort is what was asked for) or sorted another way:
+    the rows in another order under another ORDER BY. Rows in another order under the
+    same ORDER BY are ties put in another order by SQLite's plan: no new answer; nor
+    are the same rows with the sort left out."""
+    if key is None or rejected is None or key[0] != rejected[0]:
         return False
-    return a[0] == b[0] and (len(a) < 2 or len(b) < 2 or a[1] == b[1])
+    if len(key) < 3:
+        return True
+    if len(rejected) < 3:
+        return False
+    return key[1] == rejected[1] or key[2] == rejected[2]
 
 
-def sorts_rows(program: str, registry: IngredientRegistry) -> bool:
-    """Whether ``program``'s outermost statement has ORDER BY (``False`` if it does not parse)."""
+def sort_clause(program: str, bsql: BlendSQL) -> str | None:
+    """``program``'s outermost ORDER BY as BlendSQL text (``None``: it does not sort, or does not parse)."""
     try:
-        tree = parse(program, registry)
+        order = bsql.parse(program).args.get("order")
+        return to_blendsql(order) if order is not None else None
     except BlendSQLError:
-        return False
-    return tree.args.get("order") is not None
+        return None
 
 
 def _digest(rows: Sequence[str]) -> str:
@@ -153,17 +161,19 @@ def choose_correction(candidates: Sequence[Candidate], rejected: tuple[str, ...]
     view, writing one from the question alone) that land on the same result are
     more likely right than any one of them; a tie goes to the earlier source in
     ``candidates``' order. The rejected query written out again is no correction
-    at all, whatever it returns. Results compare by :func:`same_result` (rows,
-    and their order when both queries sort).
+    at all, whatever it returns. A rejected result is recognised by :func:`repeats`.
     """
     valid = [c for c in candidates
              if c.program is not None and c.error is None and c.key is not None and not c.unchanged]
     if not valid:
         return None
     refused = [rejected, *earlier]
-    new = [c for c in valid if not any(same_result(c.key, r) for r in refused)] or valid
-    votes = [sum(same_result(o.key, c.key) for o in new) for c in new]
-    return max(new, key=lambda c: (votes[new.index(c)], -new.index(c)))
+    new = [c for c in valid if not any(repeats(c.key, r) for r in refused)] or valid
+    # the vote is on the rows (two sorts of the same rows agree on what was found)
+    rows = [c.key[0] if c.key else "" for c in new]
+    votes = [rows.count(r) for r in rows]
+    best = max(range(len(new)), key=lambda i: (votes[i], -i))
+    return new[best]
 
 
 @dataclass
@@ -355,9 +365,9 @@ class Conversation:
         except BlendSQLError as e:
             cand.error = str(e)
             return cand
-        cand.key = result_key(cand.smoothie, sorts_rows(written.program, self.bsql.registry))
+        cand.key = result_key(cand.smoothie, sort_clause(written.program, self.bsql))
         cand.rows = len(cand.smoothie.df)
-        cand.repeats_rejected = any(same_result(cand.key, r) for r in rejected)
+        cand.repeats_rejected = any(repeats(cand.key, r) for r in rejected)
         return cand
 
     def _write(self, source: str, question: str, prev: Turn, feedback: str, retries: int,
@@ -390,7 +400,8 @@ class Conversation:
     def parser_history(self) -> list[ParserTurn]:
         """Earlier query turns (question + program) for context-dependent parsing."""
         turns = [t for t in self.history if t.program is not None]
-        return [ParserTurn(t.question or t.utterance, t.program) for t in turns[-self.history_turns:]]
+        kept = turns[-self.history_turns:] if self.history_turns else []
+        return [ParserTurn(t.question or t.utterance, t.program) for t in kept]
 
     # -- internals -----------------------------------------------------------------------
 
@@ -398,7 +409,7 @@ class Conversation:
         """The :func:`result_key` of a turn's result (``None`` if it has none)."""
         if turn.smoothie is None or turn.program is None:
             return None
-        return result_key(turn.smoothie, sorts_rows(turn.program, self.bsql.registry))
+        return result_key(turn.smoothie, sort_clause(turn.program, self.bsql))
 
     def _act(self, utterance: str) -> str:
         """Shortcut, else the model's act, with two deterministic overrules.

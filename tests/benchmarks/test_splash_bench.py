@@ -122,5 +122,6 @@ def test_rekey_keys_recorded_queries_as_the_conversation_does_now(tmp_path: Path
     fresh, edit = rows[0]["candidates"]
     assert fresh["result"] == edit["result"] == rows[0]["wrong_key"]["result"]
     assert fresh["order"] and rows[0]["wrong_key"]["order"] != fresh["order"] and edit["order"] is None
+    assert fresh["sort"] == "ORDER BY PetID DESC" and rows[0]["wrong_key"]["sort"] == "ORDER BY PetID"
     table = splash.policy_table(rows)
     assert table["fresh,edit"] == 1 and table["edit,fresh"] == 1  # the unsorted edit repeats; fresh is new

@@ -407,7 +407,7 @@ def test_results_that_differ_only_as_int_and_float_agree():
 def test_the_order_of_rows_is_part_of_a_result_only_when_the_query_sorts():
     import pandas as pd
 
-    from blendsql.nl.conversation import result_key, same_result
+    from blendsql.nl.conversation import repeats, result_key
     from blendsql.smoothie import Smoothie
 
     def sm(values):
@@ -415,28 +415,62 @@ def test_the_order_of_rows_is_part_of_a_result_only_when_the_query_sorts():
         s.df = pd.DataFrame({"n": values})
         return s
 
-    up, down = result_key(sm([1, 2]), ordered=True), result_key(sm([2, 1]), ordered=True)
+    by_n = result_key(sm([1, 2]), sort="ORDER BY n")
+    by_m = result_key(sm([2, 1]), sort="ORDER BY m")
+    ties = result_key(sm([2, 1]), sort="ORDER BY n")  # the same sort, ties in another order
     loose = result_key(sm([2, 1]))
-    assert not same_result(up, down)  # the same rows sorted another way: another answer
-    assert same_result(up, loose) and same_result(loose, down)  # no sort: any order agrees
-    assert same_result(up, result_key(sm([1.0, 2.0]), ordered=True))
-    assert not same_result(up, result_key(sm([1, 3]), ordered=True))
-    assert not same_result(None, None) and not same_result(up, None)
+    assert repeats(by_n, result_key(sm([1.0, 2.0]), sort="ORDER BY n"))
+    assert not repeats(by_m, by_n)  # the same rows sorted another way: another answer
+    assert repeats(ties, by_n)  # ties that SQLite's plan put in another order: the same answer
+    assert repeats(loose, by_n)  # the rejected rows with the sort left out: nothing new
+    assert not repeats(by_n, loose)  # a sort the rejected query lacked ("sort them by n")
+    assert repeats(loose, result_key(sm([1, 2])))
+    assert not repeats(by_n, result_key(sm([1, 3]), sort="ORDER BY n"))
+    assert not repeats(None, by_n) and not repeats(by_n, None)
+
+
+def test_sort_clause_is_the_outermost_order_by():
+    from blendsql.nl.conversation import sort_clause
+
+    bsql = BlendSQL(sqlite3.connect(PETS, check_same_thread=False))
+    assert sort_clause("SELECT PetID FROM Pets ORDER BY pet_age DESC", bsql) == "ORDER BY pet_age DESC"
+    assert sort_clause("SELECT PetID FROM Pets UNION SELECT StuID FROM Student ORDER BY 1", bsql) == "ORDER BY 1"
+    assert sort_clause("WITH p AS (SELECT * FROM Pets) SELECT PetID FROM p ORDER BY PetID", bsql) == "ORDER BY PetID"
+    assert sort_clause("WITH p AS (SELECT * FROM Pets ORDER BY PetID) SELECT PetID FROM p", bsql) is None
+    assert sort_clause("SELECT * FROM (SELECT PetID FROM Pets ORDER BY PetID LIMIT 2)", bsql) is None
+    assert sort_clause("SELECT PetID FROM Pets", bsql) is None
+    assert sort_clause("SELEC nothing (", bsql) is None  # does not parse: no sort known
 
 
 def test_choose_correction_compares_sorted_results_in_order():
     from blendsql.nl.conversation import choose_correction
 
-    rejected = ("rows", "a-b-c")
-    resorted, unsorted, other = ("rows", "c-b-a"), ("rows",), ("other",)
+    rejected = ("rows", "a-b-c", "ORDER BY a")
+    resorted, unsorted, other = ("rows", "c-b-a", "ORDER BY c"), ("rows",), ("other",)
     # the rejected rows sorted another way are a new answer (feedback can be about the order)
     assert choose_correction([_cand("fresh", rejected), _cand("edit", resorted)], rejected).source == "edit"
     # the rejected rows with no sort at all are not
     assert choose_correction([_cand("fresh", unsorted), _cand("edit", other)], rejected).source == "edit"
-    # an unsorted candidate agrees with a sorted one on the same rows: two votes beat one
-    chosen = choose_correction([_cand("guided", other), _cand("fresh", resorted), _cand("edit", ("rows",))],
+    # a sort the rejected query lacked is new ("sort them by age")
+    assert choose_correction([_cand("fresh", resorted), _cand("edit", other)], unsorted).source == "fresh"
+    # the vote is on rows: sorted and unsorted candidates with the same rows agree, and the
+    # earliest of the group answers
+    chosen = choose_correction([_cand("guided", other), _cand("fresh", resorted), _cand("edit", unsorted)],
                                ("x",))
     assert chosen.source == "fresh"
+    two_sorts = [_cand("guided", ("rows", "1", "ORDER BY a")), _cand("fresh", ("rows", "2", "ORDER BY b")),
+                 _cand("edit", ("rows",))]
+    assert choose_correction(two_sorts, ("x",)).source == "guided"
+
+
+def test_history_turns_zero_shows_the_parser_no_earlier_turn():
+    script = Script([RIGHT])
+    conv = conv_with(script)
+    conv.history_turns = 0
+    conv.ask(QUESTION)
+    assert conv.parser_history() == []
+    conv.history_turns = 1
+    assert [t.program for t in conv.parser_history()] == [WRONG]
 
 
 SORTED_WRONG = "SELECT PetID, pet_age FROM Pets ORDER BY PetID"
