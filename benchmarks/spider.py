@@ -1,28 +1,35 @@
-"""Spider dev: execution accuracy of ``blendsql.nl.Parser`` beside the same model prompted directly.
+"""Spider dev: execution accuracy of ``blendsql.nl.Parser`` beside fair baselines and ablations.
 
-Reads ../shared/data/spider (dev.json with gold SQL, dev_ids.txt,
-database/<db>/<db>.sqlite). Questions whose index is in ``dev_ids.txt`` are
-for tuning and few-shot examples only; ``--split report`` (the default) scores
-the others. ``--n`` questions are the first n ids of the split (``--pick first``, the
-default: Spider dev is ordered by database, so questions on one database run
-together and llama.cpp reuses the schema prefix of the prompt — on a loaded
-2-core machine this is what makes n in the hundreds feasible), or a seeded
-sample sorted by index (``--pick sample --seed S``), which spreads over all
-20 databases.
+Reads Spider from the benchmark data (``benchmarks/protocol.py``: ``../shared/data``
+or ``$BLENDSQL_BENCH_DATA``): dev.json with gold SQL, dev_ids.txt,
+database/<db>/<db>.sqlite. Questions whose index is in ``dev_ids.txt`` are for
+tuning and few-shot examples only; ``--split report`` (the default) scores the
+others. The ``--n`` questions are dealt round-robin over all 20 databases with
+``--seed`` (``protocol.spread``); they run grouped by database, so llama.cpp
+reuses the schema part of the prompt. ``--shard k/K`` runs every K-th of them
+(parallel processes), ``--combine`` merges the shards.
+
+Few-shot pool, per question (``protocol.leak_free``): the shipped pool of
+dev-id questions minus every example on the question's own database and every
+example whose question, SQL (normalised: case, spaces, aliases) or result on
+this database equals the question's own.
 
 Modes, side by side on the same questions (``--modes``):
 
-  direct    the same model, plain chat: the CREATE statements and the question,
-            "answer with the SQLite query"; no grammar, no engine, no examples.
-  parser    ``blendsql.nl.Parser`` with its defaults (free decoding, validation
-            by our parser + SQLite, retry with the error, few-shot examples
-            retrieved from the shipped pool of dev-id questions), executed by
-            ``BlendSQL.execute`` with the default ingredient registry.
-  grammar   the Parser with ``decoding="grammar"`` (the strict GBNF of earlier
-            releases), for comparison.
-  permissive the Parser with ``decoding="permissive"`` (a GBNF accepting the
-            SQLite a model naturally writes).
-  zeroshot  the Parser without few-shot examples (what retrieval buys).
+  direct            the same model, zero-shot: the CREATE statements and the
+                    question; one attempt, no engine.
+  direct_fewshot    the same model given what the Parser's prompt gives it, that
+                    is not the Parser: the same schema text with sample rows, the
+                    same bridge hints and the same retrieved examples, the plain
+                    SQL guide; one greedy attempt, run as written (no
+                    validation, repair or retry).
+  parser            ``blendsql.nl.Parser`` with its defaults (validation, name
+                    repair, value check, retries with the error), executed by
+                    ``BlendSQL.execute`` with the default ingredient registry.
+  parser_no_examples the Parser without few-shot examples.
+  parser_no_retry   the Parser with one attempt: no retry, no name repair, no
+                    example-free last attempt.
+  grammar, permissive the Parser under its strict / permissive GBNF.
 
 Each mode has its own ``LlamaCpp`` instance (same GGUF), so each keeps its own
 prompt prefix in the KV cache.
@@ -30,33 +37,24 @@ prompt prefix in the KV cache.
 Execution accuracy: predicted and gold SQL run on the same SQLite file; the
 result rows must be equal as multisets (numbers rounded to 4 places, column
 order kept), and as lists when the gold query has a top-level ORDER BY. Each
-query runs under a time limit (``--query-seconds``). Few-shot leakage: Spider
-dev asks most questions twice in different words with the same SQL; pool
-examples whose gold SQL equals the scored question's gold SQL (after
-normalising case and spacing) are removed for that question, so a paraphrase
-twin cannot hand over the answer (``--allow-twins`` keeps them).
+query runs under a time limit (``--query-seconds``). Every mode gets a 95%
+Wilson interval, and is paired against ``parser`` (bootstrap interval of the
+difference, McNemar's exact p).
 
-    python benchmarks/spider.py --model ~/.cache/blendsql-eval/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --n 200
-    python benchmarks/spider.py --model M --split dev --n 30 --modes direct,parser
-    # two processes on disjoint slices of the first 200, then one summary:
-    python benchmarks/spider.py --model M --n 100 --offset 0 --modes parser --out results/spider_parser_part1.jsonl
-    python benchmarks/spider.py --model M --n 100 --offset 100 --modes parser --out results/spider_parser_part2.jsonl
-    python benchmarks/spider.py --combine results/spider_direct.jsonl results/spider_parser_part1.jsonl \
-        results/spider_parser_part2.jsonl
+    export BLENDSQL_EVAL_MODEL=$(../shared/tools/get_eval_model.sh)
+    python benchmarks/spider.py --n 200 --shard 1/2 --out benchmarks/results/spider_1.jsonl &
+    python benchmarks/spider.py --n 200 --shard 2/2 --out benchmarks/results/spider_2.jsonl
+    python benchmarks/spider.py --combine benchmarks/results/spider_1.jsonl benchmarks/results/spider_2.jsonl
 
-Writes results/spider.jsonl (one line per question and mode; resumable) and
-results/spider.json (summary). Data: Spider (Yu et al. 2018, CC BY-SA 4.0);
-SQLite files rebuilt from the SpiderMan CSV release (cloudera/spiderman).
+Writes one JSONL line per question (resumable: a rerun adds missing modes) and
+a JSON summary. Data: Spider (Yu et al. 2018, CC BY-SA 4.0); SQLite files
+rebuilt from the SpiderMan CSV release (cloudera/spiderman).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import itertools
 import json
-import platform
-import random
 import re
 import sqlite3
 import sys
@@ -66,41 +64,42 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from blendsql import BlendSQL
-from blendsql.models.base import Model, Request
-from blendsql.models.constraints import Text
-from blendsql.nl.parser import Example, Parser, clean_program, load_examples
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+from benchmarks import protocol  # noqa: E402
+
+from blendsql import BlendSQL  # noqa: E402
+from blendsql.ingredients.base import IngredientRegistry  # noqa: E402
+from blendsql.models.base import Model, Request  # noqa: E402
+from blendsql.models.constraints import Text  # noqa: E402
+from blendsql.nl.parser import Example, Parser, clean_program, load_examples  # noqa: E402
+
+DATA = protocol.data_dir()
 RESULTS = Path(__file__).resolve().parent / "results"
-MODES = ("direct", "parser", "grammar", "permissive", "zeroshot")
+MODES = ("direct", "direct_fewshot", "parser", "parser_no_examples", "parser_no_retry",
+         "grammar", "permissive")
 
 
 # ---------------------------------------------------------------- data
 
 
-def load_split(data: Path, split: str, n: int, seed: int,
-               pick: str = "first", offset: int = 0) -> list[tuple[int, dict[str, Any]]]:
-    """``n`` questions of the split: the first ``n`` by index (after skipping
-    ``offset``, so parallel processes can take disjoint slices), or a seeded sample
-    (sorted by index)."""
+def load_split(data: Path, split: str, n: int | None, seed: int) -> list[tuple[int, dict[str, Any]]]:
+    """``n`` questions of the split dealt round-robin over its databases (seeded)."""
     raw = json.loads((data / "spider" / "dev.json").read_text())
     dev = {int(x) for x in (data / "spider" / "dev_ids.txt").read_text().split()}
-    ids = [i for i in range(len(raw)) if (i in dev) == (split == "dev")]
-    if pick == "first":
-        picked = ids[offset:offset + n]
-    else:
-        picked = sorted(random.Random(seed).sample(ids, min(n, len(ids))))
-    return [(i, raw[i]) for i in picked]
+    ids = [(i, raw[i]) for i in range(len(raw)) if (i in dev) == (split == "dev")]
+    return protocol.spread(ids, lambda t: t[1]["db_id"], n, seed)
 
 
 def db_path(data: Path, db_id: str) -> Path:
     return data / "spider" / "database" / db_id / f"{db_id}.sqlite"
 
 
-def norm_sql(sql: str) -> str:
-    """Case- and spacing-insensitive form of a query (for the twin filter)."""
-    return " ".join(re.sub(r"\s*([(),=<>])\s*", r" \1 ", sql.lower().rstrip(";")).split())
+def question_pool(pool: list[Example], q: dict[str, Any], path: Path,
+                  oracle: protocol.ResultOracle) -> list[Example]:
+    """The pool this question may see: no example of its database, question, SQL or result."""
+    target = protocol.Target(q["db_id"], (q["question"],), (q["query"],), path)
+    return protocol.leak_free(pool, target, oracle)
 
 
 # ---------------------------------------------------------------- scoring
@@ -112,14 +111,7 @@ def with_deadline(conn: sqlite3.Connection, seconds: float) -> None:
     conn.set_progress_handler(lambda: 1 if time.monotonic() - start > seconds else 0, 50_000)
 
 
-def norm_value(v: Any) -> Any:
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return None if v != v else round(float(v), 4)
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "replace")
-    return None if v is None else str(v)
+norm_value = protocol.norm_value
 
 
 def rows_of(rows: Iterable[Iterable[Any]]) -> list[tuple[Any, ...]]:
@@ -151,13 +143,13 @@ def run_sql(path: Path, sql: str, seconds: float) -> tuple[list[tuple[Any, ...]]
     try:
         with_deadline(conn, seconds)
         return rows_of(conn.execute(sql).fetchall()), None
-    except (sqlite3.Error, sqlite3.Warning, ValueError) as e:
+    except (sqlite3.Error, sqlite3.Warning, ValueError, OverflowError) as e:
         return None, f"{type(e).__name__}: {e}"
     finally:
         conn.close()
 
 
-# ---------------------------------------------------------------- the two systems
+# ---------------------------------------------------------------- the systems
 
 
 def create_statements(path: Path) -> str:
@@ -171,15 +163,24 @@ def create_statements(path: Path) -> str:
 
 
 def direct_prompt(schema: str, question: str) -> str:
-    """The direct twin: schema, question, "write the query" (the common zero-shot prompt)."""
+    """The zero-shot twin: schema, question, "write the query" (the common zero-shot prompt)."""
     return (f"{schema}\n\n-- Using valid SQLite, answer the following question for the tables "
             f"provided above.\n-- Question: {question}\nAnswer with the SQLite query only.")
 
 
-def run_direct(model: Model, path: Path, question: str, seconds: float) -> dict[str, Any]:
-    req = Request(prompt=direct_prompt(create_statements(path), question), constraint=Text(),
-                  max_tokens=256)
-    resp = model.generate([req])[0]
+def fewshot_prompt(pool: list[Example], model: Model, path: Path, question: str) -> str:
+    """The Parser's own first prompt with the plain-SQL guide: same schema text, sample
+    rows, bridge hints and retrieved examples."""
+    bsql = BlendSQL(str(path), model=model, cache=False)
+    try:
+        return Parser(model, examples=pool).first_prompt(question, bsql.db.conn, IngredientRegistry())
+    finally:
+        bsql.close()
+
+
+def run_once(model: Model, prompt: str, path: Path, seconds: float) -> dict[str, Any]:
+    """One greedy completion of ``prompt``, cleaned and run as written."""
+    resp = model.generate([Request(prompt=prompt, constraint=Text(), max_tokens=256)])[0]
     sql = clean_program(resp.text)
     rows, err = run_sql(path, sql, seconds)
     return {"pred": sql, "rows": rows, "error": err, "prompt_tokens": resp.usage.prompt_tokens,
@@ -218,9 +219,20 @@ def make_parser(mode: str, model: Model, pool: list[Example]) -> Parser:
         return Parser(model, decoding="grammar", examples=pool)
     if mode == "permissive":
         return Parser(model, decoding="permissive", examples=pool)
-    if mode == "zeroshot":
+    if mode == "parser_no_examples":
         return Parser(model, examples=[], n_examples=0)
+    if mode == "parser_no_retry":
+        return Parser(model, examples=pool, max_retries=0, plain_fallback=False, repair=False)
     return Parser(model, examples=pool)
+
+
+def run_mode(mode: str, model: Model, pool: list[Example], path: Path, question: str,
+             seconds: float) -> dict[str, Any]:
+    if mode == "direct":
+        return run_once(model, direct_prompt(create_statements(path), question), path, seconds)
+    if mode == "direct_fewshot":
+        return run_once(model, fewshot_prompt(pool, model, path, question), path, seconds)
+    return run_parser(make_parser(mode, model, pool), model, path, question, seconds)
 
 
 # ---------------------------------------------------------------- the example pool
@@ -265,78 +277,12 @@ def build_pool(data: Path, out: Path, seconds: float) -> int:
     return len(examples)
 
 
-# ---------------------------------------------------------------- combining runs
-
-
-def match_any_column_order(data: Path, row: dict[str, Any], mode: str, seconds: float) -> bool:
-    """The stored prediction re-run and compared allowing any column order (plain SQL only)."""
-    pred = row[mode].get("pred")
-    if row[mode].get("match"):
-        return True
-    if not pred or "{{" in pred or "<<" in pred:
-        return False
-    path = db_path(data, row["db"])
-    gold, _ = run_sql(path, row["gold"], seconds * 3)
-    got, err = run_sql(path, pred, seconds)
-    if gold is None or got is None or err:
-        return False
-    width = len(gold[0]) if gold else 0
-    if not gold or not got or len(got[0]) != width or width > 5:
-        return False
-    ordered = has_top_order_by(row["gold"])
-    return any(same_result([tuple(r[i] for i in perm) for r in got], gold, ordered)
-               for perm in itertools.permutations(range(width)))
-
-
-def combine(parts: list[Path], out: Path) -> dict[str, Any]:
-    """One summary from runs of single modes (run as parallel processes): every
-    mode scored on the questions all runs finished, plus each run's own summary."""
-    rows: dict[int, dict[str, Any]] = {}
-    meta: dict[str, Any] = {}
-    modes: list[str] = []
-    for part in parts:
-        summary = json.loads(part.with_suffix(".json").read_text())
-        meta.setdefault("runs", []).append({k: summary[k] for k in ("command", "n", "date",
-                                                                    "run_seconds_this_session")})
-        for key in ("benchmark", "split", "pick", "seed", "model", "machine", "metric", "data",
-                    "allow_twins", "query_seconds"):
-            meta.setdefault(key, summary.get(key))
-        modes += [m for m in summary["modes"] if m not in modes]
-        for line in part.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                rows.setdefault(r["id"], {}).update(r)
-    common = [r for r in rows.values() if all(m in r for m in modes)]
-    data = Path(meta.get("data_dir") or DATA)
-    any_order = {m: sum(match_any_column_order(data, r, m, meta.get("query_seconds") or 10.0)
-                        for r in common) for m in modes}
-    combined = {**meta, "n": len(common), "modes_on_common_questions": summarize(common, modes),
-                "correct_any_column_order": any_order,
-                "note_any_column_order": "secondary metric, recomputed from the stored SQL: as "
-                                         "above but columns may come in any order (as Spider's "
-                                         "official test-suite evaluation allows)",
-                "ids": sorted(r["id"] for r in common),
-                "command": "python benchmarks/spider.py --combine " + " ".join(map(str, parts))}
-    out.write_text(json.dumps(combined, indent=2) + "\n")
-    return combined
-
-
-# ---------------------------------------------------------------- run
-
-
-def machine() -> str:
-    return f"{platform.node()} {platform.machine()} {platform.system()} python {platform.python_version()}"
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+# ---------------------------------------------------------------- summaries
 
 
 def summarize(rows: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
+    """Per mode: accuracy with its 95% interval and costs; each mode paired against
+    ``parser`` on the questions both ran."""
     out: dict[str, Any] = {}
     for m in modes:
         rs = [r[m] for r in rows if m in r]
@@ -344,9 +290,7 @@ def summarize(rows: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
         if not n:
             continue
         out[m] = {
-            "n": n,
-            "correct": sum(r["match"] for r in rs),
-            "exec_acc": round(sum(r["match"] for r in rs) / n, 4),
+            **protocol.accuracy([r["match"] for r in rs]),
             "executed": round(sum(r["error"] is None for r in rs) / n, 4),
             "seconds_per_question": round(sum(r["seconds"] for r in rs) / n, 2),
             "prompt_tokens_per_question": round(sum(r["prompt_tokens"] for r in rs) / n, 1),
@@ -355,36 +299,87 @@ def summarize(rows: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
             "with_name_repair": sum(bool(r.get("repairs")) for r in rs),
             "with_ingredient": sum("{{" in (r["pred"] or "") or "<<" in (r["pred"] or "") for r in rs),
         }
+        if m != "parser":
+            both = [r for r in rows if m in r and "parser" in r]
+            if both:
+                out[m]["parser_vs_this"] = protocol.paired([r["parser"]["match"] for r in both],
+                                                           [r[m]["match"] for r in both])
     return out
+
+
+def summary_of(rows: list[dict[str, Any]], modes: list[str], header: dict[str, Any],
+               split: str) -> dict[str, Any]:
+    return {
+        "benchmark": f"Spider dev, {'dev ids (tuning)' if split == 'dev' else 'report split (not in dev_ids.txt)'}",
+        **header, "split": split, "n": len(rows),
+        "databases": protocol.database_counts(r["db"] for r in rows),
+        "ids": sorted(r["id"] for r in rows),
+        "metric": "execution accuracy: result multisets equal (lists when gold has a top-level "
+                  "ORDER BY); numbers rounded to 4 places; column order kept",
+        "data": "Spider (Yu et al. 2018, CC BY-SA 4.0; SQLite files from cloudera/spiderman)",
+        "modes": summarize(rows, modes),
+    }
+
+
+def read_rows(path: Path) -> dict[int, dict[str, Any]]:
+    rows: dict[int, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                rows.setdefault(r["id"], {}).update(r)
+    return rows
+
+
+def combine(parts: list[Path], out: Path) -> dict[str, Any]:
+    """One summary from shards: every mode on the questions the shards ran."""
+    rows: dict[int, dict[str, Any]] = {}
+    headers = []
+    for part in parts:
+        rows.update(read_rows(part))
+        headers.append(json.loads(part.with_suffix(".json").read_text()))
+    modes = [m for m in MODES if any(m in r for r in rows.values())]
+    header = {k: headers[0].get(k) for k in ("model", "machine", "seed", "requested_n", "query_seconds")}
+    header["runs"] = [{k: h.get(k) for k in ("command", "commit", "clean_tree", "date", "n")} for h in headers]
+    header["command"] = "python benchmarks/spider.py --combine " + " ".join(
+        str(p.relative_to(protocol.ROOT)) if p.resolve().is_relative_to(protocol.ROOT) else str(p)
+        for p in parts)
+    combined = summary_of(list(rows.values()), modes, header, headers[0].get("split", "report"))
+    out.write_text(json.dumps(combined, indent=2) + "\n")
+    return combined
+
+
+# ---------------------------------------------------------------- run
+
+
+def shard_of(items: list[Any], shard: str | None) -> list[Any]:
+    if not shard:
+        return items
+    k, n = (int(x) for x in shard.split("/"))
+    if not 1 <= k <= n:
+        raise SystemExit(f"--shard {shard}: want k/K with 1 <= k <= K")
+    return items[k - 1::n]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
-    ap.add_argument("--model", help="GGUF path (the evaluation model); required unless --build-pool")
+    ap.add_argument("--model", help=f"GGUF path (default ${protocol.MODEL_ENV})")
     ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--offset", type=int, default=0,
-                    help="with --pick first: skip this many ids of the split first (run disjoint "
-                         "slices in parallel processes, then --combine them)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--pick", choices=["first", "sample"], default="first",
-                    help="first n ids of the split (few databases: the schema prefix is reused), "
-                         "or a seeded sample")
+    ap.add_argument("--shard", help="k/K: run every K-th question of the set, from the k-th")
     ap.add_argument("--split", choices=["report", "dev"], default="report")
-    ap.add_argument("--modes", default="direct,parser")
+    ap.add_argument("--modes", default="parser,direct_fewshot,direct")
     ap.add_argument("--n-ctx", type=int, default=4096)
     ap.add_argument("--threads", type=int, default=1,
                     help="llama.cpp threads (1: on a shared machine more threads spin and slow down)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per model request")
     ap.add_argument("--query-seconds", type=float, default=10.0)
-    ap.add_argument("--allow-twins", action="store_true",
-                    help="keep pool examples whose gold SQL equals the question's (leaks the answer)")
     ap.add_argument("--out", type=Path, help="JSONL (default results/spider[_dev].jsonl)")
     ap.add_argument("--build-pool", type=Path, metavar="JSON",
                     help="write the few-shot pool from the dev ids to JSON and exit")
     ap.add_argument("--combine", type=Path, nargs="+", metavar="JSONL",
-                    help="merge single-mode runs (scored on the questions all finished) into --out "
-                         "(default results/spider.json) and exit")
+                    help="merge shards into --out (default results/spider.json) and exit")
     args = ap.parse_args(argv)
     if args.combine:
         print(json.dumps(combine(args.combine, args.out or RESULTS / "spider.json"), indent=2))
@@ -398,41 +393,25 @@ def main(argv: list[str] | None = None) -> int:
     bad = [m for m in modes if m not in MODES]
     if bad:
         ap.error(f"unknown modes {bad}; choose from {MODES}")
+    model_file = protocol.model_arg(args.model)
+    if not model_file:
+        ap.error(f"--model (or ${protocol.MODEL_ENV}) is required")
     out = args.out or RESULTS / f"spider{'_dev' if args.split == 'dev' else ''}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not args.model:
-        ap.error("--model is required")
-    model_path = Path(args.model).expanduser()
+    model_path = Path(model_file).expanduser()
     models = {m: LlamaCpp(model_path, n_ctx=args.n_ctx, n_threads=args.threads,
                            timeout=args.timeout) for m in modes}
-    pool = load_examples()
-    items = load_split(args.data, args.split, args.n, args.seed, args.pick, args.offset)
-    done: dict[int, dict[str, Any]] = {}
-    if out.exists():
-        for line in out.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                done[r["id"]] = r
-    command = "python benchmarks/spider.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    started = time.perf_counter()
-    sha = file_sha256(model_path)
+    pool = load_examples("spider")
+    oracle = protocol.ResultOracle(args.query_seconds)
+    items = shard_of(load_split(args.data, args.split, args.n, args.seed), args.shard)
+    items.sort(key=lambda t: (t[1]["db_id"], t[0]))  # one database at a time: its prompt prefix is reused
+    done = read_rows(out)
+    header = {**protocol.run_record("spider.py", argv, model_path), "seed": args.seed,
+              "requested_n": args.n, "shard": args.shard, "query_seconds": args.query_seconds}
 
     def write_summary() -> dict[str, Any]:
         rows = [done[i] for i, _ in items if i in done]
-        summary = {
-            "benchmark": f"Spider dev, {'dev ids (tuning)' if args.split == 'dev' else 'report split (not in dev_ids.txt)'}",
-            "split": args.split, "n": len(rows), "requested_n": args.n, "offset": args.offset, "pick": args.pick,
-            "seed": args.seed if args.pick == "sample" else None,
-            "model": {"file": model_path.name, "sha256": sha}, "command": command,
-            "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "run_seconds_this_session": round(time.perf_counter() - started, 1),
-            "allow_twins": args.allow_twins, "query_seconds": args.query_seconds,
-            "metric": "execution accuracy: result multisets equal (lists when gold has a top-level "
-                      "ORDER BY); numbers rounded to 4 places; column order kept",
-            "data": "../shared/data/spider (Spider, Yu et al. 2018, CC BY-SA 4.0; SQLite files from "
-                    "cloudera/spiderman)",
-            "modes": summarize(rows, modes),
-        }
+        summary = summary_of(rows, modes, header, args.split)
         out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary
 
@@ -446,16 +425,12 @@ def main(argv: list[str] | None = None) -> int:
             gold, g_err = run_sql(path, q["query"], args.query_seconds * 3)
             row["gold_error"] = g_err
             ordered = has_top_order_by(q["query"])
-            gold_key = norm_sql(q["query"])
-            qpool = pool if args.allow_twins else [e for e in pool if norm_sql(e.program) != gold_key]
+            qpool = question_pool(pool, q, path, oracle)
+            row["pool_size"] = len(qpool)
             for m in todo:
                 t0 = time.perf_counter()
                 try:
-                    if m == "direct":
-                        r = run_direct(models[m], path, q["question"], args.query_seconds)
-                    else:
-                        r = run_parser(make_parser(m, models[m], qpool), models[m], path, q["question"],
-                                       args.query_seconds)
+                    r = run_mode(m, models[m], qpool, path, q["question"], args.query_seconds)
                 except Exception as e:  # noqa: BLE001 - a crash is a wrong answer, recorded
                     r = {"pred": None, "rows": None, "error": f"{type(e).__name__}: {e}"[:400],
                          "prompt_tokens": 0, "completion_tokens": 0}

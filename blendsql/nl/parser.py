@@ -88,11 +88,17 @@ RETRY_TEMPERATURE = 0.7
 
 @dataclass(frozen=True)
 class Example:
-    """An annotated few-shot example: the schema it was written for, question, program."""
+    """An annotated few-shot example: the schema it was written for, question, program.
+
+    ``db`` names the database the example was written on and ``id`` the example
+    itself, so an evaluation can keep an item's own database out of its prompt.
+    """
 
     question: str
     program: str
     schema: str = ""
+    db: str = ""
+    id: str = ""
 
 
 @dataclass
@@ -101,6 +107,17 @@ class Turn:
 
     utterance: str
     program: str | None = None
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    """The parts of a parser prompt that depend on the question and the database."""
+
+    tables: list[TableInfo]
+    schema: str
+    hints: str
+    examples: list[Example]
+    guide: str
 
 
 @dataclass
@@ -129,7 +146,8 @@ def load_examples(name: str | Sequence[str] = ("hybridqa", "spider")) -> list[Ex
         path = resources.files("blendsql.nl").joinpath("examples").joinpath(f"{n}.json")
         raw = json.loads(path.read_text(encoding="utf-8"))
         items = raw["examples"] if isinstance(raw, dict) else raw
-        out += [Example(r["question"], r["program"], r.get("schema", "")) for r in items]
+        out += [Example(r["question"], r["program"], r.get("schema", ""), str(r.get("db", "")),
+                        str(r.get("id", ""))) for r in items]
     return out
 
 
@@ -158,6 +176,7 @@ class Parser:
         sketch_context_chars: int = 2400,
         sketch_retries: int = 1,
         sketch_abstain: bool = False,
+        repair: bool = True,
     ) -> None:
         """``constrained`` is the older switch: True means ``decoding="grammar"``.
         ``plain_fallback``: one last attempt without examples when none validated.
@@ -167,7 +186,9 @@ class Parser:
         is built from a sketch (:mod:`blendsql.nl.sketch`); a selection of no row or
         more than ``sketch_max_rows`` gives way to full-text search of the passages;
         ``sketch_abstain``: the reader replies "unknown" when the rows and passages do
-        not give the answer (so ``ask`` falls back to end-to-end QA)."""
+        not give the answer (so ``ask`` falls back to end-to-end QA).
+        ``repair``: a wrong table or column name is first repaired against the real
+        schema without a model call (off: the error goes to the retry prompt)."""
         self.model = model_arg(model)
         self.examples = list(examples) if examples is not None else load_examples()
         self.index = ExampleIndex(self.examples)
@@ -193,6 +214,9 @@ class Parser:
         self.sketch_context_chars = count_arg(sketch_context_chars, "sketch_context_chars", minimum=1)
         self.sketch_retries = count_arg(sketch_retries, "sketch_retries")
         self.sketch_abstain = sketch_abstain
+        if not isinstance(repair, bool):
+            raise OptionError(f"repair must be True or False, not {repair!r}", option="repair")
+        self.repair = repair
 
     @property
     def constrained(self) -> bool:
@@ -279,27 +303,45 @@ class Parser:
             layout = passage_layout(conn)
             if layout is not None:
                 return self.parse_sketch(question, conn, layout, registry)
+        ctx = self.context(question, conn, registry, feedback)
+        constraint = self.constraint(ctx.tables, registry)
+
+        def run(shown: list[Example], tries: int, result: ParseResult) -> ParseResult:
+            return generate_program(
+                self.model,
+                lambda retry: self.prompt(question, ctx.schema, ctx.hints, history, retry, examples=shown,
+                                          guide=ctx.guide, tables=ctx.tables, feedback=feedback),
+                constraint, conn, registry, result, tries=tries, max_tokens=self.max_tokens,
+                check_empty=self.check_empty, query_seconds=self.query_seconds,
+                check_values=self.check_values, repair=self.repair,
+            )
+
+        result = run(ctx.examples, self.max_retries + 1, ParseResult(None))
+        if result.program is None and ctx.examples and self.plain_fallback:
+            result = run([], 1, result)
+        return result
+
+    def context(self, question: str, conn: sqlite3.Connection, registry: IngredientRegistry,
+                feedback: tuple[str, str] | None = None) -> PromptContext:
+        """What the first prompt for ``question`` shows: tables, schema text, bridge
+        hints, the retrieved examples and the guide."""
         tables = self.relevant_tables(question if feedback is None else f"{question} {feedback[1]}", conn)
         schema = serialize_schema(conn, n_rows=self.n_rows, tables=[t.name for t in tables])
         hints = format_hints(bridge_hints(conn, question))
         examples = self.select_examples(question, tables)
         guide = INGREDIENT_GUIDE if registry.names() else PLAIN_GUIDE
-        constraint = self.constraint(tables, registry)
+        return PromptContext(tables, schema, hints, examples, guide)
 
-        def run(shown: list[Example], tries: int, result: ParseResult) -> ParseResult:
-            return generate_program(
-                self.model,
-                lambda retry: self.prompt(question, schema, hints, history, retry, examples=shown,
-                                          guide=guide, tables=tables, feedback=feedback),
-                constraint, conn, registry, result, tries=tries, max_tokens=self.max_tokens,
-                check_empty=self.check_empty, query_seconds=self.query_seconds,
-                check_values=self.check_values,
-            )
-
-        result = run(examples, self.max_retries + 1, ParseResult(None))
-        if result.program is None and examples and self.plain_fallback:
-            result = run([], 1, result)
-        return result
+    @reads_database("reading the database to write the prompt")
+    def first_prompt(self, question: str, conn: sqlite3.Connection, registry: IngredientRegistry,
+                     history: Sequence[Turn] = (), *,
+                     feedback: tuple[str, str] | None = None) -> str:
+        """The prompt of the first attempt at ``question``, exactly as :meth:`parse`
+        sends it (no model call): for inspecting or checking what the model sees."""
+        text_arg(question, "question")
+        ctx = self.context(question, conn, registry, feedback)
+        return self.prompt(question, ctx.schema, ctx.hints, history, examples=ctx.examples,
+                           guide=ctx.guide, tables=ctx.tables, feedback=feedback)
 
     def _sketch_rows(self, sql: str, conn: sqlite3.Connection, layout: PassageLayout,
                      registry: IngredientRegistry | None) -> tuple[str, str, int]:
