@@ -12,35 +12,41 @@ execution variant):
   interaction-level  every turn of the interaction is right
 
 Gold SQL is tokenised in the release: ``> =`` / ``< =`` / ``! =`` are joined
-back before running. Both sides run on the same Spider SQLite file
-(../shared/data/spider/database/<db>/<db>.sqlite). Interactions whose index is
-in ``dev_ids.txt`` are for few-shot selection / tuning only; the default split
-``report`` is everything else.
+back before running. Both sides run on the same Spider SQLite file. Report
+set (``benchmarks/protocol.py``): interactions not in ``dev_ids.txt``, dealt
+round-robin over their databases (seeded) until they hold ``--questions``
+questions; their ids are in the summary.
+
+Few-shot pool, per interaction (``protocol.leak_free``): SParC and CoSQL are
+written on Spider dev questions and databases, so the shipped Spider pool is
+filtered: no example on the interaction's database, and none whose question,
+SQL (normalised: case, spaces, aliases) or result equals one of its turns'.
 
 The parser's ingredient registry is empty (plain SQL): these are Spider
 questions, and a spurious ingredient over a big column would cost a model
 call per row.
 
-Two systems, side by side on the same turns (``--modes``):
+Modes, side by side on the same turns (``--modes``):
 
-  parser   ``blendsql.nl.Conversation`` with the Spider few-shot pool shipped in
-           ``blendsql/nl/examples/spider.json`` (Spider dev_ids questions),
-           retrieved per turn by BM25, minus every example written for the
-           interaction's own database (SParC / CoSQL turns are rewrites of
-           Spider questions on the same databases: cross-database few-shot
-           keeps a rewritten gold query out of the prompt)
-  direct   the same model prompted directly, as in ``benchmarks/spider.py``'s
-           direct mode, plus the dialogue so far: earlier questions with the
-           queries it wrote for them, then the current question
+  parser             ``blendsql.nl.Conversation`` with the filtered pool
+  direct             the same model, zero-shot: CREATE statements, the dialogue so
+                     far (earlier questions and its own queries), the question
+  direct_fewshot     the same model given the Parser's own first prompt (schema
+                     text with sample rows, bridge hints, the same retrieved
+                     examples, the same dialogue history), one attempt, run as written
+  parser_no_examples the Conversation with a Parser without examples
+  parser_no_retry    the Conversation with a Parser of one attempt (no retry, no
+                     name repair)
 
-``--acts`` also runs the model's dialogue-act choice on each turn (all turns
-of these sets are SQL turns, so a non-SQL act is simply an error); by default
-acts are off and every turn is parsed.
+Every mode's question accuracy has a 95% Wilson interval and is paired with
+``parser`` on the same questions (bootstrap interval, McNemar's exact p).
+``--acts`` also runs the model's dialogue-act choice on each turn.
 
-    python benchmarks/conversation.py --dataset sparc --limit 20
-    python benchmarks/conversation.py --dataset sparc --questions 100 --modes direct --model m.gguf
-    python benchmarks/conversation.py --dataset cosql --limit 20 --model path/to/model.gguf
-    python benchmarks/conversation.py --dataset sparc --base-url http://127.0.0.1:8080/v1 --model-name m
+    export BLENDSQL_EVAL_MODEL=$(../shared/tools/get_eval_model.sh)
+    python benchmarks/conversation.py --dataset sparc --questions 150 --threads 1 \
+        --modes parser,direct_fewshot,direct --out benchmarks/results/sparc.jsonl
+    python benchmarks/conversation.py --dataset cosql --questions 150 --threads 1 \
+        --modes parser,direct_fewshot,direct --out benchmarks/results/cosql.jsonl
 """
 
 from __future__ import annotations
@@ -48,7 +54,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import re
 import sqlite3
 import subprocess
 import sys
@@ -65,13 +70,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spider import create_statements  # noqa: E402 - sibling script: the direct prompt's schema
 
 import blendsql  # noqa: E402
+from benchmarks import protocol  # noqa: E402
 from blendsql import BlendSQL  # noqa: E402
-from blendsql.models.base import Model, Request
+from blendsql.ingredients.base import IngredientRegistry  # noqa: E402
+from blendsql.models.base import Model, Request  # noqa: E402
 from blendsql.models.constraints import Text  # noqa: E402
 from blendsql.nl import Conversation, Parser  # noqa: E402
 from blendsql.nl.parser import Example, clean_program, load_examples  # noqa: E402
+from blendsql.nl.parser import Turn as ParserTurn  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+DATA = protocol.data_dir()
+MODES = ("parser", "direct", "direct_fewshot", "parser_no_examples", "parser_no_retry")
 RESULTS = Path(__file__).resolve().parent / "results"
 QUERY_SECONDS = 20.0
 
@@ -80,8 +89,7 @@ QUERY_SECONDS = 20.0
 
 def fix_gold(sql: str) -> str:
     """Join the release's tokenised operators back (``> =`` -> ``>=``) and drop a final ';'."""
-    sql = re.sub(r"([<>!])\s+=", r"\1=", sql)
-    return sql.strip().rstrip(";").strip()
+    return protocol.fix_tokenised(sql)
 
 
 def make_model(args: argparse.Namespace) -> tuple[Model, str]:
@@ -201,30 +209,29 @@ def machine() -> str:
 # ---------------------------------------------------------------- this benchmark
 
 
-def load_interactions(data: Path, dataset: str, split: str, limit: int) -> list[tuple[int, dict[str, Any]]]:
+def load_interactions(data: Path, dataset: str, split: str, questions: int | None,
+                      seed: int = 0) -> list[tuple[int, dict[str, Any]]]:
+    """Interactions of the split dealt round-robin over their databases (seeded) until they
+    hold at least ``questions`` questions (all when None)."""
     raw = json.loads((data / dataset / "dev.json").read_text())
     dev = {int(x) for x in (data / dataset / "dev_ids.txt").read_text().split()}
     picked = [(i, it) for i, it in enumerate(raw) if (i in dev) == (split == "dev")]
-    return picked[:limit]
+    if questions is None:
+        return protocol.spread(picked, lambda p: p[1]["database_id"], None, seed)
+    return protocol.spread_groups(picked, lambda p: p[1]["database_id"],
+                                  lambda p: len(p[1]["interaction"]), questions, seed)
 
 
-def table_names(path: Path) -> set[str]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return {str(r[0]).lower() for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
-    finally:
-        conn.close()
+def interaction_target(it: dict[str, Any], path: Path) -> protocol.Target:
+    """What no prompt of this interaction may hold: its database, questions and gold SQL."""
+    return protocol.Target(it["database_id"], tuple(t["utterance"] for t in it["interaction"]),
+                           tuple(fix_gold(t["query"]) for t in it["interaction"]), path)
 
 
-_CREATE_NAME = re.compile(r'CREATE TABLE\s+"?([^\s"(]+)"?', re.IGNORECASE)
-
-
-def cross_database_pool(pool: list[Example], path: Path) -> list[Example]:
-    """The pool without the examples written for this database (their tables are all its own)."""
-    own = table_names(path)
-    return [e for e in pool
-            if not (names := {n.lower() for n in _CREATE_NAME.findall(e.schema)}) or not names <= own]
+def interaction_pool(pool: list[Example], it: dict[str, Any], path: Path,
+                     oracle: protocol.ResultOracle) -> list[Example]:
+    """The Spider pool without the interaction's database, questions, SQL or results."""
+    return protocol.leak_free(pool, interaction_target(it, path), oracle)
 
 
 def direct_prompt(schema: str, history: list[tuple[str, str]], question: str) -> str:
@@ -241,34 +248,57 @@ def run_sql(path: Path, sql: str) -> tuple[Counter[tuple[Any, ...]] | None, str 
     return gold_rows(path, sql)
 
 
-def direct_turns(it: dict[str, Any], path: Path, model: Model) -> list[dict[str, Any]]:
-    """The direct twin, turn by turn: its own earlier queries form the history."""
-    schema, history, out = create_statements(path), [], []
-    for t in it["interaction"]:
-        gold = fix_gold(t["query"])
-        g_rows, g_err = gold_rows(path, gold)
-        t0 = time.perf_counter()
-        req = Request(prompt=direct_prompt(schema, history, t["utterance"]), constraint=Text(),
-                      max_tokens=256)
-        resp = model.generate([req])[0]
-        sql = clean_program(resp.text)
-        rows, err = run_sql(path, sql) if sql.strip() else (None, "no query")
-        history.append((t["utterance"], sql))
-        out.append({"utterance": t["utterance"], "gold": gold, "gold_error": g_err, "act": "sql",
-                    "pred": sql or None, "error": err,
-                    "match": bool(g_rows is not None and rows is not None and rows == g_rows),
-                    "prompt_tokens": resp.usage.prompt_tokens,
-                    "seconds": round(time.perf_counter() - t0, 2)})
+def direct_turns(it: dict[str, Any], path: Path, model: Model, pool: list[Example] | None = None,
+                 history_turns: int = 3) -> list[dict[str, Any]]:
+    """A twin without the engine, turn by turn (its own earlier queries form the history):
+    zero-shot with CREATE statements (``pool`` None), or the Parser's own first prompt
+    with the plain-SQL guide and the same examples (``pool`` given); one attempt each."""
+    schema = create_statements(path) if pool is None else ""
+    parser = None if pool is None else Parser(model, examples=pool)
+    history: list[tuple[str, str]] = []
+    out = []
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True) if parser is not None else None
+    try:
+        for t in it["interaction"]:
+            gold = fix_gold(t["query"])
+            g_rows, g_err = gold_rows(path, gold)
+            t0 = time.perf_counter()
+            if parser is None or conn is None:
+                prompt = direct_prompt(schema, history, t["utterance"])
+            else:
+                kept = history[-history_turns:] if history_turns else []
+                prompt = parser.first_prompt(t["utterance"], conn, IngredientRegistry(),
+                                             [ParserTurn(q, sql or None) for q, sql in kept])
+            resp = model.generate([Request(prompt=prompt, constraint=Text(), max_tokens=256)])[0]
+            sql = clean_program(resp.text)
+            rows, err = run_sql(path, sql) if sql.strip() else (None, "no query")
+            history.append((t["utterance"], sql))
+            out.append({"utterance": t["utterance"], "gold": gold, "gold_error": g_err, "act": "sql",
+                        "pred": sql or None, "error": err,
+                        "match": bool(g_rows is not None and rows is not None and rows == g_rows),
+                        "prompt_tokens": resp.usage.prompt_tokens,
+                        "seconds": round(time.perf_counter() - t0, 2)})
+    finally:
+        if conn is not None:
+            conn.close()
     return out
 
 
+def make_parser(mode: str, model: Model, pool: list[Example], retries: int) -> Parser:
+    """The Parser of a mode: the system, or one of its ablations."""
+    if mode == "parser_no_examples":
+        return Parser(model, examples=[], n_examples=0, max_retries=retries)
+    if mode == "parser_no_retry":
+        return Parser(model, examples=pool, max_retries=0, plain_fallback=False, repair=False)
+    return Parser(model, examples=pool, max_retries=retries)
+
+
 def parser_turns(it: dict[str, Any], path: Path, model: Model, acts: bool, retries: int,
-                 pool: list[Example]) -> list[dict[str, Any]]:
+                 pool: list[Example], mode: str = "parser") -> list[dict[str, Any]]:
     """``Conversation`` turn by turn; its own earlier programs form the history."""
     bsql = BlendSQL(str(path), model=model, cache=False)
     plain_sql_only(bsql)
-    parser = Parser(model, examples=cross_database_pool(pool, path), max_retries=retries)
-    conv = Conversation(bsql, parser, classify_acts=acts)
+    conv = Conversation(bsql, make_parser(mode, model, pool, retries), classify_acts=acts)
     turns = []
     try:
         for t in it["interaction"]:
@@ -293,21 +323,58 @@ def parser_turns(it: dict[str, Any], path: Path, model: Model, acts: bool, retri
 
 def run_interaction(idx: int, it: dict[str, Any], data: Path, model: Model, acts: bool,
                     retries: int = 1, modes: tuple[str, ...] = ("parser",),
-                    pool: list[Example] | None = None) -> dict[str, Any]:
-    """One interaction under each mode; ``turns`` is the first mode's (older result files)."""
+                    pool: list[Example] | None = None,
+                    oracle: protocol.ResultOracle | None = None,
+                    models: dict[str, Model] | None = None) -> dict[str, Any]:
+    """One interaction under each mode (each with its own model instance when ``models``
+    is given); ``turns`` is the first mode's."""
     path = db_path(data, it["database_id"])
+    full = pool if pool is not None else load_examples("spider")
+    mine = interaction_pool(full, it, path, oracle or protocol.ResultOracle())
     by_mode: dict[str, list[dict[str, Any]]] = {}
     for mode in modes:
+        m = (models or {}).get(mode, model)
         if mode == "direct":
-            by_mode[mode] = direct_turns(it, path, model)
+            by_mode[mode] = direct_turns(it, path, m)
+        elif mode == "direct_fewshot":
+            by_mode[mode] = direct_turns(it, path, m, mine)
         else:
-            by_mode[mode] = parser_turns(it, path, model, acts, retries,
-                                         pool if pool is not None else load_examples("spider"))
+            by_mode[mode] = parser_turns(it, path, m, acts, retries, mine, mode)
     first = by_mode[modes[0]]
-    return {"id": idx, "db": it["database_id"], "turns": first,
+    return {"id": idx, "db": it["database_id"], "pool_size": len(mine), "turns": first,
             "interaction_match": all(t["match"] for t in first),
             "modes": {m: {"turns": ts, "interaction_match": all(t["match"] for t in ts)}
                       for m, ts in by_mode.items()}}
+
+
+def leak_checks(data: Path, dataset: str, questions: int = 150, seed: int = 0) -> list[protocol.PromptCheck]:
+    """Each report turn's real first parser prompt (no model call), the examples shown and
+    its interaction's target: what ``tests/benchmarks/test_leaks.py`` checks. The history
+    holds the utterances only (earlier predicted programs are the model's own output)."""
+    from blendsql.models import FunctionModel
+
+    pool = load_examples("spider")
+    oracle = protocol.ResultOracle()
+    model = FunctionModel(lambda *a, **k: "")
+    checks = []
+    for idx, it in load_interactions(data, dataset, "report", questions, seed):
+        path = db_path(data, it["database_id"])
+        target = interaction_target(it, path)
+        parser = Parser(model, examples=interaction_pool(pool, it, path, oracle))
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            earlier: list[ParserTurn] = []
+            for k, t in enumerate(it["interaction"]):
+                u = t["utterance"]
+                ctx = parser.context(u, conn, IngredientRegistry())
+                prompt = parser.prompt(u, ctx.schema, ctx.hints, earlier[-3:], examples=ctx.examples,
+                                       guide=ctx.guide, tables=ctx.tables)
+                checks.append(protocol.PromptCheck(dataset, f"{idx}.{k}", prompt, ctx.examples, target,
+                                                   given=target.questions))
+                earlier.append(ParserTurn(u, None))
+        finally:
+            conn.close()
+    return checks
 
 
 def summarize_turns(rows: list[list[dict[str, Any]]]) -> dict[str, Any]:
@@ -333,26 +400,23 @@ def summarize_turns(rows: list[list[dict[str, Any]]]) -> dict[str, Any]:
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The first mode's scores at top level (as before), and every mode's under ``modes``."""
+    """The first mode's scores at top level, every mode's under ``modes`` with its 95%
+    interval, each paired with ``parser`` on the questions both ran."""
     out = summarize_turns([r["turns"] for r in rows])
-    modes = sorted({m for r in rows for m in r.get("modes", {})})
-    if modes:
-        out["modes"] = {m: summarize_turns([r["modes"][m]["turns"] for r in rows
-                                            if m in r.get("modes", {})]) for m in modes}
-    return out
-
-
-def pick_by_questions(items: list[tuple[int, dict[str, Any]]], questions: int | None
-                      ) -> list[tuple[int, dict[str, Any]]]:
-    """The first interactions whose turns add up to at least ``questions`` (all when None)."""
-    if questions is None:
-        return items
-    out, total = [], 0
-    for idx, it in items:
-        if total >= questions:
-            break
-        out.append((idx, it))
-        total += len(it["interaction"])
+    modes = [m for m in MODES if any(m in r.get("modes", {}) for r in rows)]
+    both = [r for r in rows if set(modes) <= set(r.get("modes", {}))]
+    out["modes"] = {}
+    for m in modes:
+        turns = [t for r in rows if m in r.get("modes", {}) for t in r["modes"][m]["turns"]]
+        entry = {**summarize_turns([r["modes"][m]["turns"] for r in rows if m in r.get("modes", {})]),
+                 "question_accuracy": protocol.accuracy([t["match"] for t in turns])}
+        if m != "parser" and "parser" in modes:
+            entry["parser_vs_this"] = protocol.paired(
+                [t["match"] for r in both for t in r["modes"]["parser"]["turns"]],
+                [t["match"] for r in both for t in r["modes"][m]["turns"]])
+        out["modes"][m] = entry
+    out["databases"] = protocol.database_counts(r["db"] for r in rows)
+    out["ids"] = sorted(r["id"] for r in rows)
     return out
 
 
@@ -360,10 +424,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", choices=["sparc", "cosql"], default="sparc")
     ap.add_argument("--data", type=Path, default=DATA)
-    ap.add_argument("--limit", type=int, default=20, help="interactions")
-    ap.add_argument("--questions", type=int, default=None,
-                    help="instead of --limit: the first interactions holding at least this many questions")
-    ap.add_argument("--modes", default="parser", help="comma-separated: parser, direct")
+    ap.add_argument("--questions", type=int, default=150,
+                    help="interactions dealt round-robin over databases until they hold this many questions")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shard", help="k/K: run every K-th interaction of the set, from the k-th")
+    ap.add_argument("--modes", default="parser", help=f"comma-separated, of {', '.join(MODES)}")
     ap.add_argument("--split", choices=["report", "dev"], default="report")
     ap.add_argument("--acts", action="store_true", help="also run the model's dialogue-act choice")
     add_model_args(ap)
@@ -374,32 +439,32 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or RESULTS / f"{stem}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
-    if not modes or set(modes) - {"parser", "direct"}:
-        ap.error(f"--modes: choose from parser, direct (got {args.modes!r})")
+    if not modes or set(modes) - set(MODES):
+        ap.error(f"--modes: choose from {', '.join(MODES)} (got {args.modes!r})")
+    args.model = protocol.model_arg(args.model)
     model, model_name = make_model(args)
+    models = {m: model if i == 0 else make_model(args)[0] for i, m in enumerate(modes)}
     # resume only rows that ran every requested mode (older files lack ``modes``)
     done = {k: r for k, r in read_done(out, "id").items() if set(modes) <= set(r.get("modes", {}))}
-    if args.questions is not None:
-        items = pick_by_questions(load_interactions(args.data, args.dataset, args.split, 10**9),
-                                  args.questions)
-    else:
-        items = load_interactions(args.data, args.dataset, args.split, args.limit)
-    pool = [] if "parser" not in modes else load_examples("spider")
+    items = load_interactions(args.data, args.dataset, args.split, args.questions, args.seed)
+    if args.shard:
+        k, n = (int(x) for x in args.shard.split("/"))
+        items = items[k - 1::n]
+    items.sort(key=lambda p: (p[1]["database_id"], p[0]))  # one database at a time (prompt prefix reuse)
+    pool = load_examples("spider")
+    oracle = protocol.ResultOracle()
     started = time.perf_counter()
-    command = "python benchmarks/conversation.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    commit = code_commit()
-    print(f"blendsql from {blendsql.__file__}; code {commit}", file=sys.stderr)
+    header = protocol.run_record("conversation.py", argv, args.model, None if args.model else model_name)
+    print(f"blendsql from {blendsql.__file__}; code {header['commit']}", file=sys.stderr)
 
     def write_summary() -> dict[str, Any]:
         """Rewritten after every interaction, so a stopped run still leaves a true summary."""
         rows = [done[i] for i, _ in items if i in done]
         summary = {
             "benchmark": f"{args.dataset} dev ({'dev_ids only' if args.split == 'dev' else 'excluding dev_ids'})",
-            "split": args.split, "model": model_name, "acts": args.acts, "retries": args.retries,
-            "modes": list(modes), "requested_limit": args.limit, "requested_questions": args.questions, "command": command,
-            "code_commit": commit, "package": blendsql.__file__, "machine": machine(),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "run_seconds_this_session": round(time.perf_counter() - started, 1),
+            **header, "split": args.split, "acts": args.acts, "retries": args.retries,
+            "mode_list": list(modes), "requested_questions": args.questions, "seed": args.seed,
+            "shard": args.shard, "run_seconds_this_session": round(time.perf_counter() - started, 1),
             "metric_notes": "execution match: result multisets equal (numbers rounded to 4 places, "
                             "column order kept); gold operators '> =' etc. joined; history = predicted programs; "
                             "modes compared on the same questions",
@@ -413,7 +478,8 @@ def main(argv: list[str] | None = None) -> int:
         for idx, it in items:
             if idx in done:
                 continue
-            row = run_interaction(idx, it, args.data, model, args.acts, args.retries, modes, pool)
+            row = run_interaction(idx, it, args.data, model, args.acts, args.retries, modes, pool,
+                                  oracle, models)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             done[idx] = row

@@ -364,14 +364,14 @@ def compare_modes(flags: dict[str, Sequence[bool]], against: str) -> dict[str, A
 def _git(*args: str) -> str:
     try:
         return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
-                              timeout=30, check=True).stdout.strip()
+                              timeout=30, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
 
 
 def commit() -> dict[str, Any]:
     """The checkout's commit and whether its tree is clean (results files aside)."""
-    head = _git("rev-parse", "HEAD") or "unknown"
+    head = _git("rev-parse", "HEAD").strip() or "unknown"
     dirty = [line for line in _git("status", "--porcelain").splitlines()
              if line.strip() and "benchmarks/results/" not in line]
     return {"commit": head, "clean_tree": not dirty, "dirty_files": [d[3:] for d in dirty][:20]}

@@ -5,9 +5,9 @@ or ``$BLENDSQL_BENCH_DATA``): dev.json with gold SQL, dev_ids.txt,
 database/<db>/<db>.sqlite. Questions whose index is in ``dev_ids.txt`` are for
 tuning and few-shot examples only; ``--split report`` (the default) scores the
 others. The ``--n`` questions are dealt round-robin over all 20 databases with
-``--seed`` (``protocol.spread``); they run grouped by database, so llama.cpp
-reuses the schema part of the prompt. ``--shard k/K`` runs every K-th of them
-(parallel processes), ``--combine`` merges the shards.
+``--seed`` (``protocol.spread``) and run in that order, so a run stopped early
+still covers every database. ``--shard k/K`` runs every K-th of them (parallel
+processes), ``--combine`` merges the shards.
 
 Few-shot pool, per question (``protocol.leak_free``): the shipped pool of
 dev-id questions minus every example on the question's own database and every
@@ -67,7 +67,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import protocol  # noqa: E402
-
 from blendsql import BlendSQL  # noqa: E402
 from blendsql.ingredients.base import IngredientRegistry  # noqa: E402
 from blendsql.models.base import Model, Request  # noqa: E402
@@ -233,6 +232,31 @@ def run_mode(mode: str, model: Model, pool: list[Example], path: Path, question:
     if mode == "direct_fewshot":
         return run_once(model, fewshot_prompt(pool, model, path, question), path, seconds)
     return run_parser(make_parser(mode, model, pool), model, path, question, seconds)
+
+
+def leak_checks(data: Path, n: int = 200, seed: int = 0) -> list[protocol.PromptCheck]:
+    """Each report question's real first parser prompt (no model call), the examples
+    shown and what must not leak: what ``tests/benchmarks/test_leaks.py`` checks."""
+    from blendsql.models import FunctionModel
+
+    pool = load_examples("spider")
+    oracle = protocol.ResultOracle()
+    model = FunctionModel(lambda *a, **k: "")
+    checks = []
+    for idx, q in load_split(data, "report", n, seed):
+        path = db_path(data, q["db_id"])
+        parser = Parser(model, examples=question_pool(pool, q, path, oracle))
+        bsql = BlendSQL(str(path), model=model, cache=False)
+        try:
+            ctx = parser.context(q["question"], bsql.db.conn, bsql.registry)
+            prompt = parser.prompt(q["question"], ctx.schema, ctx.hints, examples=ctx.examples,
+                                   guide=ctx.guide, tables=ctx.tables)
+        finally:
+            bsql.close()
+        target = protocol.Target(q["db_id"], (q["question"],), (q["query"],), path)
+        checks.append(protocol.PromptCheck("spider", str(idx), prompt, ctx.examples, target,
+                                           given=(q["question"],)))
+    return checks
 
 
 # ---------------------------------------------------------------- the example pool
@@ -404,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     pool = load_examples("spider")
     oracle = protocol.ResultOracle(args.query_seconds)
     items = shard_of(load_split(args.data, args.split, args.n, args.seed), args.shard)
-    items.sort(key=lambda t: (t[1]["db_id"], t[0]))  # one database at a time: its prompt prefix is reused
+    # run in the dealt order: a run stopped early still covers every database
     done = read_rows(out)
     header = {**protocol.run_record("spider.py", argv, model_path), "seed": args.seed,
               "requested_n": args.n, "shard": args.shard, "query_seconds": args.query_seconds}

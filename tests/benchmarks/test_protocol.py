@@ -1,0 +1,120 @@
+"""The evaluation protocol (benchmarks/protocol.py): report sets, leak-free pools, statistics."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import protocol  # noqa: E402
+
+SPIDER = ROOT / "tests" / "data" / "spider"
+
+
+@dataclass(frozen=True)
+class Ex:
+    question: str
+    program: str
+    db: str
+
+
+def test_spread_deals_round_robin_over_every_database() -> None:
+    items = [("a", i) for i in range(30)] + [("b", i) for i in range(5)] + [("c", i) for i in range(2)]
+    picked = protocol.spread(items, lambda t: t[0], 6, seed=1)
+    assert sorted(t[0] for t in picked) == ["a", "a", "b", "b", "c", "c"]
+    assert protocol.spread(items, lambda t: t[0], 6, seed=1) == picked  # seeded
+    everything = protocol.spread(items, lambda t: t[0], None, seed=1)
+    assert sorted(everything) == sorted(items)
+
+
+def test_spread_groups_stops_at_the_question_count() -> None:
+    groups = [("a", 3), ("a", 3), ("b", 2), ("c", 4)]
+    picked = protocol.spread_groups(groups, lambda g: g[0], lambda g: g[1], 6, seed=0)
+    assert {g[0] for g in picked} >= {"b", "c"} or len({g[0] for g in picked}) == len(picked)
+    assert sum(g[1] for g in picked) >= 6
+    assert sum(g[1] for g in picked[:-1]) < 6
+
+
+def test_norm_sql_ignores_case_spacing_and_aliases() -> None:
+    a = "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.sid WHERE T2.year > = 2014"
+    b = "select singer.name  from singer join concert on singer.id=concert.sid where concert.year>=2014;"
+    assert protocol.norm_sql(a) == protocol.norm_sql(b)
+    assert protocol.norm_sql("SELECT count(*) AS n FROM singer") == protocol.norm_sql("select COUNT(*) from singer")
+    assert protocol.norm_sql("SELECT name FROM singer") != protocol.norm_sql("SELECT age FROM singer")
+
+
+def test_norm_question_ignores_case_and_punctuation() -> None:
+    assert protocol.norm_question("How many singers do we have?") == protocol.norm_question("how many  singers do we HAVE")
+
+
+def test_leak_free_drops_same_database_question_sql_and_result() -> None:
+    path = SPIDER / "concert_singer" / "concert_singer.sqlite"
+    if not path.exists():
+        pytest.skip("fixture database missing")
+    target = protocol.Target("concert_singer", ("How many singers do we have?",),
+                             ("SELECT count(*) FROM singer",), path)
+    pool = [
+        Ex("How many concerts are there?", "SELECT count(*) FROM concert", "concert_singer"),  # same db
+        Ex("how many singers do we have", "SELECT count(*) FROM dogs", "dog_kennels"),  # same question
+        Ex("Count the singers.", "select COUNT(*)  from singer AS T1", "other_db"),  # same SQL
+        Ex("Number of singers?", "SELECT count(singer_id) FROM singer", "other_db"),  # same result
+        Ex("How many cars are there?", "SELECT count(*) FROM cars_data", "car_1"),  # fine
+    ]
+    oracle = protocol.ResultOracle()
+    kept = protocol.leak_free(pool, target, oracle)
+    assert kept == [pool[-1]]
+    reasons = [protocol.leak_reason(e, target, oracle, [oracle.key(path, "SELECT count(*) FROM singer")])
+               for e in pool]
+    assert reasons == ["same database", "same question", "same SQL", "same result", None]
+
+
+def test_an_example_without_a_database_counts_as_a_leak() -> None:
+    target = protocol.Target("x", ("q",), ("SELECT 1",))
+    assert protocol.leak_reason(Ex("other", "SELECT 2", ""), target) == "example without a database id"
+
+
+def test_prompt_leaks_finds_the_gold_in_the_prompt_text() -> None:
+    target = protocol.Target("db1", ("Which singers are older than 30?",), ("SELECT name FROM singer WHERE age > 30",))
+    clean = protocol.PromptCheck("t", "1", "schema...\n-- Question: Which singers are older than 30?", [], target,
+                                 given=("Which singers are older than 30?",))
+    assert protocol.prompt_leaks(clean) == []
+    leaky = protocol.PromptCheck("t", "2", "-- Question: which singers are older than 30\n"
+                                 "select name from singer where age>30;\n-- Question: Which singers are older than 30?",
+                                 [], target, given=("Which singers are older than 30?",))
+    found = protocol.prompt_leaks(leaky)
+    assert any("question" in f for f in found) and any("gold SQL" in f for f in found)
+
+
+def test_wilson_and_paired_statistics() -> None:
+    lo, hi = protocol.wilson(70, 100)
+    assert 0.60 < lo < 0.61 and 0.78 < hi < 0.79
+    assert protocol.wilson(0, 0) == (0.0, 0.0)
+    a = [True] * 60 + [False] * 40
+    b = [True] * 50 + [False] * 50
+    p = protocol.paired(a, b)
+    assert p["difference"] == 0.1 and p["only_first_right"] == 10 and p["only_second_right"] == 0
+    assert p["mcnemar_p"] < 0.01
+    assert p["ci95"][0] > 0
+    assert protocol.mcnemar_p(5, 5) == 1.0
+    with pytest.raises(ValueError):
+        protocol.paired([True], [True, False])
+
+
+def test_command_line_names_the_model_by_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(protocol.MODEL_ENV, "/somewhere/m.gguf")
+    cmd = protocol.command_line("spider.py", ["--model", "/somewhere/m.gguf", "--n", "5"])
+    assert cmd == "python benchmarks/spider.py --model $BLENDSQL_EVAL_MODEL --n 5"
+
+
+def test_run_record_names_commit_machine_and_model_without_paths(tmp_path: Path) -> None:
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"weights")
+    rec = protocol.run_record("spider.py", [], gguf)
+    assert rec["model"] == {"file": "m.gguf", "sha256": protocol.file_sha256(gguf)}
+    assert set(rec) >= {"commit", "clean_tree", "machine", "date", "command"}
+    assert str(tmp_path) not in str(rec)
