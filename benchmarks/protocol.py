@@ -98,6 +98,21 @@ def spread_groups(groups: Sequence[T], db_of: Callable[[T], str], size_of: Calla
     return out
 
 
+def grouped_in_batches(items: Sequence[T], db_of: Callable[[T], str], batch: int) -> list[T]:
+    """``items`` in consecutive batches of ``batch``, each batch ordered by database.
+
+    A dealt set run in this order keeps its spread (a run stopped early has
+    covered every database up to one batch) while consecutive items share a
+    database, so the model reuses the cached schema part of the prompt.
+    """
+    out: list[T] = []
+    for start in range(0, len(items), max(1, batch)):
+        chunk = list(items[start:start + max(1, batch)])
+        order = {db: i for i, db in enumerate(dict.fromkeys(db_of(it) for it in chunk))}
+        out += sorted(chunk, key=lambda it: order[db_of(it)])
+    return out
+
+
 def database_counts(dbs: Iterable[str]) -> dict[str, int]:
     """Items per database, most first (for the results file)."""
     return dict(Counter(dbs).most_common())

@@ -5,8 +5,9 @@ or ``$BLENDSQL_BENCH_DATA``): dev.json with gold SQL, dev_ids.txt,
 database/<db>/<db>.sqlite. Questions whose index is in ``dev_ids.txt`` are for
 tuning and few-shot examples only; ``--split report`` (the default) scores the
 others. The ``--n`` questions are dealt round-robin over all 20 databases with
-``--seed`` (``protocol.spread``) and run in that order, so a run stopped early
-still covers every database. ``--shard k/K`` runs every K-th of them (parallel
+``--seed`` (``protocol.spread``) and run in that order, in batches grouped by
+database (``--batch``), so a run stopped early still covers every database and
+consecutive questions reuse the schema part of the prompt. ``--shard k/K`` runs every K-th of them (parallel
 processes), ``--combine`` merges the shards.
 
 Few-shot pool, per question (``protocol.leak_free``): the shipped pool of
@@ -393,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shard", help="k/K: run every K-th question of the set, from the k-th")
     ap.add_argument("--split", choices=["report", "dev"], default="report")
+    ap.add_argument("--batch", type=int, default=30,
+                    help="run order: batches of this many dealt questions, each grouped by database")
     ap.add_argument("--modes", default="parser,direct_fewshot,direct")
     ap.add_argument("--n-ctx", type=int, default=4096)
     ap.add_argument("--threads", type=int, default=1,
@@ -428,7 +431,9 @@ def main(argv: list[str] | None = None) -> int:
     pool = load_examples("spider")
     oracle = protocol.ResultOracle(args.query_seconds)
     items = shard_of(load_split(args.data, args.split, args.n, args.seed), args.shard)
-    # run in the dealt order: a run stopped early still covers every database
+    # dealt order, in batches of ~3 questions per database grouped together: a run stopped
+    # early still covers every database, and the schema part of the prompt is reused
+    items = protocol.grouped_in_batches(items, lambda t: t[1]["db_id"], args.batch)
     done = read_rows(out)
     header = {**protocol.run_record("spider.py", argv, model_path), "seed": args.seed,
               "requested_n": args.n, "shard": args.shard, "query_seconds": args.query_seconds}

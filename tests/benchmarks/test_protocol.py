@@ -118,3 +118,9 @@ def test_run_record_names_commit_machine_and_model_without_paths(tmp_path: Path)
     assert rec["model"] == {"file": "m.gguf", "sha256": protocol.file_sha256(gguf)}
     assert set(rec) >= {"commit", "clean_tree", "machine", "date", "command"}
     assert str(tmp_path) not in str(rec)
+
+
+def test_grouped_in_batches_keeps_each_batch_and_groups_databases() -> None:
+    dealt = ["a1", "b1", "c1", "a2", "b2", "c2", "a3", "b3"]
+    out = protocol.grouped_in_batches(dealt, lambda s: s[0], 6)
+    assert out == ["a1", "a2", "b1", "b2", "c1", "c2", "a3", "b3"]
