@@ -1,0 +1,79 @@
+"""spider.py and conversation.py run every mode end to end (a scripted model, fixture databases)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import conversation  # noqa: E402
+
+from benchmarks import protocol, spider  # noqa: E402
+from blendsql.models import FunctionModel  # noqa: E402
+from blendsql.nl.parser import Example  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "data" / "spider"
+ANSWERS = {
+    "How many singers are there?": "SELECT count(*) FROM singer",
+    "And how many of them are older than 30?": "SELECT count(*) FROM singer WHERE age > 30",
+}
+
+
+def scripted(request) -> str:
+    """The gold query of the last question the prompt asks."""
+    last = request.prompt.rsplit("Question: ", 1)[-1]
+    return next(sql for q, sql in ANSWERS.items() if last.startswith(q))
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    db = FIXTURES / "concert_singer" / "concert_singer.sqlite"
+    if not db.exists():
+        pytest.skip("fixture database missing")
+    target = tmp_path / "spider" / "database" / "concert_singer"
+    target.mkdir(parents=True)
+    (target / "concert_singer.sqlite").symlink_to(db)
+    return tmp_path
+
+
+POOL = [Example("How many dogs are there?", "SELECT count(*) FROM dogs", "dogs(id)", "dog_kennels"),
+        Example("How many singers are there?", "SELECT count(*) FROM singer", "", "concert_singer")]
+
+
+@pytest.mark.parametrize("mode", spider.MODES)
+def test_spider_modes_run_and_score(mode: str, data: Path) -> None:
+    path = spider.db_path(data, "concert_singer")
+    q = {"db_id": "concert_singer", "question": "How many singers are there?",
+         "query": "SELECT count(*) FROM singer"}
+    pool = spider.question_pool(POOL, q, path, protocol.ResultOracle())
+    assert [e.db for e in pool] == ["dog_kennels"]
+    out = spider.run_mode(mode, FunctionModel(scripted), pool, path, q["question"], 5.0)
+    gold, _ = spider.run_sql(path, q["query"], 5.0)
+    assert out["error"] is None, out
+    assert spider.same_result(out["rows"], gold, False)
+
+
+@pytest.mark.parametrize("mode", conversation.MODES)
+def test_conversation_modes_run_every_turn(mode: str, data: Path) -> None:
+    it = {"database_id": "concert_singer",
+          "interaction": [{"utterance": q, "query": sql} for q, sql in ANSWERS.items()]}
+    row = conversation.run_interaction(7, it, data, FunctionModel(scripted), False, 1, (mode,), POOL)
+    assert row["pool_size"] == 1  # the same-database example is gone
+    turns = row["modes"][mode]["turns"]
+    assert [t["match"] for t in turns] == [True, True], turns
+
+
+def test_conversation_summary_pairs_modes_with_the_parser(data: Path) -> None:
+    it = {"database_id": "concert_singer",
+          "interaction": [{"utterance": q, "query": sql} for q, sql in ANSWERS.items()]}
+    row = conversation.run_interaction(7, it, data, FunctionModel(scripted), False, 1,
+                                       ("parser", "direct"), POOL)
+    summary = conversation.summarize([row])
+    assert summary["modes"]["parser"]["question_accuracy"]["correct"] == 2
+    assert summary["modes"]["direct"]["parser_vs_this"]["difference"] == 0.0
+    assert summary["databases"] == {"concert_singer": 1}
