@@ -24,6 +24,7 @@ Data: ``../shared/data`` beside the checkout, or ``$BLENDSQL_BENCH_DATA``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -140,6 +141,7 @@ def _crude_sql(sql: str) -> str:
     return " ".join(text.split())
 
 
+@functools.lru_cache(maxsize=65536)
 def norm_sql(sql: str) -> str:
     """A query without case, spacing, quote style or aliases.
 
@@ -231,11 +233,11 @@ class Target:
     sqls: tuple[str, ...]
     db_path: Path | None = None
 
-    @property
+    @functools.cached_property
     def norm_questions(self) -> frozenset[str]:
         return frozenset(norm_question(q) for q in self.questions if q)
 
-    @property
+    @functools.cached_property
     def norm_sqls(self) -> frozenset[str]:
         return frozenset(norm_sql(s) for s in self.sqls if s)
 
@@ -309,7 +311,8 @@ def prompt_leaks(check: PromptCheck, oracle: ResultOracle | None = None) -> list
             found.append(f"{check.benchmark} {check.item}: its question is in the prompt: {q!r}")
     for s in target.sqls:
         crude = _crude_sql(s)
-        if crude and crude in sql_text:
+        # the whole statement (a sample-row header "SELECT * FROM t LIMIT 3" is not gold "SELECT * FROM t")
+        if crude and re.search(re.escape(crude) + r"\s*(?:;|$)", sql_text):
             found.append(f"{check.benchmark} {check.item}: its gold SQL is in the prompt: {s!r}")
     return found
 

@@ -36,8 +36,12 @@ answer), which are listed apart.
 
 Protocol (``benchmarks/protocol.py``): the report set is ``--n`` items dealt
 round-robin over the split's databases with ``--seed`` (``protocol.spread``),
-run grouped by database (the model reuses the schema part of the prompt);
-``--shard k/K`` runs every K-th of them and ``--combine`` merges the shards.
+run in that order in batches grouped by database (``--batch``: a run stopped
+early still covers every database, and the model reuses the schema part of
+the prompt). ``--shard k/K`` runs every K-th of them; ``--combine`` merges the
+shards' rows into one summary (no model; exact-set matches added to rows
+recorded without them). The chosen item ids and items per database are in
+the summary, under a ``protocol.run_record`` header.
 Pools, per item (``protocol.leak_free``, one shared ``protocol.ResultOracle``):
 the shipped Spider pool (fresh parse) and the SPLASH dev correction pool
 (edit) without any example on the item's database, or whose question, SQL
@@ -293,7 +297,7 @@ def sql_components(sql: str, schema: Mapping[str, Iterable[str]] | None = None) 
         return None
 
 
-def _components(node: exp.Expression, schema: dict[str, set[str]] | None,
+def _components(node: Any, schema: dict[str, set[str]] | None,
                 outer: dict[str, str]) -> dict[str, Any]:
     while isinstance(node, (exp.Subquery, exp.Paren)) and isinstance(node.this, exp.Expression):
         node = node.this
@@ -347,14 +351,14 @@ def _components(node: exp.Expression, schema: dict[str, set[str]] | None,
     }
 
 
-def _conjuncts(cond: exp.Expression, scope: _Scope, named: dict[str, str]) -> tuple[str, ...]:
+def _conjuncts(cond: Any, scope: _Scope, named: dict[str, str]) -> tuple[str, ...]:
     while isinstance(cond, exp.Paren):
         cond = cond.this
     parts = list(cond.flatten()) if isinstance(cond, exp.And) else [cond]
     return tuple(sorted({scope.canon(p, named) for p in parts}))
 
 
-def _order(node: exp.Expression, scope: _Scope, named: dict[str, str]) -> tuple[tuple[str, str], ...]:
+def _order(node: Any, scope: _Scope, named: dict[str, str]) -> tuple[tuple[str, str], ...]:
     order = node.args.get("order")
     if order is None:
         return ()
@@ -390,7 +394,7 @@ class _Scope:
             return self.tables[0]
         return ""
 
-    def canon(self, node: exp.Expression, named: dict[str, str] | None = None) -> str:
+    def canon(self, node: Any, named: dict[str, str] | None = None) -> str:
         if named and isinstance(node, exp.Column) and not node.table and node.name.lower() in named \
                 and not (self.schema and any(node.name.lower() in self.schema.get(t, ()) for t in self.tables)):
             return named[node.name.lower()]  # a SELECT alias (unless a column of the scope has the name)
@@ -432,7 +436,8 @@ def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool =
              oracle: protocol.ResultOracle | None = None) -> dict[str, Any]:
     """One item: the correction's candidates (and the fresh parse), recorded with their
     execution and exact-set matches. ``spider_pool`` / ``corrections``: the whole pools
-    (default: the shipped ones), filtered here for this item (``item_pools``)."""
+    (default: the shipped ones), filtered here for this item (``item_pools``). ``e2e``:
+    when ``sources`` lack "fresh", parse the question alone separately (the baseline)."""
     path = db_path(data, item["db_id"])
     gold = fix_gold(item["gold_parse"])
     wrong = fix_gold(item["predicted_parse_with_values"])
@@ -456,7 +461,7 @@ def run_item(i: int, item: dict[str, Any], data: Path, model: Model, e2e: bool =
                            "spider_pool": len(spool), "correction_pool": len(cpool)}
     # the fresh parse is also the correction's "fresh" candidate (the same parser on the
     # question alone, no history): when the correction writes it, it is not written twice
-    fresh_inside = e2e and "fresh" in sources
+    fresh_inside = "fresh" in sources
     if e2e and not fresh_inside:
         t0 = time.perf_counter()
         fresh = Conversation(bsql, parser, classify_acts=False)
@@ -604,10 +609,11 @@ def item_flags(row: dict[str, Any]) -> dict[str, dict[str, bool | None]]:
 
     ``fresh``: the fresh parse (the correction's fresh candidate, or a separate parse);
     ``edit``: the edit candidate alone; ``combined``: ``DEFAULT_CORRECTION_SOURCES``
-    replayed (needs each of its sources recorded)."""
-    sources = {c["source"] for c in row.get("candidates", [])}
+    replayed (needs each of its sources recorded). A row recorded without exact-set
+    matches (see ``add_exact``) has none."""
     out: dict[str, dict[str, bool | None]] = {}
     for metric, field in (("execution", "match"), ("exact_set", "exact")):
+        sources = {c["source"] for c in row.get("candidates", []) if field in c}
         flags: dict[str, bool | None] = {"edit": None, "fresh": None, "combined": None}
         if "edit" in sources:
             chosen = replay(row, ("edit",))
@@ -730,14 +736,38 @@ def read_rows(path: Path) -> dict[int, dict[str, Any]]:
     return read_done(path, "i")
 
 
-def combine(parts: list[Path], out: Path) -> dict[str, Any]:
-    """One summary from shards (or from one results file, recomputed without a model)."""
+def add_exact(rows: list[dict[str, Any]], data: Path) -> int:
+    """Exact-set matches for rows recorded without them (no model: the queries are in the
+    rows); returns how many were added."""
+    added = 0
+    schemas: dict[str, dict[str, list[str]]] = {}
+    for r in rows:
+        if r["db"] not in schemas:
+            schemas[r["db"]] = table_columns(db_path(data, r["db"]))
+        schema, gold = schemas[r["db"]], r["gold"]
+        todo = [c for c in r.get("candidates", []) if "exact" not in c]
+        for c in todo:
+            c["exact"] = bool(c["error"] is None and exact_set_match(c["program"], gold, schema))
+        added += len(todo)
+        for key, prog, err in (("wrong_exact", "wrong", None), ("e2e_exact", "e2e_pred", "e2e_error"),
+                               ("correction_exact", "corrected", "error")):
+            if key not in r and prog in r:
+                r[key] = bool((err is None or r.get(err) is None) and exact_set_match(r[prog], gold, schema))
+                added += 1
+    return added
+
+
+def combine(parts: list[Path], out: Path, data: Path | None = None) -> dict[str, Any]:
+    """One summary from shards (or from one results file, recomputed without a model);
+    with ``data``, exact-set matches are added to rows recorded without them."""
     rows: dict[int, dict[str, Any]] = {}
     headers = []
     for part in parts:
         rows.update(read_rows(part))
         head = part.with_suffix(".json")
         headers.append(json.loads(head.read_text()) if head.exists() else {})
+    if data is not None:
+        add_exact(list(rows.values()), data)
     keys = ("model", "machine", "seed", "requested_n", "n_examples", "correction_sources", "retries")
     header: dict[str, Any] = {k: headers[0].get(k) for k in keys}
     header["runs"] = [{k: h.get(k) for k in ("command", "commit", "clean_tree", "date", "shard", "n")}
@@ -759,7 +789,9 @@ def item_prompt_check(i: int, item: dict[str, Any], data: Path, spider_pool: Seq
     """The item's real first prompts with the given (already filtered) pools, no model
     call: the fresh parse's (``Parser.first_prompt``, the empty registry of the run) and
     the edit's correction prompt (its worked examples chosen and rendered as
-    ``correct.correct_query`` does)."""
+    ``correct.correct_query`` does). On a schema over the Parser's prompt budget
+    (student_transcripts_tracking) the run's model helps choose the tables shown; here
+    ``model`` does, so those prompts may show other tables (and examples ranked by them)."""
     path = db_path(data, item["db_id"])
     question, feedback = item["question"], item["feedback"]
     wrong = fix_gold(item["predicted_parse_with_values"])
@@ -783,8 +815,9 @@ def item_prompt_check(i: int, item: dict[str, Any], data: Path, spider_pool: Seq
     for ex in chosen:
         shown += shown_queries(ex, dbs[id(ex)])
     if not chosen:
-        shown.append(ShownCorrection(DEFAULT_EXAMPLE_DB, "the fixed worked correction",
-                                     DEFAULT_EXAMPLE_TEXT.split("Corrected query: ", 1)[1].strip()))
+        lines = {ln.split(": ", 1)[0]: ln.split(": ", 1)[1] for ln in DEFAULT_EXAMPLE_TEXT.splitlines() if ": " in ln}
+        shown += [ShownCorrection(DEFAULT_EXAMPLE_DB, lines["Question"], lines["Corrected query"]),
+                  ShownCorrection(DEFAULT_EXAMPLE_DB, lines["Question"], lines["Query"], "wrong")]
     # the schema's sample-row headers ("SELECT * FROM t LIMIT 3;") are the database's own text
     # (a gold "SELECT * FROM t" is found inside them, not leaked)
     headers = tuple(f"SELECT * FROM {t.name} LIMIT {parser.n_rows};" for t in tables)
@@ -849,8 +882,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shard", help="k/K: run every K-th item of the report set, from the k-th")
     ap.add_argument("--split", choices=["test", "dev"], default="test")
+    ap.add_argument("--batch", type=int, default=40,
+                    help="run order: batches of this many dealt items, each grouped by database "
+                         "(0: the whole set grouped; a run stopped early then covers fewer databases)")
     ap.add_argument("--no-e2e", action="store_true",
-                    help="without 'fresh' among the sources: skip the separate parse-from-scratch")
+                    help="without 'fresh' among the sources: skip the separate parse-from-scratch "
+                         "(no fresh score then)")
     ap.add_argument("--model", help=f"GGUF path (default ${protocol.MODEL_ENV})")
     ap.add_argument("--base-url", help="OpenAI-compatible endpoint instead of a GGUF")
     ap.add_argument("--model-name", default="default")
@@ -889,7 +926,7 @@ def main(argv: list[str] | None = None) -> int:
     stem = "splash" if args.split == "test" else "splash_dev"
     if args.combine:
         out = (args.out or RESULTS / f"{stem}.jsonl").with_suffix(".json")
-        print(json.dumps(combine(args.combine, out), indent=2))
+        print(json.dumps(combine(args.combine, out, args.data), indent=2))
         return 0
     out = args.out or RESULTS / f"{stem}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -909,11 +946,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.model and not args.base_url:
         ap.error(f"--model (or ${protocol.MODEL_ENV}) or --base-url is required")
     model, model_name = make_model(args)
-    items = in_database_order(shard_of(report_set(args.data, args.split, args.n, args.seed), args.shard))
+    items = shard_of(report_set(args.data, args.split, args.n, args.seed), args.shard)
+    # dealt order in batches, each grouped by database: a run stopped early still covers every
+    # database, and consecutive items reuse the schema part of the prompt
+    items = (protocol.grouped_in_batches(items, lambda t: t[1]["db_id"], args.batch) if args.batch > 0
+             else in_database_order(items))
     done = read_rows(out)
     header = {**protocol.run_record("splash.py", argv, args.model if not args.base_url else None,
                                     model_name if args.base_url else None),
-              "seed": args.seed, "requested_n": args.n, "shard": args.shard, "retries": args.retries,
+              "seed": args.seed, "requested_n": args.n, "shard": args.shard, "batch": args.batch,
+              "retries": args.retries,
               "n_examples": args.n_examples, "correction_sources": list(sources)}
     started = time.perf_counter()
 

@@ -124,3 +124,12 @@ def test_grouped_in_batches_keeps_each_batch_and_groups_databases() -> None:
     dealt = ["a1", "b1", "c1", "a2", "b2", "c2", "a3", "b3"]
     out = protocol.grouped_in_batches(dealt, lambda s: s[0], 6)
     assert out == ["a1", "a2", "b1", "b2", "c1", "c2", "a3", "b3"]
+
+
+def test_prompt_leaks_needs_the_whole_gold_statement() -> None:
+    target = protocol.Target("db1", ("List every hiring.",), ("SELECT * FROM hiring",))
+    header = protocol.PromptCheck("t", "3", "/*\nSELECT * FROM hiring LIMIT 3;\n*/\n-- Question: List every hiring.",
+                                  [], target, given=("List every hiring.",))
+    assert protocol.prompt_leaks(header) == []
+    shown = protocol.PromptCheck("t", "4", "-- Question: all hirings\nSELECT * FROM hiring;\n", [], target)
+    assert protocol.prompt_leaks(shown)

@@ -40,14 +40,15 @@ CASES = [
      "SELECT pettype ,  weight FROM pets ORDER BY pet_age LIMIT 1"),
     ("pets_1", "Find the maximum weight for each type of pet. List the maximum weight and pet type.",
      "SELECT max(weight) ,  petType FROM pets GROUP BY petType"),
-    # a join through a link table
-    ("pets_1", "Find the first name and age of students who have a pet.",
-     "SELECT DISTINCT T1.fname ,  T1.age FROM student AS T1 JOIN has_pet AS T2 ON T1.stuid  =  T2.stuid"),
+    # a join and a count per group
+    ("concert_singer", "For each stadium, how many concerts play there?",
+     "SELECT T2.name ,  count(*) FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id  =  T2.stadium_id "
+     "GROUP BY T1.stadium_id"),
     # an aggregate with a condition
     ("car_1", "What is the average miles per gallon(mpg) of the cars with 4 cylinders?",
      "SELECT avg(mpg) FROM CARS_DATA WHERE Cylinders  =  4"),
 ]
-IDS = ["concert_singer-8", "pets_1-68", "pets_1-49", "pets_1-75", "car_1-117"]
+IDS = ["concert_singer-8", "pets_1-68", "pets_1-49", "concert_singer-23", "car_1-117"]
 
 
 @pytest.fixture(scope="module")
