@@ -305,9 +305,13 @@ def prompt_leaks(check: PromptCheck, oracle: ResultOracle | None = None) -> list
     for text in sorted(check.given, key=len, reverse=True):
         if text:
             rest = rest.replace(text, " ")
-    words, sql_text = norm_question(rest), _crude_sql(rest)
+    sql_text = _crude_sql(rest)
+    # a question is a whole line of the prompt, or the whole text after a line's label
+    # ("-- Question: ..."); a longer question that contains it is another question
+    lines = {norm_question(part) for line in rest.splitlines()
+             for part in (line, line.rsplit(":", 1)[-1])}
     for q in target.norm_questions:
-        if q and len(q.split()) >= 3 and f" {q} " in f" {words} ":
+        if q and q in lines:
             found.append(f"{check.benchmark} {check.item}: its question is in the prompt: {q!r}")
     for s in target.sqls:
         crude = _crude_sql(s)

@@ -133,3 +133,13 @@ def test_prompt_leaks_needs_the_whole_gold_statement() -> None:
     assert protocol.prompt_leaks(header) == []
     shown = protocol.PromptCheck("t", "4", "-- Question: all hirings\nSELECT * FROM hiring;\n", [], target)
     assert protocol.prompt_leaks(shown)
+
+
+def test_prompt_leaks_takes_a_longer_question_for_another_question() -> None:
+    target = protocol.Target("db1", ("who won the most times?",), ("SELECT 1",))
+    other = protocol.PromptCheck("t", "5", "-- Question: Find the winner who won the most times.\n"
+                                 "-- Question: who won the most times?", [], target,
+                                 given=("who won the most times?",))
+    assert protocol.prompt_leaks(other) == []
+    same = protocol.PromptCheck("t", "6", "-- Question: Who won the most times\nSELECT 2;", [], target)
+    assert protocol.prompt_leaks(same)
