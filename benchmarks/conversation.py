@@ -428,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="interactions dealt round-robin over databases until they hold this many questions")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shard", help="k/K: run every K-th interaction of the set, from the k-th")
+    ap.add_argument("--batch", type=int, default=30,
+                    help="run order: batches of this many dealt interactions, each grouped by database")
     ap.add_argument("--modes", default="parser", help=f"comma-separated, of {', '.join(MODES)}")
     ap.add_argument("--split", choices=["report", "dev"], default="report")
     ap.add_argument("--acts", action="store_true", help="also run the model's dialogue-act choice")
@@ -447,10 +449,10 @@ def main(argv: list[str] | None = None) -> int:
     # resume only rows that ran every requested mode (older files lack ``modes``)
     done = {k: r for k, r in read_done(out, "id").items() if set(modes) <= set(r.get("modes", {}))}
     items = load_interactions(args.data, args.dataset, args.split, args.questions, args.seed)
-    if args.shard:
-        k, n = (int(x) for x in args.shard.split("/"))
-        items = items[k - 1::n]
-    items.sort(key=lambda p: (p[1]["database_id"], p[0]))  # one database at a time (prompt prefix reuse)
+    # dealt order in batches grouped by database: a run stopped early still covers every
+    # database, and consecutive dialogues reuse the schema part of the prompt
+    items = protocol.grouped_in_batches(protocol.shard_of(items, args.shard),
+                                        lambda p: p[1]["database_id"], args.batch)
     pool = load_examples("spider")
     oracle = protocol.ResultOracle()
     started = time.perf_counter()

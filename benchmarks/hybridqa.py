@@ -173,19 +173,6 @@ def report_set(data: Path, split: str = "report", n: int | None = 150, seed: int
     return ReportSet(protocol.spread(qs, lambda q: q["table_id"], n, seed), key, skipped)
 
 
-def shard_of(items: list[Any], shard: str | None) -> list[Any]:
-    """Every K-th item from the k-th (``k/K``); all items without a shard."""
-    if not shard:
-        return items
-    try:
-        k, n = (int(x) for x in shard.split("/"))
-    except ValueError:
-        raise SystemExit(f"--shard {shard}: want k/K") from None
-    if not 1 <= k <= n:
-        raise SystemExit(f"--shard {shard}: want k/K with 1 <= k <= K")
-    return items[k - 1::n]
-
-
 def load_tables(data: Path, items: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {t["table_id"]: t for t in load_hybridqa(data, {q["table_id"] for q in items})}
 
@@ -646,7 +633,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip_e2e and args.split == "report":
         ap.error("--skip-e2e is for dev tuning: the report compares every mode on the same questions")
     rs = report_set(args.data, args.split, args.n, args.seed, args.fresh_ids, RESULTS)
-    items = shard_of(rs.items, args.shard)
+    items = protocol.shard_of(rs.items, args.shard)
     model_path = protocol.model_arg(args.model)
     model_name = f"openai:{args.model_name}" if args.base_url else None
     header = {**protocol.run_record("hybridqa.py", argv, None if args.base_url else model_path, model_name),

@@ -86,6 +86,19 @@ def spread(items: Sequence[T], db_of: Callable[[T], str], n: int | None, seed: i
     return out
 
 
+def shard_of(items: Sequence[T], shard: str | None) -> list[T]:
+    """``k/K``: every K-th item from the k-th, for K parallel processes (all without a shard)."""
+    if not shard:
+        return list(items)
+    try:
+        k, n = (int(x) for x in shard.split("/"))
+    except ValueError:
+        raise SystemExit(f"--shard {shard}: want k/K, e.g. 1/2") from None
+    if not 1 <= k <= n:
+        raise SystemExit(f"--shard {shard}: want k/K with 1 <= k <= K")
+    return list(items[k - 1::n])
+
+
 def spread_groups(groups: Sequence[T], db_of: Callable[[T], str], size_of: Callable[[T], int],
                   questions: int, seed: int = 0) -> list[T]:
     """Whole groups (dialogues) dealt round-robin over databases until they hold ``questions``."""

@@ -377,15 +377,6 @@ def combine(parts: list[Path], out: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------- run
 
 
-def shard_of(items: list[Any], shard: str | None) -> list[Any]:
-    if not shard:
-        return items
-    k, n = (int(x) for x in shard.split("/"))
-    if not 1 <= k <= n:
-        raise SystemExit(f"--shard {shard}: want k/K with 1 <= k <= K")
-    return items[k - 1::n]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
@@ -430,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
                            timeout=args.timeout) for m in modes}
     pool = load_examples("spider")
     oracle = protocol.ResultOracle(args.query_seconds)
-    items = shard_of(load_split(args.data, args.split, args.n, args.seed), args.shard)
+    items = protocol.shard_of(load_split(args.data, args.split, args.n, args.seed), args.shard)
     # dealt order, in batches of ~3 questions per database grouped together: a run stopped
     # early still covers every database, and the schema part of the prompt is reused
     items = protocol.grouped_in_batches(items, lambda t: t[1]["db_id"], args.batch)

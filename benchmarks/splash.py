@@ -141,19 +141,6 @@ def report_set(data: Path, split: str, n: int | None, seed: int = 0) -> list[tup
     return protocol.spread(load_items(data, split), lambda t: t[1]["db_id"], n, seed)
 
 
-def shard_of(items: list[Any], shard: str | None) -> list[Any]:
-    """``k/K``: every K-th item from the k-th (the whole list without a shard)."""
-    if not shard:
-        return items
-    try:
-        k, n = (int(x) for x in shard.split("/"))
-    except ValueError:
-        raise SystemExit(f"--shard {shard}: want k/K, e.g. 1/2") from None
-    if not 1 <= k <= n:
-        raise SystemExit(f"--shard {shard}: want k/K with 1 <= k <= K")
-    return items[k - 1::n]
-
-
 def in_database_order(items: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
     """The same items, grouped by database (databases in order of first appearance).
 
@@ -946,7 +933,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.model and not args.base_url:
         ap.error(f"--model (or ${protocol.MODEL_ENV}) or --base-url is required")
     model, model_name = make_model(args)
-    items = shard_of(report_set(args.data, args.split, args.n, args.seed), args.shard)
+    items = protocol.shard_of(report_set(args.data, args.split, args.n, args.seed), args.shard)
     # dealt order in batches, each grouped by database: a run stopped early still covers every
     # database, and consecutive items reuse the schema part of the prompt
     items = (protocol.grouped_in_batches(items, lambda t: t[1]["db_id"], args.batch) if args.batch > 0

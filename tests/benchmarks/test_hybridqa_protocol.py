@@ -69,10 +69,10 @@ def test_report_set_is_dealt_round_robin_over_tables_without_dev_ids(tmp_path):
 
 def test_shards_split_the_set_without_overlap():
     items = list(range(7))
-    parts = [hybridqa.shard_of(items, f"{k}/3") for k in (1, 2, 3)]
+    parts = [protocol.shard_of(items, f"{k}/3") for k in (1, 2, 3)]
     assert sorted(x for p in parts for x in p) == items
     with pytest.raises(SystemExit):
-        hybridqa.shard_of(items, "4/3")
+        protocol.shard_of(items, "4/3")
 
 
 def test_fresh_ids_skip_ids_of_earlier_results_files(tmp_path):

@@ -120,14 +120,14 @@ def test_report_set_spreads_over_every_database(tmp_path: Path) -> None:
 def test_shards_partition_the_report_set_and_run_grouped_by_database(tmp_path: Path) -> None:
     data = _split_dir(tmp_path, {"a": 5, "b": 4, "c": 3})
     items = splash.report_set(data, "test", 9, seed=1)
-    one, two = splash.shard_of(items, "1/2"), splash.shard_of(items, "2/2")
+    one, two = protocol.shard_of(items, "1/2"), protocol.shard_of(items, "2/2")
     assert sorted(i for i, _ in one + two) == sorted(i for i, _ in items) and not {i for i, _ in one} & {
         i for i, _ in two}
     ordered = splash.in_database_order(one)
     dbs = [it["db_id"] for _, it in ordered]
     assert dbs == sorted(dbs, key=dbs.index)  # each database's items together
     with pytest.raises(SystemExit):
-        splash.shard_of(items, "3/2")
+        protocol.shard_of(items, "3/2")
 
 
 # ---------------------------------------------------------------- per-item pools
