@@ -21,10 +21,10 @@ Decoding (``decoding=``):
 Each program is then validated: our own parser, a dry run (SQLite ``EXPLAIN``
 with ingredient calls stubbed), type checks of ingredient outputs in their
 context, and — for programs without ingredients — a run under a time limit
-that flags an empty result. On failure the program is regenerated with the
-error in the prompt, at most ``max_retries`` times; when every attempt fails
-only the empty-result check, the last such program is kept (an empty answer
-can be right).
+that flags an empty result or an error SQLite raises only at run time. On
+failure the program is regenerated with the error in the prompt, at most
+``max_retries`` times; when every attempt fails only the empty-result check,
+the last such program is kept (an empty answer can be right).
 
 With ``sketch=True``, on one table whose cells link to a documents table
 (HybridQA), the model writes only a plain query whose row selection is kept,
@@ -458,6 +458,8 @@ def generate_program(
     ``repair``, a program naming a table or column the database lacks is first
     repaired against the real schema (``repair.repair_names``), which costs no
     model call; the retry prompt lists the real columns of the tables involved.
+    With ``check_empty`` a program without ingredients is also run to its first row,
+    so an error SQLite raises only at run time is fed back too (:func:`run_check`).
     With ``check_values``, a condition comparing a column with a text it never
     holds but another column does (``repair.value_mismatch``) is fed back too,
     and kept like an empty result if nothing better comes.
@@ -486,9 +488,10 @@ def generate_program(
                 result.repairs += 1
                 result.repaired.append((program, fixed))
             program = fixed
-        if error is None and check_empty and is_empty(program, conn, registry, query_seconds):
-            error = EMPTY_RESULT
-            fallback = fallback or program
+        if error is None and check_empty:
+            error = run_check(program, conn, registry, query_seconds)
+            if error == EMPTY_RESULT:
+                fallback = fallback or program
         if error is None and check_values:
             error = value_mismatch(program, conn, registry, list_tables(conn), query_seconds)
             if error:
@@ -656,24 +659,36 @@ def ingredient_misuse(tree: exp.Expression) -> str | None:
     return ingredient_type_errors(tree)
 
 
-def is_empty(program: str, conn: sqlite3.Connection, registry: IngredientRegistry,
-             seconds: float) -> bool:
-    """True when a program without ingredients returns no rows.
+def run_check(program: str, conn: sqlite3.Connection, registry: IngredientRegistry,
+              seconds: float) -> str | None:
+    """Run a program without ingredients to its first row: ``EMPTY_RESULT`` when it
+    returns none, the error when SQLite refuses it at run time (what ``EXPLAIN`` lets
+    through, e.g. FTS5 ``MATCH`` under ``OR`` across a join: "unable to use function
+    MATCH in the requested context"), else None.
 
     Runs under a time limit enforced by ``conn.interrupt()`` from a timer (the
     user's progress handler, if any, stays untouched); a query that runs out of
-    time or fails here counts as not empty.
+    time, or one with ingredients, counts as fine.
     """
     from blendsql.grammar import parse
 
     tree = parse(program, registry)
     if not isinstance(tree, exp.Query) or any(True for _ in tree.find_all(IngredientCall)):
-        return False
+        return None
     timer = threading.Timer(seconds, conn.interrupt)
     timer.start()
     try:
-        return conn.execute(tree.sql(dialect="sqlite")).fetchone() is None
-    except sqlite3.Error:
-        return False
+        return EMPTY_RESULT if conn.execute(tree.sql(dialect="sqlite")).fetchone() is None else None
+    except sqlite3.OperationalError as e:
+        return None if "interrupted" in str(e) else f"SQLite could not run the query: {e}"
+    except sqlite3.Error as e:
+        return f"SQLite could not run the query: {e}"
     finally:
         timer.cancel()
+
+
+def is_empty(program: str, conn: sqlite3.Connection, registry: IngredientRegistry,
+             seconds: float) -> bool:
+    """True when a program without ingredients returns no rows (see :func:`run_check`;
+    a query that fails or runs out of time counts as not empty)."""
+    return run_check(program, conn, registry, seconds) == EMPTY_RESULT

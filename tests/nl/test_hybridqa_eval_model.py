@@ -20,7 +20,7 @@ from blendsql import BlendSQL
 from blendsql.db.loaders import hybridqa_to_sqlite
 from blendsql.grammar import parse
 from blendsql.nl.ask import answer_value
-from blendsql.nl.parser import Parser, validate
+from blendsql.nl.parser import Parser, load_examples, validate
 from blendsql.nl.program_checks import ingredient_type_errors
 
 DATA = Path(__file__).parents[1] / "data" / "hybridqa"
@@ -61,14 +61,14 @@ def test_llmqa_reads_an_answer_past_the_passage_head(model):
 
 
 def test_parser_writes_a_well_typed_program_for_a_passage_question(model):
-    """A report-split question (not in the few-shot pool): the program must validate (so no
-    LLMQA answer is used as a truth value: 10 of 12 programs were before) and run.
-
-    It need not use an ingredient: measured here, Qwen wrote plain SQL for this question
-    (the parser's guide favours plain SQL; see the benchmark notes)."""
-    q = _question("afcf8429f57d7429")
+    """A dev-id question (the tuning split), parsed with the pool minus every example on its
+    table (the benchmark's cross-database condition): the program must validate (so no
+    LLMQA answer is used as a truth value: 10 of 12 programs were before) and run."""
+    q = _question("22611a9d70bd5177")
     bsql = BlendSQL(hybridqa_to_sqlite(_table(q["table_id"]), ":memory:"), model=model, cache=False)
-    parsed = Parser(model).parse(q["question"], bsql.db.conn, bsql.registry)
+    pool = [e for e in load_examples() if e.db != q["table_id"]]
+    assert pool and all(e.db for e in pool)
+    parsed = Parser(model, examples=pool).parse(q["question"], bsql.db.conn, bsql.registry)
     assert parsed.program is not None, parsed.attempts
     assert validate(parsed.program, bsql.db.conn, bsql.registry) is None
     assert ingredient_type_errors(parse(parsed.program, bsql.registry)) is None

@@ -196,3 +196,36 @@ def test_large_schema_is_cut_to_the_selected_tables():
 def test_small_schema_is_shown_whole(conn):
     parser = Parser(FunctionModel(lambda r: ""), examples=EXAMPLES)
     assert [t.name for t in parser.relevant_tables("q", conn)] == ["w", "documents"]
+
+
+def test_a_program_sqlite_prepares_but_cannot_run_is_fed_back() -> None:
+    """FTS5 MATCH under OR across a join passes EXPLAIN and fails at run time: the error
+    goes to the retry prompt instead of the program being kept."""
+    import sqlite3
+
+    from blendsql.ingredients.base import IngredientRegistry
+    from blendsql.models import FunctionModel
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(
+        "CREATE TABLE w(name TEXT, school TEXT);"
+        "CREATE VIRTUAL TABLE documents USING fts5(title, content);"
+        "INSERT INTO w VALUES ('Bill', 'Hawaii'), ('Ann', 'Ohio');"
+        "INSERT INTO documents VALUES ('Hawaii', 'The Rainbow Warriors'), ('Ohio', 'The Buckeyes');")
+    bad = ("SELECT w.name FROM w JOIN documents ON w.school = documents.title "
+           "WHERE documents.content MATCH 'Rainbow' OR documents.content MATCH 'Warriors'")
+    good = ("SELECT w.name FROM w JOIN documents ON w.school = documents.title "
+            "WHERE documents MATCH 'Rainbow OR Warriors'")
+    answers = iter([bad, good])
+    prompts: list[str] = []
+
+    def write(req):  # noqa: ANN001, ANN202
+        prompts.append(req.prompt)
+        return next(answers)
+
+    result = Parser(FunctionModel(write), examples=[]).parse(
+        "Which player went to the school of the Rainbow Warriors?", conn, IngredientRegistry())
+    assert result.program == good
+    assert "unable to use function MATCH" in (result.attempts[0][1] or "")
+    assert "unable to use function MATCH" in prompts[1]
+    conn.close()
