@@ -361,17 +361,33 @@ def combine(parts: list[Path], out: Path) -> dict[str, Any]:
     rows: dict[int, dict[str, Any]] = {}
     headers = []
     for part in parts:
-        rows.update(read_rows(part))
+        for idx, row in read_rows(part).items():
+            rows.setdefault(idx, {}).update(row)  # shards of other modes add to the same question
         headers.append(json.loads(part.with_suffix(".json").read_text()))
     modes = [m for m in MODES if any(m in r for r in rows.values())]
     header = {k: headers[0].get(k) for k in ("model", "machine", "seed", "requested_n", "query_seconds")}
     header["runs"] = [{k: h.get(k) for k in ("command", "commit", "clean_tree", "date", "n")} for h in headers]
     header["command"] = "python benchmarks/spider.py --combine " + " ".join(
-        str(p.relative_to(protocol.ROOT)) if p.resolve().is_relative_to(protocol.ROOT) else str(p)
+        str(p.resolve().relative_to(protocol.ROOT)) if p.resolve().is_relative_to(protocol.ROOT) else p.name
         for p in parts)
     combined = summary_of(list(rows.values()), modes, header, headers[0].get("split", "report"))
     out.write_text(json.dumps(combined, indent=2) + "\n")
     return combined
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The summary as the table ``benchmarks/README.md`` shows (accuracy, interval, the
+    paired difference with the Parser, costs)."""
+    lines = ["| mode | right | accuracy (95% CI) | Parser minus this (95% CI), McNemar p | "
+             "prompt tokens / q | s / q |", "|---|---:|---|---|---:|---:|"]
+    for mode, m in summary["modes"].items():
+        vs = m.get("parser_vs_this")
+        diff = (f"{vs['difference']:+.3f} ({vs['ci95'][0]:+.3f}, {vs['ci95'][1]:+.3f}), p = {vs['mcnemar_p']}"
+                f" on {vs['n']}" if vs else "")
+        lines.append(f"| {mode} | {m['correct']}/{m['n']} | {m['accuracy']:.3f} ({m['ci95'][0]:.3f}, "
+                     f"{m['ci95'][1]:.3f}) | {diff} | {m['prompt_tokens_per_question']:.0f} | "
+                     f"{m['seconds_per_question']:.0f} |")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- run
@@ -398,7 +414,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="write the few-shot pool from the dev ids to JSON and exit")
     ap.add_argument("--combine", type=Path, nargs="+", metavar="JSONL",
                     help="merge shards into --out (default results/spider.json) and exit")
+    ap.add_argument("--markdown", type=Path, metavar="JSON",
+                    help="print a summary JSON as the README's table and exit")
     args = ap.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(args.markdown.read_text())))
+        return 0
     if args.combine:
         print(json.dumps(combine(args.combine, args.out or RESULTS / "spider.json"), indent=2))
         return 0
