@@ -77,3 +77,24 @@ def test_conversation_summary_pairs_modes_with_the_parser(data: Path) -> None:
     assert summary["modes"]["parser"]["question_accuracy"]["correct"] == 2
     assert summary["modes"]["direct"]["parser_vs_this"]["difference"] == 0.0
     assert summary["databases"] == {"concert_singer": 1}
+
+
+def test_spider_combine_merges_modes_of_one_question_from_several_files(tmp_path: Path) -> None:
+    import json
+
+    def mode(match: bool) -> dict:
+        return {"pred": "SELECT 1", "error": None, "match": match, "seconds": 1.0, "prompt_tokens": 10,
+                "completion_tokens": 2}
+
+    parts = []
+    for k, modes in enumerate(({"parser": mode(True), "direct": mode(False)}, {"parser_no_retry": mode(True)})):
+        part = tmp_path / f"part{k}.jsonl"
+        part.write_text(json.dumps({"id": 5, "db": "d", "question": "q", "gold": "SELECT 1", **modes}) + "\n")
+        part.with_suffix(".json").write_text(json.dumps({"split": "report", "command": "c", "n": 1}))
+        parts.append(part)
+    summary = spider.combine(parts, tmp_path / "all.json")
+    assert summary["n"] == 1 and summary["ids"] == [5]
+    assert set(summary["modes"]) == {"parser", "direct", "parser_no_retry"}
+    assert summary["modes"]["direct"]["parser_vs_this"]["difference"] == 1.0
+    assert str(tmp_path) not in summary["command"]
+    assert "| parser | 1/1 |" in spider.markdown(summary)
