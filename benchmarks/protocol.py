@@ -459,9 +459,21 @@ def command_line(script: str, argv: Sequence[str] | None) -> str:
     for a in args:
         if model and a == model or (a.endswith(".gguf") and os.path.isabs(a)):
             shown.append("$" + MODEL_ENV)
+        elif os.path.isabs(a):
+            shown.append(_portable(Path(a)))
         else:
             shown.append(a)
     return " ".join([f"python benchmarks/{script}", *shown])
+
+
+def _portable(path: Path) -> str:
+    """A path as a reader can rerun it: relative to the checkout (``benchmarks/...``), else
+    its name; never a location of this machine."""
+    parts = path.parts
+    for i, part in enumerate(parts):
+        if part == "benchmarks" and i + 1 < len(parts):
+            return str(Path(*parts[i:]))
+    return path.name
 
 
 def run_record(script: str, argv: Sequence[str] | None, model_path: str | Path | None = None,

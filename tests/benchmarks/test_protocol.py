@@ -143,3 +143,9 @@ def test_prompt_leaks_takes_a_longer_question_for_another_question() -> None:
     assert protocol.prompt_leaks(other) == []
     same = protocol.PromptCheck("t", "6", "-- Question: Who won the most times\nSELECT 2;", [], target)
     assert protocol.prompt_leaks(same)
+
+
+def test_command_line_shows_no_location_of_this_machine(tmp_path: Path) -> None:
+    out = tmp_path / "checkout" / "benchmarks" / "results" / "spider_1.jsonl"
+    cmd = protocol.command_line("spider.py", ["--out", str(out), "--data", str(tmp_path / "data")])
+    assert cmd == "python benchmarks/spider.py --out benchmarks/results/spider_1.jsonl --data data"
