@@ -49,18 +49,18 @@ def test_norm_sql_ignores_case_spacing_and_aliases() -> None:
 
 
 def test_norm_question_ignores_case_and_punctuation() -> None:
-    assert protocol.norm_question("How many singers do we have?") == protocol.norm_question("how many  singers do we HAVE")
+    assert protocol.norm_question("How many singers are on record?") == protocol.norm_question("how many  singers are on RECORD")
 
 
 def test_leak_free_drops_same_database_question_sql_and_result() -> None:
     path = SPIDER / "concert_singer" / "concert_singer.sqlite"
     if not path.exists():
         pytest.skip("fixture database missing")
-    target = protocol.Target("concert_singer", ("How many singers do we have?",),
+    target = protocol.Target("concert_singer", ("How many singers are on record?",),
                              ("SELECT count(*) FROM singer",), path)
     pool = [
         Ex("How many concerts are there?", "SELECT count(*) FROM concert", "concert_singer"),  # same db
-        Ex("how many singers do we have", "SELECT count(*) FROM dogs", "dog_kennels"),  # same question
+        Ex("how many singers are on record", "SELECT count(*) FROM dogs", "dog_kennels"),  # same question
         Ex("Count the singers.", "select COUNT(*)  from singer AS T1", "other_db"),  # same SQL
         Ex("Number of singers?", "SELECT count(singer_id) FROM singer", "other_db"),  # same result
         Ex("How many cars are there?", "SELECT count(*) FROM cars_data", "car_1"),  # fine

@@ -40,7 +40,7 @@ POOL = [
     Example("What is the average age of singers from France?",
             "SELECT avg(Age) FROM singer WHERE Country = 'France'"),
     Example("How many dogs are there?", "SELECT count(*) FROM Dogs", "Dogs(dog_id, name)"),
-    Example("How many singers do we have?", "SELECT  COUNT(*) FROM singer"),  # near-duplicate program
+    Example("How many singers are on record?", "SELECT  COUNT(*) FROM singer"),  # near-duplicate program
     Example("Show the names of concerts held in 2014.", "SELECT Name FROM concert WHERE Year = '2014'"),
 ]
 
@@ -84,10 +84,10 @@ def test_index_prefers_examples_on_this_schema():
 
 def test_index_returns_best_last_and_skips_duplicate_programs():
     index = ExampleIndex(POOL)
-    chosen = index.select("How many singers do we have?", 3, {"singer"})
+    chosen = index.select("How many singers are on record?", 3, {"singer"})
     programs = [" ".join(e.program.lower().split()) for e in chosen]
     assert len(set(programs)) == len(programs)
-    assert chosen[-1].question == "How many singers do we have?"
+    assert chosen[-1].question == "How many singers are on record?"
     assert index.select("anything", 0) == [] and ExampleIndex([]).select("q", 3) == []
 
 
