@@ -168,15 +168,30 @@ def norm_sql(sql: str) -> str:
         return _crude_sql(sql)
     if tree is None:
         return _crude_sql(sql)
-    aliases: dict[str, str] = {}
-    for table in tree.find_all(exp.Table):
+    scopes: dict[int, dict[str, str]] = {}  # per SELECT: alias -> table, for its own FROM / JOINs
+    for table in list(tree.find_all(exp.Table)):
+        select = table.find_ancestor(exp.Select)
+        names = scopes.setdefault(id(select), {})
+        names[table.name.lower()] = table.name.lower()
         if table.alias:
-            aliases[table.alias.lower()] = table.name.lower()
+            names[table.alias.lower()] = table.name.lower()
             table.set("alias", None)
-    for column in tree.find_all(exp.Column):
+    for column in list(tree.find_all(exp.Column)):
         qualifier = column.table.lower()
-        if qualifier in aliases:
-            column.set("table", exp.to_identifier(aliases[qualifier]))
+        select = column.find_ancestor(exp.Select)
+        resolved = None
+        while select is not None:  # the innermost scope that names it (correlated: an outer one)
+            own = scopes.get(id(select), {})
+            if qualifier in own:
+                resolved = own[qualifier]
+                break
+            select = select.find_ancestor(exp.Select)
+        if qualifier and resolved is not None:
+            column.set("table", exp.to_identifier(resolved))
+        inner = column.find_ancestor(exp.Select)
+        if len(set((scopes.get(id(inner)) or {}).values())) == 1 and column.table.lower() in (
+                scopes.get(id(inner)) or {}).values():
+            column.set("table", None)  # one table in scope: `singer.name` is `name`
     for alias in list(tree.find_all(exp.Alias)):
         if isinstance(alias.parent, exp.Select):
             alias.replace(alias.this)
@@ -206,7 +221,10 @@ def result_key(rows: Iterable[Iterable[Any]]) -> tuple[tuple[Any, ...], ...]:
 
 def run_readonly(path: Path, sql: str, seconds: float) -> list[tuple[Any, ...]] | None:
     """Rows of ``sql`` on a fresh read-only connection, None on an error or past ``seconds``."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
     conn.text_factory = lambda b: b.decode("utf-8", "replace")
     start = time.monotonic()
     conn.set_progress_handler(lambda: 1 if time.monotonic() - start > seconds else 0, 20_000)
@@ -319,6 +337,8 @@ def prompt_leaks(check: PromptCheck, oracle: ResultOracle | None = None) -> list
         if text:
             rest = rest.replace(text, " ")
     sql_text = _crude_sql(rest)
+    sql_lines = {_crude_sql(part).rstrip(";").strip() for line in rest.splitlines()
+                 for part in (line, line.split(":", 1)[-1])}
     # a question is a whole line of the prompt, or the whole text after a line's label
     # ("-- Question: ..."); a longer question that contains it is another question
     lines = {norm_question(part) for line in rest.splitlines()
@@ -329,7 +349,7 @@ def prompt_leaks(check: PromptCheck, oracle: ResultOracle | None = None) -> list
     for s in target.sqls:
         crude = _crude_sql(s)
         # the whole statement (a sample-row header "SELECT * FROM t LIMIT 3" is not gold "SELECT * FROM t")
-        if crude and re.search(re.escape(crude) + r"\s*(?:;|$)", sql_text):
+        if crude and (crude in sql_lines or re.search(re.escape(crude) + r"\s*(?:;|$)", sql_text)):
             found.append(f"{check.benchmark} {check.item}: its gold SQL is in the prompt: {s!r}")
     return found
 
@@ -381,16 +401,6 @@ def accuracy(flags: Sequence[bool]) -> dict[str, Any]:
     """Correct, n, accuracy and its 95% Wilson interval."""
     n, k = len(flags), sum(bool(f) for f in flags)
     return {"correct": k, "n": n, "accuracy": round(k / n, 4) if n else None, "ci95": list(wilson(k, n))}
-
-
-def compare_modes(flags: dict[str, Sequence[bool]], against: str) -> dict[str, Any]:
-    """Every mode's accuracy, and each other mode paired against ``against``."""
-    out: dict[str, Any] = {m: accuracy(f) for m, f in flags.items()}
-    if against in flags:
-        for m, f in flags.items():
-            if m != against:
-                out[m]["vs_" + against] = paired(flags[against], f)
-    return out
 
 
 # ---------------------------------------------------------------- run records
@@ -457,12 +467,12 @@ def command_line(script: str, argv: Sequence[str] | None) -> str:
     model = os.environ.get(MODEL_ENV)
     shown = []
     for a in args:
-        if model and a == model or (a.endswith(".gguf") and os.path.isabs(a)):
-            shown.append("$" + MODEL_ENV)
-        elif os.path.isabs(a):
-            shown.append(_portable(Path(a)))
-        else:
-            shown.append(a)
+        key, sep, value = a.partition("=") if a.startswith("--") else ("", "", a)
+        if model and value == model or (value.endswith(".gguf") and os.path.isabs(value)):
+            value = "$" + MODEL_ENV
+        elif os.path.isabs(value):
+            value = _portable(Path(value))
+        shown.append(f"{key}{sep}{value}")
     return " ".join([f"python benchmarks/{script}", *shown])
 
 

@@ -668,23 +668,35 @@ def run_check(program: str, conn: sqlite3.Connection, registry: IngredientRegist
 
     Runs under a time limit enforced by ``conn.interrupt()`` from a timer (the
     user's progress handler, if any, stays untouched); a query that runs out of
-    time, or one with ingredients, counts as fine.
+    time, one with ingredients, or one failing on the database's state (locked,
+    I/O, memory) counts as fine; an interrupt from elsewhere is raised.
     """
     from blendsql.grammar import parse
 
     tree = parse(program, registry)
     if not isinstance(tree, exp.Query) or any(True for _ in tree.find_all(IngredientCall)):
         return None
-    timer = threading.Timer(seconds, conn.interrupt)
+    fired = threading.Event()
+
+    def stop() -> None:
+        fired.set()
+        conn.interrupt()
+
+    timer = threading.Timer(seconds, stop)
     timer.start()
     try:
         return EMPTY_RESULT if conn.execute(tree.sql(dialect="sqlite")).fetchone() is None else None
-    except sqlite3.OperationalError as e:
-        return None if "interrupted" in str(e) else f"SQLite could not run the query: {e}"
     except sqlite3.Error as e:
+        if fired.is_set() or _NOT_THE_QUERY.search(str(e)):
+            return None  # out of time, or the database's state (locked, I/O): not the query's fault
+        if "interrupted" in str(e):
+            raise  # someone else stopped the connection: stop here too
         return f"SQLite could not run the query: {e}"
     finally:
         timer.cancel()
+
+
+_NOT_THE_QUERY = re.compile(r"locked|busy|disk I/O|out of memory|unable to open", re.I)
 
 
 def is_empty(program: str, conn: sqlite3.Connection, registry: IngredientRegistry,

@@ -35,9 +35,9 @@ def test_spread_deals_round_robin_over_every_database() -> None:
 def test_spread_groups_stops_at_the_question_count() -> None:
     groups = [("a", 3), ("a", 3), ("b", 2), ("c", 4)]
     picked = protocol.spread_groups(groups, lambda g: g[0], lambda g: g[1], 6, seed=0)
-    assert {g[0] for g in picked} >= {"b", "c"} or len({g[0] for g in picked}) == len(picked)
-    assert sum(g[1] for g in picked) >= 6
-    assert sum(g[1] for g in picked[:-1]) < 6
+    assert len({g[0] for g in picked}) == len(picked)  # one dialogue per database first
+    assert sum(g[1] for g in picked) >= 6 and sum(g[1] for g in picked[:-1]) < 6
+    assert picked == protocol.spread_groups(groups, lambda g: g[0], lambda g: g[1], 6, seed=0)
 
 
 def test_norm_sql_ignores_case_spacing_and_aliases() -> None:
@@ -46,6 +46,13 @@ def test_norm_sql_ignores_case_spacing_and_aliases() -> None:
     assert protocol.norm_sql(a) == protocol.norm_sql(b)
     assert protocol.norm_sql("SELECT count(*) AS n FROM singer") == protocol.norm_sql("select COUNT(*) from singer")
     assert protocol.norm_sql("SELECT name FROM singer") != protocol.norm_sql("SELECT age FROM singer")
+    # an alias reused in a subquery is that subquery's own; one table in scope needs no qualifier
+    reused = "SELECT T1.name FROM a AS T1 WHERE T1.id NOT IN (SELECT T1.id FROM b AS T1)"
+    other = "SELECT T1.name FROM a AS T1 WHERE T1.id NOT IN (SELECT T2.id FROM b AS T2)"
+    assert protocol.norm_sql(reused) == protocol.norm_sql(other)
+    assert protocol.norm_sql("SELECT T1.name FROM singer AS T1") == protocol.norm_sql("SELECT name FROM singer")
+    assert protocol.norm_sql("SELECT a.x FROM a JOIN b ON a.id = b.id") != protocol.norm_sql(
+        "SELECT b.x FROM a JOIN b ON a.id = b.id")
 
 
 def test_norm_question_ignores_case_and_punctuation() -> None:
@@ -147,5 +154,17 @@ def test_prompt_leaks_takes_a_longer_question_for_another_question() -> None:
 
 def test_command_line_shows_no_location_of_this_machine(tmp_path: Path) -> None:
     out = tmp_path / "checkout" / "benchmarks" / "results" / "spider_1.jsonl"
-    cmd = protocol.command_line("spider.py", ["--out", str(out), "--data", str(tmp_path / "data")])
-    assert cmd == "python benchmarks/spider.py --out benchmarks/results/spider_1.jsonl --data data"
+    cmd = protocol.command_line("spider.py", ["--out", str(out), f"--data={tmp_path / 'data'}",
+                                              f"--model={tmp_path / 'm.gguf'}"])
+    assert cmd == ("python benchmarks/spider.py --out benchmarks/results/spider_1.jsonl --data=data "
+                   "--model=$BLENDSQL_EVAL_MODEL")
+
+
+def test_prompt_leaks_finds_gold_sql_on_a_line_of_its_own() -> None:
+    target = protocol.Target("db1", ("q?",), ("SELECT count(*) FROM singer",))
+    check = protocol.PromptCheck("t", "7", "SQL: SELECT count(*) FROM singer\n\nQuestion: other", [], target)
+    assert protocol.prompt_leaks(check)
+
+
+def test_run_readonly_of_a_missing_file_is_none(tmp_path: Path) -> None:
+    assert protocol.run_readonly(tmp_path / "missing.sqlite", "SELECT 1", 1.0) is None

@@ -229,3 +229,20 @@ def test_a_program_sqlite_prepares_but_cannot_run_is_fed_back() -> None:
     assert "unable to use function MATCH" in (result.attempts[0][1] or "")
     assert "unable to use function MATCH" in prompts[1]
     conn.close()
+
+
+def test_run_check_separates_the_query_from_time_and_the_database_state() -> None:
+    import sqlite3
+
+    from blendsql.ingredients.base import IngredientRegistry
+    from blendsql.nl.parser import EMPTY_RESULT, run_check
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1);")
+    reg = IngredientRegistry()
+    assert run_check("SELECT x FROM t", conn, reg, 5.0) is None
+    assert run_check("SELECT x FROM t WHERE x > 5", conn, reg, 5.0) == EMPTY_RESULT
+    slow = ("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) "
+            "SELECT n FROM c WHERE n < 0")
+    assert run_check(slow, conn, reg, 0.2) is None  # out of time: not the query's fault
+    conn.close()
