@@ -34,6 +34,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.protocol import cpu_name  # noqa: E402
 from blendsql import BlendSQL  # noqa: E402
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient  # noqa: E402
 
@@ -318,16 +319,6 @@ def bench(db: Path, queries: list[tuple[str, str, str]], repeat: int) -> list[di
     return out
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 # The generated-table queries in blendsql 0.1.28's syntax, with the runner's
 # equivalent ingredients (IsPrefix(question=prefix) ~ StartsWith, TextLen ~ Len).
 OLD_QUERIES = {
@@ -395,7 +386,7 @@ def main() -> None:
         "benchmark": "engine_overhead",
         "command": "python benchmarks/engine_overhead.py --repeat " + str(args.repeat)
         + (" --blendsql-0128 <venv python>" if args.blendsql_0128 else ""),
-        "machine": {"nproc": os.cpu_count(), "cpu": cpu_model(),
+        "machine": {"nproc": os.cpu_count(), "cpu": cpu_name(),
                     "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
                     "platform": platform.platform()},
         "model": "none (zero-cost deterministic Python ingredients)",

