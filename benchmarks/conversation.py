@@ -53,9 +53,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sqlite3
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -186,24 +184,6 @@ def read_done(out: Path, key: str) -> dict[Any, dict[str, Any]]:
         return {}
     rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
     return {r[key]: r for r in rows}
-
-
-def code_commit() -> str:
-    """The commit of the code under test (this script's checkout), '+dirty' if edited."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=30, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "blendsql",
-                                "benchmarks/splash.py", "benchmarks/conversation.py"],
-                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
-
-
-def machine() -> str:
-    return f"{platform.node()} {platform.machine()} {platform.system()} python {platform.python_version()}"
 
 
 # ---------------------------------------------------------------- this benchmark
@@ -420,6 +400,44 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def combine(parts: list[Path], out: Path) -> dict[str, Any]:
+    """One summary from shards of the same report set (every mode on the interactions the
+    shards ran); each shard's command, commit and date kept under ``runs``."""
+    rows: dict[int, dict[str, Any]] = {}
+    headers = []
+    for part in parts:
+        rows.update(read_done(part, "id"))
+        headers.append(json.loads(part.with_suffix(".json").read_text()))
+    keep = ("benchmark", "model", "machine", "split", "acts", "retries", "mode_list",
+            "requested_questions", "seed", "metric_notes", "source")
+    summary: dict[str, Any] = {k: headers[0].get(k) for k in keep}
+    summary["runs"] = [{k: h.get(k) for k in ("command", "commit", "clean_tree", "date", "shard")}
+                       for h in headers]
+    summary["command"] = "python benchmarks/conversation.py --combine " + " ".join(
+        str(p.resolve().relative_to(protocol.ROOT)) if p.resolve().is_relative_to(protocol.ROOT) else p.name
+        for p in parts)
+    summary.update(summarize(list(rows.values())))
+    out.write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The summary as the table ``benchmarks/README.md`` shows: question accuracy with its
+    interval, the paired difference with the Parser, interaction accuracy, costs."""
+    lines = ["| mode | questions right | accuracy (95% CI) | Parser minus this (95% CI), McNemar p | "
+             "interactions right | prompt tokens / q | s / q |", "|---|---:|---|---|---:|---:|---:|"]
+    for mode, m in summary["modes"].items():
+        acc, vs = m["question_accuracy"], m.get("parser_vs_this")
+        diff = (f"{vs['difference']:+.3f} ({vs['ci95'][0]:+.3f}, {vs['ci95'][1]:+.3f}), p = {vs['mcnemar_p']}"
+                if vs and vs.get("n") else "")
+        right_i = round(m["interaction_exec_acc"] * m["interactions"]) if m["interactions"] else 0
+        tokens = m.get("prompt_tokens_per_question")
+        lines.append(f"| {mode} | {acc['correct']}/{acc['n']} | {acc['accuracy']:.3f} ({acc['ci95'][0]:.3f}, "
+                     f"{acc['ci95'][1]:.3f}) | {diff} | {right_i}/{m['interactions']} | "
+                     f"{'' if tokens is None else f'{tokens:.0f}'} | {m['mean_seconds_per_question']:.0f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", choices=["sparc", "cosql"], default="sparc")
@@ -436,7 +454,17 @@ def main(argv: list[str] | None = None) -> int:
     add_model_args(ap)
     ap.add_argument("--retries", type=int, default=1, help="parser / correction retries on an invalid query")
     ap.add_argument("--out", type=Path, help="JSONL (default results/<dataset>[_dev].jsonl)")
+    ap.add_argument("--combine", type=Path, nargs="+", metavar="JSONL",
+                    help="merge shards into --out (default results/<dataset>.json) and exit")
+    ap.add_argument("--markdown", type=Path, metavar="JSON",
+                    help="print a summary JSON as the README's table and exit")
     args = ap.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(args.markdown.read_text())))
+        return 0
+    if args.combine:
+        print(json.dumps(combine(args.combine, args.out or RESULTS / f"{args.dataset}.json"), indent=2))
+        return 0
     stem = args.dataset + ("_dev" if args.split == "dev" else "") + ("_acts" if args.acts else "")
     out = args.out or RESULTS / f"{stem}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)

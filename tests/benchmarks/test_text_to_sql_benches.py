@@ -98,3 +98,28 @@ def test_spider_combine_merges_modes_of_one_question_from_several_files(tmp_path
     assert summary["modes"]["direct"]["parser_vs_this"]["difference"] == 1.0
     assert str(tmp_path) not in summary["command"]
     assert "| parser | 1/1 |" in spider.markdown(summary)
+
+
+def test_conversation_combine_merges_shards_and_prints_the_table(data: Path, tmp_path: Path) -> None:
+    import json
+
+    parts = []
+    for k, (idx, db) in enumerate(((7, "concert_singer"), (8, "concert_singer"))):
+        it = {"database_id": db,
+              "interaction": [{"utterance": q, "query": sql} for q, sql in ANSWERS.items()]}
+        row = conversation.run_interaction(idx, it, data, FunctionModel(scripted), False, 1,
+                                           ("parser", "direct"), POOL)
+        if k == 1:  # the second shard's direct mode misses its first turn
+            row["modes"]["direct"]["turns"][0]["match"] = False
+        part = tmp_path / f"sparc_{k + 1}.jsonl"
+        part.write_text(json.dumps(row) + "\n")
+        part.with_suffix(".json").write_text(json.dumps({"model": "m", "command": f"c{k}", "shard": f"{k + 1}/2"}))
+        parts.append(part)
+    summary = conversation.combine(parts, tmp_path / "sparc.json")
+    assert summary["ids"] == [7, 8] and summary["questions"] == 4
+    assert [r["shard"] for r in summary["runs"]] == ["1/2", "2/2"]
+    assert summary["modes"]["direct"]["question_accuracy"]["correct"] == 3
+    assert summary["modes"]["direct"]["parser_vs_this"]["difference"] == 0.25
+    assert str(tmp_path) not in summary["command"]
+    table = conversation.markdown(json.loads((tmp_path / "sparc.json").read_text()))
+    assert "| parser | 4/4 |" in table and "| direct | 3/4 |" in table and "| 1/2 |" in table
