@@ -47,6 +47,13 @@ Every mode's question accuracy has a 95% Wilson interval and is paired with
         --modes parser,direct_fewshot,direct --out benchmarks/results/sparc.jsonl
     python benchmarks/conversation.py --dataset cosql --questions 150 --threads 1 \
         --modes parser,direct_fewshot,direct --out benchmarks/results/cosql.jsonl
+
+Two processes share the work with ``--shard 1/2`` and ``--shard 2/2`` (each with its own
+``--out``); ``--combine`` merges the shards and ``--markdown`` prints the README table:
+
+    python benchmarks/conversation.py --dataset sparc --combine benchmarks/results/sparc_1.jsonl \
+        benchmarks/results/sparc_2.jsonl
+    python benchmarks/conversation.py --markdown benchmarks/results/sparc.json
 """
 
 from __future__ import annotations
