@@ -16,12 +16,17 @@ filters; one per QA call). A small subset also runs on the embedded llama.cpp
 model (``blendsql.models.LlamaCpp()``) for model calls / tokens / seconds.
 
 Data: Spider databases from tests/data/spider (copied fixtures) and two
-HybridQA dev tables read from ../shared/data/hybridqa (via
-``hybridqa_to_sqlite``); the HybridQA queries are skipped when that folder
-is missing.
+HybridQA dev tables read from the benchmark data's hybridqa/ folder
+(``$BLENDSQL_BENCH_DATA``, default ../shared/data; via ``hybridqa_to_sqlite``);
+the HybridQA queries are skipped when that folder is missing.
+
+The two 0.1.28 venvs are the peers ``blendsql-0.1.28`` (pinned) and
+``blendsql-0.1.28-latest`` of benchmarks/envs.py, built on first use under the
+cache dir (``$BSQL0128_VENV`` / ``$BSQL0128_VENV_LATEST`` name other venvs).
 
     python benchmarks/call_economy.py                # everything (~1-3 min)
     python benchmarks/call_economy.py --no-model --no-0128
+    python -m benchmarks call-economy                # the README's run, numbers beside the recorded
 """
 
 from __future__ import annotations
@@ -47,24 +52,25 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import envs  # noqa: E402
 from benchmarks.naive import NaiveUnsupported, naive_evaluate, naive_totals  # noqa: E402
+from benchmarks.protocol import data_dir  # noqa: E402
 from blendsql import BlendSQL  # noqa: E402
 from blendsql.ingredients.base import IngredientRegistry, MapIngredient, QAIngredient  # noqa: E402
 
 SPIDER = ROOT / "tests" / "data" / "spider"
-HYBRIDQA = ROOT.parent / "shared" / "data" / "hybridqa"
+HYBRIDQA = data_dir() / "hybridqa"
 HYBRIDQA_TABLES = ("Vijay_Prakash_1", "Uttarakhand_Legislative_Assembly_3")
 RESULTS = ROOT / "benchmarks" / "results" / "call_economy.json"
 # 0.1.28 pins none of its data dependencies. "pinned" is the comparison venv, with the
 # pandas / polars / duckdb majors of its release time; "latest" is what a plain
 # `pip install blendsql==0.1.28` resolves today (pandas 3 / polars 2 / duckdb 2), kept
-# to report that it returns wrong rows there.
-VENVS_0128 = {
-    "pinned": (Path(os.environ.get("BSQL0128_VENV", "/tmp/bsql0128-venv-pinned")),
-               ["blendsql==0.1.28", "pandas<3", "polars<1.34", "duckdb<1.5"]),
-    "latest": (Path(os.environ.get("BSQL0128_VENV_LATEST", "/tmp/bsql0128-venv")),
-               ["blendsql==0.1.28"]),
-}
+# to report that it returns wrong rows there. Both are peers of benchmarks/envs.py (built
+# under the cache dir); the environment variable names another venv instead.
+PEERS_0128 = {"pinned": ("blendsql-0.1.28", "BSQL0128_VENV"),
+              "latest": ("blendsql-0.1.28-latest", "BSQL0128_VENV_LATEST")}
+VENVS_0128 = {which: (os.environ.get(var), list(envs.PEERS[peer].requirements))
+              for which, (peer, var) in PEERS_0128.items()}
 RUNNER = ROOT / "benchmarks" / "blendsql_0128_runner.py"
 
 
@@ -347,7 +353,7 @@ MODEL_CASES: list[tuple[str, str, str]] = [
 # -- databases ------------------------------------------------------------------------
 
 def build_hybridqa(tmp: Path) -> dict[str, Path]:
-    """SQLite files for the HybridQA tables (empty dict if ../shared is missing)."""
+    """SQLite files for the HybridQA tables (empty dict if the data is missing)."""
     if not (HYBRIDQA / "tables.jsonl").is_file():
         return {}
     from blendsql.db import hybridqa_to_sqlite, load_hybridqa
@@ -455,9 +461,24 @@ def run_naive(case: Case, path: Path) -> dict[str, Any]:
             "seconds": time.perf_counter() - t0}
 
 
+def venv_0128_location(which: str) -> str:
+    """Where the venv is, as the results record it (no folder of this machine)."""
+    override, _ = VENVS_0128[which]
+    if override:
+        return f"${PEERS_0128[which][1]}"
+    return envs.portable(envs.peer_folder(PEERS_0128[which][0]))
+
+
 def ensure_venv_0128(which: str) -> Path | None:
     """The 0.1.28 venv's python, created on first use (no torch is pulled in)."""
-    where, packages = VENVS_0128[which]
+    override, packages = VENVS_0128[which]
+    if not override:
+        try:
+            return envs.peer_python(PEERS_0128[which][0])
+        except (envs.EnvError, OSError, subprocess.SubprocessError) as e:
+            print(f"could not create the 0.1.28 venv: {e}", file=sys.stderr)
+            return None
+    where = Path(override)
     py = where / "bin" / "python"
     if py.exists():
         return py
@@ -761,13 +782,14 @@ def main(argv: list[str] | None = None) -> None:
         "command": "python " + " ".join([str(Path(sys.argv[0]).as_posix())] + sys.argv[1:]),
         "machine": machine(),
         "data": {"spider": str(SPIDER.relative_to(ROOT)),
-                 "hybridqa": f"../shared/data/hybridqa tables {list(HYBRIDQA_TABLES)} (dev ids)"},
+                 "hybridqa": f"$BLENDSQL_BENCH_DATA/hybridqa (default ../shared/data) tables "
+                             f"{list(HYBRIDQA_TABLES)} (dev ids)"},
         "ingredients": "deterministic counting IsPrefix / TextLen (map), CountCtx (QA)",
         "values_passed_definition": "one per map value handed to an ingredient, one per QA "
                                     "invocation (as Meta.values_passed); 0.1.28 counted by the "
                                     "same recording ingredients (its meta counts QA context rows)",
         "blendsql_0128": {"version": version,
-                          "venv": {k: [str(v[0]), v[1]] for k, v in VENVS_0128.items()},
+                          "venv": {k: [venv_0128_location(k), v[1]] for k, v in VENVS_0128.items()},
                           "numbers_from": "pinned venv (pandas 2.3.3, polars 1.33.1, duckdb 1.4.5)",
                           "latest_deps_rows_differ_from_twin": [
                               r["id"] for r in records

