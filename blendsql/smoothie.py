@@ -72,6 +72,9 @@ class TraceStep:
             bits.append(f"calls={self.model_calls}")
         if self.prompt_tokens or self.completion_tokens:
             bits.append(f"tokens={self.prompt_tokens}+{self.completion_tokens}")
+        stages = self.details.get("stages")
+        if stages:
+            bits.append("decided by " + ", ".join(f"{k}={v}" for k, v in stages.items()))
         bits.append(f"{self.seconds * 1000:.1f} ms")
         return "  ".join(bits)
 
@@ -84,6 +87,27 @@ class Smoothie:
     meta: Meta
     trace: list[TraceStep] = field(default_factory=list)
     query: str = ""
+
+    def confidence(self, ingredient: str | None = None) -> pd.DataFrame:
+        """One row per value an ingredient decided from the model's probabilities.
+
+        Columns: ``ingredient``, ``value`` (the input), ``answer``, ``probability``
+        (the chosen answer's, calibrated), ``margin`` (to the runner-up),
+        ``stage`` (the model that decided), ``scored`` (False: a greedy answer,
+        ``note`` says why). Sort by ``margin`` to see the doubtful values first.
+        Only calls that asked for scores (``scored=``, ``calibrate=``,
+        ``cascade=``) have rows; ``ingredient`` keeps one ingredient's (any case).
+        """
+        cols = ["ingredient", "value", "answer", "probability", "margin", "stage", "scored", "note"]
+        rows = []
+        for step in self.trace:
+            if step.kind != "ingredient" or not step.details.get("decisions"):
+                continue
+            if ingredient is not None and (step.ingredient or "").lower() != ingredient.lower():
+                continue
+            rows += [{"ingredient": step.ingredient, **{c: d.get(c) for c in cols[1:]}}
+                     for d in step.details["decisions"]]
+        return pd.DataFrame(rows, columns=cols)
 
     def summary(self) -> str:
         m = self.meta

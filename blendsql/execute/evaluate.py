@@ -205,6 +205,7 @@ class Evaluator(Session):
         model = self.model if ing.needs_model else None
         before = self.model.snapshot()
         nprompts = len(self.model.prompt_log)
+        ndecisions = len(self.model.decision_log)
         t0 = time.perf_counter()
         limit = None if ing.needs_model else (self.options.get("ingredient_timeout")
                                               or DEFAULT_INGREDIENT_TIMEOUT)
@@ -262,7 +263,9 @@ class Evaluator(Session):
             prompts=self.model.prompt_log[nprompts:] or None,
             prompt_tokens=used.prompt_tokens, completion_tokens=used.completion_tokens,
             cached_tokens=used.cached_tokens, model_calls=used.model_calls,
-            cache_hits=used.cache_hits, details={"call": self.call_text(call)},
+            cache_hits=used.cache_hits,
+            details={"call": self.call_text(call),
+                     **decision_details(self.model.decision_log[ndecisions:])},
         ))
         for w in warnings:
             self.trace.append(TraceStep("warning", f"{call.name}: {w}", ingredient=call.name))
@@ -314,6 +317,22 @@ def subquery_list(df: pd.DataFrame, key: str, name: str) -> list[Any]:
     values = (v for v in df.iloc[:, 0].tolist() if v is not None and not (
         isinstance(v, float) and v != v))
     return list(dict.fromkeys(values))
+
+
+def decision_details(decisions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Trace details of an ingredient's scored decisions (none: nothing).
+
+    ``decisions``: one record per value (answer, probability, margin, stage);
+    ``stages``: how many values each model decided; ``unscored``: how many
+    were greedy answers (the backend could not score them).
+    """
+    if not decisions:
+        return {}
+    stages: dict[str, int] = {}
+    for d in decisions:
+        stages[str(d.get("stage", ""))] = stages.get(str(d.get("stage", "")), 0) + 1
+    return {"decisions": decisions, "stages": stages,
+            "unscored": sum(1 for d in decisions if not d.get("scored"))}
 
 
 def _describe(out: Any) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from blendsql.budget import Budget, batch_size, prices_of
 from blendsql.models.base import Model, Request, Response
@@ -44,6 +45,7 @@ class MeteredModel(Model):
         self._inner: Model | None = None
         self.counters = Counters()
         self.prompt_log: list[str] = []
+        self.decision_log: list[dict[str, Any]] = []  # per-value decisions (record_decisions)
         self.progress = progress
         self.chunk = chunk
         self.label = ""  # the ingredient currently running (set by the engine)
@@ -66,6 +68,17 @@ class MeteredModel(Model):
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
+
+    def record_decisions(self, decisions: Sequence[dict[str, Any]]) -> None:
+        self.decision_log.extend(decisions)
+
+    def companion(self, other: Model) -> MeteredModel:
+        """``other`` metered into the same counters, prompt and decision logs and budget."""
+        twin = MeteredModel(lambda: other, self.progress, self.chunk)
+        twin.counters, twin.prompt_log, twin.decision_log = (
+            self.counters, self.prompt_log, self.decision_log)
+        twin.label, twin.budget, twin.request_timeout = self.label, self.budget, self.request_timeout
+        return twin
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         if self.request_timeout is not None:

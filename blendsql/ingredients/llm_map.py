@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
-from blendsql.errors import IngredientError
+from blendsql.errors import IngredientError, ModelError
 from blendsql.ingredients import _llm, prompts
 from blendsql.ingredients.base import MapIngredient
-from blendsql.models.base import Request
-from blendsql.models.constraints import Constraint, ListOf, Text
+from blendsql.ingredients.decide import (
+    CALIBRATIONS,
+    CONTENT_FREE,
+    DEFAULT_TARGET,
+    FRAMINGS,
+    Decision,
+    DecisionPolicy,
+    cascade_split,
+    check_choice,
+    check_flag,
+    check_labels,
+    check_target,
+    choose,
+    contextual_bias,
+    example_bias,
+)
+from blendsql.models.base import Model, Request, Response
+from blendsql.models.constraints import Bool, Constraint, ListOf, Text
+from blendsql.models.scoring import LOG_FLOOR, answer_text, normalise, scored_answers
 
 BATCH_HINT = ("There are {n} values, numbered. Answer with a JSON list of {n} answers, "
               "one per value, in the same order.\n")
@@ -98,10 +116,30 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
     ``context`` (a table or text shown before the value), ``few_shot``,
     ``instructions``, ``max_tokens``, ``value_chars``, ``context_chars``,
     ``values_per_prompt`` (opt-in: k values per request, answered as a JSON list).
+
+    Decisions from probabilities (a Bool or a Choice of up to 64 options; all
+    off by default, so requests and answers stay what greedy decoding gives):
+
+    - ``scored=TRUE``: each allowed answer is scored as a whole and the most
+      probable one wins; probabilities and margins go to the trace
+      (``Smoothie.confidence()``);
+    - ``calibrate='contextual'``: probabilities are divided by those the model
+      gives the content-free values 'N/A', '' and '[MASK]' (its prior);
+      ``calibrate='examples'``: a log-odds threshold fitted on the labelled
+      ``few_shot`` examples (each scored with the others as examples);
+    - ``framing='labels'`` with ``labels=('POSITIVE', 'NEGATIVE')``: a yes/no
+      question asked as a choice between two labels (the first is TRUE);
+      ``framing='claim'``: the question is read as a claim to check;
+    - a cascade, configured on an instance: ``LLMMap(cascade=big_model,
+      target=0.9)``: values the session model decides with a calibrated
+      probability below ``target`` (or cannot score) are decided by
+      ``big_model``; the trace counts the values each model decided.
     """
 
     #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
-    query_kwargs = frozenset({"question", "instructions", "template", "few_shot", "max_tokens", "value_chars", "context", "context_chars", "values_per_prompt"})
+    query_kwargs = frozenset({"question", "instructions", "template", "few_shot", "max_tokens",
+                              "value_chars", "context", "context_chars", "values_per_prompt",
+                              "scored", "calibrate", "framing", "labels", "target"})
 
     needs_model = True
     template: ClassVar[str] = prompts.MAP_TEMPLATE
@@ -112,6 +150,7 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
 
     def run(self, question: str | None, values: list[Any], **kwargs: Any) -> list[Any]:
         model = self.require_model(kwargs)
+        self.__dict__["_last_decisions"] = []
         question = question if question is not None else self.setting(kwargs, "question")
         if question is None and self.setting(kwargs, "instructions") is None:
             raise IngredientError(
@@ -122,13 +161,59 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         if not values:
             return []
         constraint, back = self.pick_constraint(kwargs)
+        policy = self.decision_policy(kwargs)
+        constraint, back = policy.ask_constraint(constraint, back)
+        few_shot = normalize_few_shot(self.setting(kwargs, "few_shot"))
+        if policy.active:
+            policy.check_scoreable(constraint, len(few_shot))
         max_tokens = int(self.setting(
             kwargs, "max_tokens", _llm.max_tokens_for(constraint, model, self.text_max_tokens)))
         stop = ("\n",) if type(constraint) is Text else ()
         value_chars = int(self.setting(kwargs, "value_chars", self.value_chars))
-        fields = self.prompt_fields(question, constraint, kwargs)
-        template = self.setting(kwargs, "template", self.template)
+        per_prompt = _values_per_prompt(self.setting(kwargs, "values_per_prompt", 1))
+        if per_prompt > 1:
+            if policy.active or policy.framing != "question":
+                raise IngredientError(
+                    "values_per_prompt= cannot be combined with scored= / calibrate= / "
+                    "cascade= / framing=",
+                    hint="a list of answers is neither scored nor framed one by one: drop "
+                    "values_per_prompt")
+            return self.run_batched(values, per_prompt, question, constraint, back,
+                                    max_tokens, value_chars, kwargs)
+        prompt_for = self.prompt_builder(question, constraint, kwargs, model, max_tokens, policy)
+        # one request per distinct rendered value; answers fan back out to the inputs
+        prompt_of = [prompt_for(v) for v in values]
+        first_value = dict(zip(reversed(prompt_of), reversed(values), strict=True))
+        distinct = list(dict.fromkeys(prompt_of))
 
+        def request(prompt: str) -> Request:
+            return Request(prompt=prompt, constraint=constraint, max_tokens=max_tokens,
+                           stop=stop, score=policy.active)
+
+        requests = [request(p) for p in distinct]
+        if policy.active:
+            calibration = Calibration(self, question, constraint, kwargs, max_tokens, policy,
+                                      request, few_shot)
+            outputs = self.decide(model, requests, [first_value[p] for p in distinct],
+                                  constraint, back, policy, calibration, kwargs)
+        else:
+            outputs = self.ask(model, requests, kwargs, back)
+        answers = dict(zip(distinct, outputs, strict=True))
+        return [answers[p] for p in prompt_of]
+
+    def prompt_builder(
+        self, question: str | None, constraint: Constraint, kwargs: dict[str, Any], model: Model,
+        max_tokens: int, policy: DecisionPolicy,
+        few_shot: list[tuple[str | None, Any, Any]] | None = None,
+    ) -> Callable[[Any], str]:
+        """``prompt_for(value)``: the prompt of one value, fitted to the context window.
+
+        ``few_shot`` replaces the call's examples (calibration leaves one out).
+        """
+        value_chars = int(self.setting(kwargs, "value_chars", self.value_chars))
+        fields = self.prompt_fields(question, constraint, kwargs, policy=policy, few_shot=few_shot)
+        default_template = prompts.MAP_CLAIM_TEMPLATE if policy.framing == "claim" else self.template
+        template = self.setting(kwargs, "template", default_template)
         names = kwargs.get("value_names")
 
         def prompt_for(value: Any) -> str:
@@ -136,25 +221,101 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
 
             def build(scale: float) -> str:  # scale < 1 only when the prompt overflows n_ctx
                 f = fields if scale == 1.0 else self.prompt_fields(
-                    question, constraint, kwargs, scale)
-                return template.format(**f, value=_llm.truncate(
+                    question, constraint, kwargs, scale, policy=policy, few_shot=few_shot)
+                return str(template).format(**f, value=_llm.truncate(
                     text, _llm.scaled(value_chars, scale)))
 
             return _llm.fit_prompt(build, model, max_tokens)
 
-        per_prompt = _values_per_prompt(self.setting(kwargs, "values_per_prompt", 1))
-        if per_prompt > 1:
-            return self.run_batched(values, per_prompt, question, constraint, back,
-                                    max_tokens, value_chars, kwargs)
-        # one request per distinct rendered value; answers fan back out to the inputs
-        prompt_of = [prompt_for(v) for v in values]
-        distinct = list(dict.fromkeys(prompt_of))
-        requests = [
-            Request(prompt=p, constraint=constraint, max_tokens=max_tokens, stop=stop)
-            for p in distinct
-        ]
-        answers = dict(zip(distinct, self.ask(model, requests, kwargs, back), strict=True))
-        return [answers[p] for p in prompt_of]
+        return prompt_for
+
+    def decision_policy(self, kwargs: dict[str, Any]) -> DecisionPolicy:
+        """The call's validated ``scored`` / ``calibrate`` / ``framing`` / ``labels`` /
+        ``target`` settings and the instance's ``cascade`` model."""
+        framing = check_choice("framing", self.setting(kwargs, "framing", "question"), FRAMINGS)
+        raw_labels = self.setting(kwargs, "labels")
+        labels = check_labels(raw_labels) if raw_labels is not None else None
+        if framing == "labels" and labels is None:
+            raise IngredientError(
+                "framing='labels' needs the two labels to choose between",
+                hint="write labels=('POSITIVE', 'NEGATIVE'): the first is the TRUE answer")
+        if labels is not None and framing == "question":
+            framing = "labels"  # labels= alone asks for label framing
+        cascade = self.options.get("cascade")
+        if cascade is not None and not isinstance(cascade, Model):
+            raise IngredientError(
+                f"cascade={cascade!r} is not a blendsql Model",
+                hint="make the ingredient with LLMMap(cascade=OpenAI(...)) or another Model")
+        return DecisionPolicy(
+            scored=check_flag("scored", self.setting(kwargs, "scored", False)),
+            calibrate=check_choice("calibrate", self.setting(kwargs, "calibrate", "none"),
+                                   CALIBRATIONS),
+            framing=framing, labels=labels, cascade=cascade,
+            target=check_target(self.setting(kwargs, "target", DEFAULT_TARGET)))
+
+    @property
+    def last_decisions(self) -> list[Decision]:
+        """The decisions of the latest scored run, one per distinct prompt (else empty)."""
+        decisions: list[Decision] = self.__dict__.setdefault("_last_decisions", [])
+        return decisions
+
+    def decide(
+        self, model: Model, requests: list[Request], inputs: list[Any], ask: Constraint,
+        back: dict[str, Any], policy: DecisionPolicy, calibration: Calibration,
+        kwargs: dict[str, Any],
+    ) -> list[Any]:
+        """Scored decisions for ``requests`` (one per input), cascading the doubtful ones.
+
+        The first model decides every value; with a ``cascade`` model, values
+        whose calibrated probability is below ``target`` (or that could not be
+        scored) are decided again by it. Each decision is recorded on the model
+        for the trace (``TraceStep.details['decisions']``).
+        """
+        stage = model.name
+        decisions = self.scored_decisions(model, requests, ask, back,
+                                          calibration.bias(model), stage, kwargs)
+        if policy.cascade is not None:
+            doubtful = cascade_split(decisions, policy.target)
+            if doubtful:
+                second = model.companion(policy.cascade)
+                name = second.name if second.name != stage else f"{second.name} (cascade)"
+                again = self.scored_decisions(second, [requests[i] for i in doubtful], ask, back,
+                                              calibration.bias(second), name, kwargs)
+                for i, d in zip(doubtful, again, strict=True):
+                    decisions[i] = d
+        model.record_decisions([d.record(v) for d, v in zip(decisions, inputs, strict=True)])
+        self.__dict__["_last_decisions"] = decisions
+        unscored = [d for d in decisions if not d.scored]
+        if unscored:
+            self.warn(kwargs, f"{len(unscored)} of {len(decisions)} value(s) were not scored "
+                      f"({unscored[0].note}); their greedy answers were kept")
+        return [d.value for d in decisions]
+
+    def scored_decisions(
+        self, model: Model, requests: list[Request], ask: Constraint, back: dict[str, Any],
+        bias: dict[str, float], stage: str, kwargs: dict[str, Any],
+    ) -> list[Decision]:
+        """One batch of scored requests; each answer decided by :func:`choose` under ``bias``.
+
+        A response without scores keeps its greedy answer, noted as unscored.
+        """
+        responses = score_batch(self.name, model, requests)
+        answers = scored_answers(ask) or ()
+        out = []
+        for resp in responses:
+            if resp.scores is None or resp.error is not None or not answers:
+                value, err = _llm.interpret(resp, ask, back, True)
+                if err is not None:
+                    self.warn(kwargs, err)
+                note = resp.unscored or ("the backend does not score answers"
+                                         if resp.error is None else resp.error)
+                out.append(Decision(value, stage=stage, note=note))
+                continue
+            scores = {a: resp.scores.get(a, LOG_FLOOR) for a in answers}
+            answer, prob, margin, probs = choose(scores, bias)
+            out.append(Decision(answer_value(answer, ask, back), answer, prob, margin, probs,
+                                normalise(scores), stage))
+        return out
 
     def run_batched(
         self, values: list[Any], per_prompt: int, question: str | None, constraint: Constraint,
@@ -207,19 +368,30 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
 
     def prompt_fields(
         self, question: str | None, constraint: Constraint, kwargs: dict[str, Any],
-        scale: float = 1.0,
+        scale: float = 1.0, policy: DecisionPolicy | None = None,
+        few_shot: list[tuple[str | None, Any, Any]] | None = None,
     ) -> dict[str, str]:
-        """Everything in the prompt except the value (the shared, cacheable prefix)."""
+        """Everything in the prompt except the value (the shared, cacheable prefix).
+
+        ``policy``: its framing picks the default instructions and shows
+        few-shot answers as labels; ``few_shot`` replaces the call's examples.
+        """
         context_chars = _llm.scaled(int(self.setting(kwargs, "context_chars", 3000)), scale)
+        policy = policy or DecisionPolicy()
+        examples = normalize_few_shot(self.setting(kwargs, "few_shot")) if few_shot is None \
+            else few_shot
+        if policy.framing == "labels" and policy.labels is not None:
+            examples = [(q, v, as_label(a, policy.labels)) for q, v, a in examples]
+        instructions = prompts.MAP_CLAIM_INSTRUCTIONS if policy.framing == "claim" \
+            else self.default_instructions
         return {
-            "instructions": str(self.setting(kwargs, "instructions", self.default_instructions)),
+            "instructions": str(self.setting(kwargs, "instructions", instructions)),
             "question": question or "",
             "format": _llm.format_hint(constraint)
             + _llm.example_outputs_line(self.setting(kwargs, "example_outputs")),
             "context": _llm.render_context(kwargs.get("context", self.options.get("context")),
                                            context_chars),
-            "examples": self.render_examples(
-                question, normalize_few_shot(self.setting(kwargs, "few_shot"))),
+            "examples": self.render_examples(question, examples),
         }
 
     def render_examples(
@@ -233,3 +405,113 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
                 question_line=question_line, value=_llm.render_scalar(value),
                 answer=_llm.render_scalar(answer)))
         return "".join(blocks)
+
+
+def as_label(answer: Any, labels: tuple[str, str]) -> Any:
+    """A few-shot yes/no answer shown as its label (TRUE: the first); others unchanged."""
+    try:
+        return labels[0] if Bool().check(answer) else labels[1]
+    except (ValueError, TypeError):
+        return answer
+
+
+def answer_value(answer: str, ask: Constraint, back: dict[str, Any]) -> Any:
+    """The typed output for a chosen answer text ('true' -> True, a label -> its bool)."""
+    value = ask.parse(answer)
+    return back.get(value, value) if isinstance(value, str) and back else value
+
+
+def score_batch(name: str, model: Model, requests: list[Request]) -> list[Response]:
+    """``model.generate`` with every request scored (one response per request, checked)."""
+    if not requests:
+        return []
+    responses = model.generate([replace(r, score=True) for r in requests])
+    if len(responses) != len(requests):
+        raise IngredientError(
+            f"{name}: the model returned {len(responses)} answers for {len(requests)} requests",
+            hint="a Model.generate implementation must return one Response per Request")
+    return responses
+
+
+class Calibration:
+    """The calibration bias of one call, per model, computed once and memoised.
+
+    ``contextual``: the prompt is asked with the content-free values
+    (:data:`~blendsql.ingredients.decide.CONTENT_FREE`) and the model's mean
+    probabilities become the bias (:func:`~blendsql.ingredients.decide.contextual_bias`).
+    ``examples``: each labelled ``few_shot`` example is asked with the others as
+    examples, and the log-odds threshold that classifies them best becomes the
+    bias (:func:`~blendsql.ingredients.decide.example_bias`). The bias is kept on
+    the ingredient instance, keyed by the model's identity and the prompt, so
+    the many batches of one query (and later queries) pay for it once.
+    """
+
+    def __init__(self, ingredient: LLMMap, question: str | None, ask: Constraint,
+                 kwargs: dict[str, Any], max_tokens: int, policy: DecisionPolicy,
+                 request: Callable[[str], Request],
+                 few_shot: list[tuple[str | None, Any, Any]]) -> None:
+        self.ingredient = ingredient
+        self.question = question
+        self.ask = ask
+        self.kwargs = kwargs
+        self.max_tokens = max_tokens
+        self.policy = policy
+        self.request = request
+        self.few_shot = few_shot
+
+    def bias(self, model: Model) -> dict[str, float]:
+        """The bias to add to ``model``'s answer log-probabilities ({} for calibrate='none')."""
+        if self.policy.calibrate == "none":
+            return {}
+        prompt_for = self.builder(model, None)
+        memo: dict[tuple[str, ...], dict[str, float]] = \
+            self.ingredient.__dict__.setdefault("_calibration", {})
+        key = (model.identity(), self.policy.calibrate, prompt_for(CONTENT_FREE[0]))
+        if key not in memo:
+            memo[key] = (self.contextual(model, prompt_for) if self.policy.calibrate == "contextual"
+                         else self.examples(model))
+        return memo[key]
+
+    def builder(self, model: Model, few_shot: list[tuple[str | None, Any, Any]] | None
+                ) -> Callable[[Any], str]:
+        return self.ingredient.prompt_builder(self.question, self.ask, self.kwargs, model,
+                                              self.max_tokens, self.policy, few_shot)
+
+    def contextual(self, model: Model, prompt_for: Callable[[Any], str]) -> dict[str, float]:
+        responses = score_batch(self.ingredient.name, model,
+                                [self.request(prompt_for(v)) for v in CONTENT_FREE])
+        if any(r.scores is None for r in responses):
+            why = next(r.unscored for r in responses if r.scores is None)
+            self.ingredient.warn(self.kwargs, "calibrate='contextual' skipped: the model could "
+                                 f"not score the content-free inputs ({why or 'no scores'})")
+            return {}
+        answers = scored_answers(self.ask) or ()
+        return contextual_bias([{a: (r.scores or {}).get(a, LOG_FLOOR) for a in answers}
+                                for r in responses])
+
+    def examples(self, model: Model) -> dict[str, float]:
+        answers = scored_answers(self.ask) or ()
+        requests = []
+        for i, (_q, value, _a) in enumerate(self.few_shot):
+            others = self.few_shot[:i] + self.few_shot[i + 1:]
+            requests.append(self.request(self.builder(model, others)(value)))
+        responses = score_batch(self.ingredient.name, model, requests)
+        scored = []
+        for (_q, _v, answer), resp in zip(self.few_shot, responses, strict=True):
+            if resp.scores is None:
+                self.ingredient.warn(self.kwargs, "calibrate='examples' skipped: the model "
+                                     f"could not score an example ({resp.unscored or 'no scores'})")
+                return {}
+            scored.append((resp.scores, self.right_answer(answer, answers)))
+        return example_bias(scored, answers)
+
+    def right_answer(self, answer: Any, answers: tuple[str, ...]) -> str:
+        """A few-shot answer as the answer text it stands for (a clear error otherwise)."""
+        if self.policy.framing == "labels" and self.policy.labels is not None:
+            answer = as_label(answer, self.policy.labels)
+        try:
+            return answer_text(answer, self.ask, answers)
+        except ModelError as e:
+            raise IngredientError(f"few-shot answer {answer!r} is not one of {list(answers)}",
+                                  hint="label each few_shot example with one of the answers") \
+                from e

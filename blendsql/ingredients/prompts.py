@@ -41,6 +41,23 @@ MAP_TEMPLATE = (
 )
 # one few-shot example; fields: question_line, value, answer
 MAP_EXAMPLE = "\n{question_line}Value: {value}\nAnswer: {answer}\n"
+# ``framing='claim'``: the question argument read as a claim about the value (LOTUS's
+# filter prompt states a claim and asks whether it holds); same fields as MAP_TEMPLATE
+MAP_CLAIM_INSTRUCTIONS = (
+    "You are given a claim and a value taken from a column of a database table. "
+    "Decide whether the claim is true for that value. "
+    "Reply with true or false only."
+)
+MAP_CLAIM_TEMPLATE = (
+    "{instructions}\n"
+    "Claim: {question}\n"
+    "{format}"
+    "{context}"
+    "{examples}"
+    "\nValue: {value}\n"
+    "Is the claim true for this value?\n"
+    "Answer:"
+)
 
 # ---------------------------------------------------------------- LLMQA
 # fields: instructions, context, question, format, examples

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from blendsql.models.base import FunctionModel, Model, Request, Response, Usage
+from blendsql.models.scoring import Distribution
 
-__all__ = ["FunctionModel", "LlamaCpp", "Model", "OpenAI", "Recorded", "Request", "Response", "Usage"]
+__all__ = ["Distribution", "FunctionModel", "LlamaCpp", "Model", "OpenAI", "Recorded", "Request",
+           "Response", "Usage"]
 
 
 def __getattr__(name: str) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 
 from blendsql.errors import BlendSQLError, ModelError, ModelTimeoutError
 from blendsql.models.constraints import Constraint, Text
+from blendsql.models.scoring import Distribution, best
 
 # Seconds one request may take before the model gives up on it. Generous on
 # purpose: a 7B model on a slow CPU can need a minute for a long answer, but a
@@ -37,6 +38,9 @@ class Request:
     # seconds this request may take (the engine's ``model_timeout`` option); None: the
     # backend's own ``timeout``. Not part of :meth:`key`: it does not change the answer.
     timeout: float | None = None
+    # ask for each allowed answer's log-probability (``Response.scores``); only a Bool or a
+    # short Choice can be scored (``blendsql.models.scoring.scored_answers``)
+    score: bool = False
 
     def as_messages(self) -> list[dict[str, str]]:
         if self.messages:
@@ -45,8 +49,9 @@ class Request:
 
     def key(self) -> str:
         """Stable identity of the request (for the cache)."""
-        return repr((self.prompt, self.messages, self.constraint.key(), self.max_tokens,
-                     self.temperature, self.stop))
+        parts: tuple[Any, ...] = (self.prompt, self.messages, self.constraint.key(),
+                                  self.max_tokens, self.temperature, self.stop)
+        return repr((*parts, "score") if self.score else parts)
 
 
 @dataclass
@@ -72,6 +77,11 @@ class Response:
     seconds: float = 0.0
     cached: bool = False
     error: str | None = None  # set when the text could not be parsed after retries
+    # for a request with ``score=True``: the log-probability of each allowed answer text
+    # (summed over its tokens); None when the backend could not score, and then
+    # ``unscored`` says why (the answer is its greedy one)
+    scores: dict[str, float] | None = None
+    unscored: str | None = None
 
 
 class Model(ABC):
@@ -111,6 +121,20 @@ class Model(ABC):
     def count_tokens(self, text: str) -> int:
         """Token count of ``text``; backends with a tokenizer override this."""
         return max(1, len(text) // 4)
+
+    def record_decisions(self, decisions: Sequence[dict[str, Any]]) -> None:
+        """Keep an ingredient's per-value decisions (answer, probability, margin) for the trace.
+
+        A plain model keeps nothing; the engine's metering wrapper files them under the
+        ingredient step that made them (``TraceStep.details['decisions']``).
+        """
+        return None
+
+    def companion(self, other: Model) -> Model:
+        """``other`` as an ingredient should call it beside this model (a cascade's second
+        stage): a plain model returns it as is; the engine's metering wrapper returns it
+        counted, budgeted and traced like itself."""
+        return other
 
 
 def parse_response(text: str, constraint: Constraint) -> tuple[Any, str | None]:
@@ -154,7 +178,11 @@ class FunctionModel(Model):
 
     ``fn(request)`` returns either text (parsed with the request's constraint)
     or an already-typed value (checked against the constraint the same way;
-    ``None`` counts as no answer). Not persistently cached by default (a
+    ``None`` counts as no answer), or a
+    :class:`~blendsql.models.scoring.Distribution` over a Bool's or Choice's
+    answers: the model answers with the most probable one and reports every
+    answer's log-probability (``Response.scores``), so a test sets exactly
+    the probabilities a decision rule sees. Not persistently cached by default (a
     function's code can change while its name stays); pass ``cacheable=True``
     with a distinctive ``name`` to opt in.
 
@@ -186,6 +214,10 @@ class FunctionModel(Model):
     def _answer(self, req: Request) -> Response:
         t0 = time.perf_counter()
         result = self.fn(req)
+        scores = None
+        if isinstance(result, Distribution):
+            scores = result.logprobs(req.constraint)
+            result = best(scores)
         if isinstance(result, str):
             value, err = parse_response(result, req.constraint)
             text = result
@@ -193,7 +225,11 @@ class FunctionModel(Model):
             value, err = check_value(result, req.constraint)
             text = "" if result is None else str(result)
         usage = Usage(self.count_tokens(req.prompt or str(req.messages)), self.count_tokens(text))
-        return Response(text, value, usage, time.perf_counter() - t0, error=err)
+        unscored = None
+        if req.score and scores is None:
+            unscored = "the function gave one answer, not a Distribution"
+        return Response(text, value, usage, time.perf_counter() - t0, error=err,
+                        scores=scores, unscored=unscored)
 
 
 class TimedBatch:

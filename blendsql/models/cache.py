@@ -183,7 +183,10 @@ class CachedModel(Model):
             if resp.error is not None:
                 continue
             try:
-                value = json.dumps({"v": resp.value})
+                stored: dict[str, Any] = {"v": resp.value}
+                if resp.scores is not None:  # a scored answer keeps its answers' scores
+                    stored["s"] = resp.scores
+                value = json.dumps(stored)
             except (TypeError, ValueError):
                 continue  # not JSON-representable: just don't cache it
             rows.append((key, ident, resp.text, value, resp.usage.prompt_tokens,
@@ -204,7 +207,8 @@ class CachedModel(Model):
 def _response_from_row(row: tuple[Any, ...]) -> Response:
     _key, text, value, prompt_tokens, completion_tokens = row
     usage = Usage(prompt_tokens, completion_tokens, cached_tokens=prompt_tokens)
-    return Response(text, json.loads(value)["v"], usage, cached=True)
+    stored = json.loads(value)
+    return Response(text, stored["v"], usage, cached=True, scores=stored.get("s"))
 
 
 def _open(path: Path) -> sqlite3.Connection:

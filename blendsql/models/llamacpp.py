@@ -53,6 +53,7 @@ from blendsql.models.base import (
 )
 from blendsql.models.constraints import Choice, Constraint, Text
 from blendsql.models.gbnf import max_output_bytes, to_gbnf, validate
+from blendsql.models.scoring import best, floor, scored_answers, why_unscored
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _INSTALL_HINT = "pip install llama-cpp-python (a C++ compiler is needed if no wheel fits)"
@@ -343,6 +344,17 @@ class LlamaCpp(Model):
         return g
 
     def _one(self, req: Request) -> Response:
+        if req.score:
+            answers = scored_answers(req.constraint)
+            if answers is not None:
+                return self._scored(req, answers)
+            resp = self._greedy(req)
+            resp.unscored = why_unscored(req.constraint)
+            return resp
+        return self._greedy(req)
+
+    def _greedy(self, req: Request) -> Response:
+        """The answer greedy decoding gives under the constraint's grammar."""
         t0 = time.perf_counter()
         grammar = self._grammar(req.constraint)
         max_tokens = _token_budget(req)
@@ -358,6 +370,53 @@ class LlamaCpp(Model):
         u = out.get("usage") or {}
         usage = Usage(int(u.get("prompt_tokens", 0)), int(u.get("completion_tokens", 0)), cached)
         return Response(text, value, usage, time.perf_counter() - t0, error=err)
+
+    def _scored(self, req: Request, answers: tuple[str, ...]) -> Response:
+        """Each allowed answer's log-probability after the prompt; the best one is the answer.
+
+        The prompt is evaluated once (after the prefix already in the KV cache,
+        as for generation); each answer's tokens are then evaluated on top of
+        it, answers sharing leading tokens sharing their evaluation. Scores are
+        log-probabilities of the whole answer text; an end-of-turn token is
+        added only where one answer's tokens begin another's (elsewhere the
+        answer set itself marks the end, as the grammar does).
+        """
+        t0 = time.perf_counter()
+        with self._deadline(time_limit(req, self.timeout)):
+            prompt = self._prompt_tokens(req)
+            if prompt is None:
+                resp = self._greedy(req)
+                resp.unscored = "this chat format cannot be replayed token by token"
+                return resp
+            scorer = _AnswerScorer(self.llm, prompt)
+            self.calls += 1
+            scores = {a: floor(lp) for a, lp in scorer.scores(answers).items()}
+        text = best(scores)
+        value, err = parse_output(text, req.constraint)
+        usage = Usage(len(prompt), scorer.evaluated, scorer.cached)
+        return Response(text, value, usage, time.perf_counter() - t0, error=err, scores=scores)
+
+    def _prompt_tokens(self, req: Request) -> list[int] | None:
+        """The exact tokens ``create_chat_completion`` would evaluate for ``req``'s messages.
+
+        Why replay the handler: the chat template (from the GGUF, or a named
+        format) and its BOS handling live inside llama-cpp-python's completion
+        handler; it is run against a stand-in whose ``create_completion`` hands
+        back the prompt instead of generating. None if the handler never asks.
+        """
+        from llama_cpp import llama_chat_format
+
+        llm = self.llm
+        handler: Any = (llm.chat_handler or llm._chat_handlers.get(llm.chat_format)
+                        or llama_chat_format.get_chat_completion_handler(llm.chat_format))
+        try:
+            handler(llama=_PromptCatcher(llm), messages=req.as_messages(), max_tokens=1)
+        except _CaughtPrompt as caught:
+            prompt = caught.prompt
+            if isinstance(prompt, str):
+                return list(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+            return [int(t) for t in prompt]
+        return None
 
     @contextmanager
     def _deadline(self, seconds: float) -> Iterator[None]:
@@ -410,6 +469,82 @@ class LlamaCpp(Model):
                              hint=f"shorten the prompt or raise n_ctx (now {self.n_ctx})") from e
         n_prompt = int((out.get("usage") or {}).get("prompt_tokens", 0))
         return out, _reused_prefix(previous, llm.input_ids[:n_prompt])
+
+
+class _CaughtPrompt(Exception):  # noqa: N818 - a signal carrying the prompt, not an error
+    def __init__(self, prompt: Any) -> None:
+        super().__init__("prompt caught")
+        self.prompt = prompt
+
+
+class _PromptCatcher:
+    """A stand-in ``Llama`` for a chat handler: everything passes through except
+    ``create_completion``, which raises the prompt it was given."""
+
+    def __init__(self, llm: Any) -> None:
+        self._llm = llm
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llm, name)
+
+    def create_completion(self, prompt: Any = None, **_kwargs: Any) -> Any:
+        raise _CaughtPrompt(prompt)
+
+
+class _AnswerScorer:
+    """Log-probabilities of answer texts after one prompt, on a loaded ``Llama``.
+
+    Evaluates the prompt once (reusing the KV cache's common prefix), then each
+    answer-token prefix at most once; ``evaluated`` counts the answer tokens
+    evaluated, ``cached`` the prompt tokens reused from the previous request.
+    """
+
+    def __init__(self, llm: Any, prompt: list[int]) -> None:
+        self.llm = llm
+        self.n_prompt = len(prompt)
+        previous = llm.input_ids[: llm.n_tokens]
+        self.cached = _reused_prefix(previous, prompt)
+        llm.n_tokens = self.cached
+        llm.eval(prompt[self.cached:])
+        self.evaluated = 0
+        self._dists: dict[tuple[int, ...], Any] = {(): self._log_softmax()}
+
+    def scores(self, answers: Sequence[str]) -> dict[str, float]:
+        """log P(answer's tokens | prompt) of each answer, plus the end-of-turn token's
+        where another answer's tokens go on from this one's."""
+        llm = self.llm
+        seqs = {a: list(llm.tokenize(a.encode("utf-8"), add_bos=False, special=False))
+                for a in answers}
+        out = {}
+        for answer, seq in seqs.items():
+            lp = sum(float(self._dist(tuple(seq[:i]))[tok]) for i, tok in enumerate(seq))
+            if any(len(o) > len(seq) and o[: len(seq)] == seq for o in seqs.values()):
+                lp += float(self._dist(tuple(seq))[llm.token_eos()])
+            out[answer] = lp
+        return out
+
+    def _dist(self, prefix: tuple[int, ...]) -> Any:
+        """Next-token log-probabilities after prompt + ``prefix`` (memoised)."""
+        if prefix not in self._dists:
+            llm = self.llm
+            done = [int(t) for t in llm.input_ids[self.n_prompt: llm.n_tokens]]
+            same = 0
+            while same < min(len(done), len(prefix) - 1) and done[same] == prefix[same]:
+                same += 1
+            llm.n_tokens = self.n_prompt + same
+            llm.eval(list(prefix[same:]))
+            self.evaluated += len(prefix) - same
+            self._dists[prefix] = self._log_softmax()
+        return self._dists[prefix]
+
+    def _log_softmax(self) -> Any:
+        import numpy as np
+
+        llm = self.llm
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+        x = logits.astype(np.float64)
+        top = x.max()
+        return x - top - np.log(np.exp(x - top).sum())
 
 
 _PARAMS_LOCK = threading.Lock()

@@ -40,6 +40,7 @@ from blendsql.models.constraints import (
 from blendsql.models.gbnf import max_output_bytes, to_gbnf
 from blendsql.models.llamacpp import parse_output
 from blendsql.models.retry import retry
+from blendsql.models.scoring import from_top_logprobs, scored_answers, spellings, why_unscored
 
 ServerKind = Literal["auto", "llamacpp", "vllm", "openai", "generic"]
 _KINDS = ("auto", "llamacpp", "vllm", "openai", "generic")
@@ -51,6 +52,7 @@ FLOAT_REGEX = r"-?[0-9]{1,15}(\.[0-9]{1,10})?"
 DATE_REGEX = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
 _LOGIT_BIAS_MAX_TOKENS = 300  # OpenAI's limit on logit_bias entries
 _PARSE_RETRIES = 2  # extra attempts after an answer that does not parse
+TOP_LOGPROBS = 20  # alternatives asked for the first answer token of a scored request
 
 
 def constraint_regex(c: Constraint) -> str | None:
@@ -273,6 +275,7 @@ class OpenAI(Model):
         self._kind: str | None = None if server_kind == "auto" else server_kind
         self._known_models: list[str] = []
         self._rejected: set[str] = set()  # constraint mechanisms the server refused
+        self._no_logprobs = False  # the server refused ``logprobs``: scored requests run greedy
         self._lock = threading.Lock()
         self._encode = _tiktoken_encoder(model)
 
@@ -343,17 +346,24 @@ class OpenAI(Model):
         return plan
 
     def _one(self, req: Request, kind: str) -> Response:
-        """One request: enforce where possible, validate always, re-ask with the error."""
+        """One request: enforce where possible, validate always, re-ask with the error.
+
+        A scored request (``req.score``) also asks for the first answer token's
+        ``top_logprobs``; each allowed answer is scored from them
+        (:func:`~blendsql.models.scoring.from_top_logprobs`), and ``unscored``
+        says why when the server gives none or they cannot tell answers apart.
+        """
         t0 = time.perf_counter()
         plan = self._plan(req, kind)
         messages = req.as_messages()
         if not plan.enforced and not isinstance(req.constraint, Text):
             messages[-1] = {**messages[-1], "content": messages[-1]["content"]
                             + f"\n\nAnswer with only {req.constraint.describe()}."}
+        answers = scored_answers(req.constraint) if req.score else None
         usage = Usage()
-        text, value, err = "", None, None
+        text, value, err, top = "", None, None, None
         for _attempt in range(_PARSE_RETRIES + 1):
-            text, plan = self._complete(messages, req, plan, usage)
+            text, plan, top = self._complete(messages, req, plan, usage, answers is not None)
             value, err = self._parse(text, req.constraint, plan)
             if err is None:
                 break
@@ -362,7 +372,20 @@ class OpenAI(Model):
                 {"role": "user", "content": f"That answer is invalid ({err}). "
                  f"Reply with only {req.constraint.describe()}."},
             ]
-        return Response(text.strip(), value, usage, time.perf_counter() - t0, error=err)
+        resp = Response(text.strip(), value, usage, time.perf_counter() - t0, error=err)
+        if req.score:
+            self._attach_scores(resp, req, answers, top)
+        return resp
+
+    def _attach_scores(self, resp: Response, req: Request, answers: tuple[str, ...] | None,
+                       top: list[tuple[str, float]] | None) -> None:
+        """Fill ``resp.scores`` from the first token's alternatives (or ``resp.unscored``)."""
+        if answers is None:
+            resp.unscored = why_unscored(req.constraint)
+        elif top is None:
+            resp.unscored = "the server returned no logprobs"
+        else:
+            resp.scores, resp.unscored = from_top_logprobs(top, spellings(req.constraint))
 
     def _parse(self, text: str, c: Constraint, plan: _Plan) -> tuple[Any, str | None]:
         raw = text if plan.enforced else _strip_fences(text)
@@ -374,9 +397,12 @@ class OpenAI(Model):
         return parse_output(raw, c)
 
     def _complete(
-        self, messages: list[dict[str, str]], req: Request, plan: _Plan, usage: Usage
-    ) -> tuple[str, _Plan]:
-        """One chat completion; if the server rejects the constraint fields, drop them."""
+        self, messages: list[dict[str, str]], req: Request, plan: _Plan, usage: Usage,
+        logprobs: bool = False,
+    ) -> tuple[str, _Plan, list[tuple[str, float]] | None]:
+        """One chat completion: its text, the plan used and (when ``logprobs``) the first
+        token's top alternatives. If the server rejects the constraint fields or
+        ``logprobs``, they are dropped."""
         import openai
 
         kwargs: dict[str, Any] = {
@@ -389,6 +415,9 @@ class OpenAI(Model):
             kwargs["stop"] = list(req.stop[:4])
         if req.timeout is not None:  # the engine's model_timeout for this request
             kwargs["timeout"] = req.timeout
+        asked = logprobs and not self._no_logprobs
+        if asked:
+            kwargs.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         kwargs.update(plan.create_kwargs)
         if plan.extra_body:
             kwargs["extra_body"] = plan.extra_body
@@ -397,14 +426,18 @@ class OpenAI(Model):
         except ModelError as e:
             cause = e.__cause__
             rejected = isinstance(cause, (openai.BadRequestError, openai.UnprocessableEntityError))
-            if not rejected or plan.mechanism is None:
+            if not rejected or (plan.mechanism is None and not asked):
                 raise
             with self._lock:
-                self._rejected.add(plan.mechanism)
-            return self._complete(messages, req, _Plan(), usage)
+                if plan.mechanism is not None:
+                    self._rejected.add(plan.mechanism)
+                else:
+                    self._no_logprobs = True
+            return self._complete(messages, req, _Plan() if plan.mechanism else plan, usage,
+                                  logprobs)
         usage += _usage_of(resp)
         content = resp.choices[0].message.content if resp.choices else None
-        return content or "", plan
+        return content or "", plan, (_first_top_logprobs(resp) if asked else None)
 
     # -- transport: retries and errors -------------------------------------------
     def _call(self, fn: Callable[[], Any]) -> Any:
@@ -497,6 +530,21 @@ def _error_detail(err: Exception) -> str:
         if msg:
             return str(msg)[:300]
     return str(getattr(err, "message", err))[:300]
+
+
+def _first_top_logprobs(resp: Any) -> list[tuple[str, float]] | None:
+    """(token, logprob) alternatives of a completion's first token (None when absent)."""
+    choice = resp.choices[0] if getattr(resp, "choices", None) else None
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    first = content[0]
+    tops = getattr(first, "top_logprobs", None) or []
+    pairs = [(str(t.token), float(t.logprob)) for t in tops
+             if getattr(t, "token", None) is not None and getattr(t, "logprob", None) is not None]
+    if not pairs and getattr(first, "token", None) is not None:
+        pairs = [(str(first.token), float(first.logprob))]
+    return pairs or None
 
 
 def _usage_of(resp: Any) -> Usage:

@@ -143,9 +143,12 @@ class Recorded(Model):
                     value = json.loads(json.dumps(resp.value))
                 except (TypeError, ValueError):
                     continue  # not JSON-representable: not recorded, so replay says so
-                self._data["answers"][key] = {
+                entry = {
                     "text": resp.text, "value": value, "prompt_tokens": resp.usage.prompt_tokens,
                     "completion_tokens": resp.usage.completion_tokens, "prompt_end": _preview(req)}
+                if resp.scores is not None:  # a scored answer replays with its scores
+                    entry["scores"] = resp.scores
+                self._data["answers"][key] = entry
             self._write()
 
     def _write(self) -> None:
@@ -171,7 +174,9 @@ class Recorded(Model):
             value, error = parse_response(text, request.constraint)
         usage = Usage(prompt_tokens=int(entry.get("prompt_tokens", 0)),
                       completion_tokens=int(entry.get("completion_tokens", 0)))
-        return Response(text=text, value=value, usage=usage, error=error)
+        scores = entry.get("scores")
+        return Response(text=text, value=value, usage=usage, error=error,
+                        scores=dict(scores) if isinstance(scores, dict) else None)
 
 
 __all__ = ["Recorded", "request_key"]

@@ -1,0 +1,269 @@
+"""Decisions from the model's probabilities: scoring, calibration and cascades.
+
+For a Bool or a short Choice, a map can ask the model for the log-probability
+of every allowed answer (``Request(score=True)``) instead of taking its greedy
+answer. This module turns those numbers into decisions:
+
+- :func:`choose` picks the answer with the highest *calibrated* probability and
+  reports it with the probability and the margin to the runner-up;
+- calibration is an additive bias on the log-probabilities (a per-answer
+  offset), found either from content-free inputs (:func:`contextual_bias`,
+  Zhao et al. 2021: the model's prior for "yes" is divided out) or from the
+  user's labelled examples (:func:`threshold_bias`: the log-odds threshold
+  that classifies them best);
+- :func:`cascade_split` sends the values the first model is not sure of to a
+  second model (a LOTUS-style approximate filter with a target the user sets).
+
+Options are validated here (:func:`check_choice`, :func:`check_target`) so an
+ingredient reports a misspelt ``calibrate=`` the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from blendsql.errors import IngredientError
+from blendsql.models.base import Model
+from blendsql.models.constraints import Bool, Choice, Constraint
+from blendsql.models.scoring import LOG_FLOOR, normalise, scored_answers
+
+#: ``calibrate=``: none (raw probabilities), contextual (content-free inputs), examples
+#: (a threshold fitted on the labelled ``few_shot`` examples)
+CALIBRATIONS = ("none", "contextual", "examples")
+#: ``framing=``: question (the default prompt), labels (a yes/no question asked as a choice
+#: between two labels), claim (the question read as a claim to check against the value)
+FRAMINGS = ("question", "labels", "claim")
+#: the content-free values of contextual calibration (Zhao et al. 2021 use these three)
+CONTENT_FREE = ("N/A", "", "[MASK]")
+DEFAULT_TARGET = 0.9
+
+
+@dataclass
+class Decision:
+    """One decided value: the answer, how sure the model was, and who decided.
+
+    ``probabilities`` are calibrated (they decide), ``raw`` the model's own,
+    both over the allowed answers; ``margin`` is the chosen answer's
+    probability minus the runner-up's. Unscored decisions (greedy answers)
+    have no probabilities and say why in ``note``.
+    """
+
+    value: Any
+    answer: str | None = None
+    probability: float | None = None
+    margin: float | None = None
+    probabilities: dict[str, float] | None = None
+    raw: dict[str, float] | None = None
+    stage: str = ""
+    note: str | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.probability is not None
+
+    def record(self, value: Any) -> dict[str, Any]:
+        """The trace record of this decision for input ``value``."""
+        return {"value": value, "answer": self.value, "probability": self.probability,
+                "margin": self.margin, "probabilities": self.probabilities, "raw": self.raw,
+                "scored": self.scored, "stage": self.stage, "note": self.note}
+
+
+def check_choice(name: str, value: Any, allowed: Sequence[str]) -> str:
+    """``value`` as one of ``allowed`` (case-insensitive), else a clear error."""
+    text = str(value).strip().lower() if isinstance(value, str) else None
+    if text is None or text not in allowed:
+        raise IngredientError(f"{name}={value!r} is not one of: {', '.join(allowed)}",
+                              hint=f"write e.g. {name}='{allowed[-1]}'")
+    return text
+
+
+def check_target(value: Any) -> float:
+    """A cascade's target accuracy: a number strictly between 0 and 1."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1
+    if not ok:
+        raise IngredientError(f"target={value!r} is not an accuracy between 0 and 1",
+                              hint="write e.g. target=0.9: values the first model is less "
+                              "sure of go to the second")
+    return float(value)
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """A boolean option (``scored=TRUE``); 1 / 0 count as SQLite writes them."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise IngredientError(f"{name}={value!r} is not TRUE or FALSE",
+                          hint=f"write {name}=TRUE or {name}=FALSE")
+
+
+def check_labels(value: Any) -> tuple[str, str]:
+    """Two distinct, non-empty labels: the first means TRUE, the second FALSE."""
+    items = tuple(value) if isinstance(value, (list, tuple)) else ()
+    if isinstance(value, str):
+        items = tuple(p.strip() for p in value.split(";"))
+    labels = tuple(" ".join(str(x).split()) for x in items)
+    if len(labels) != 2 or not all(labels) or labels[0].casefold() == labels[1].casefold():
+        raise IngredientError(f"labels={value!r} is not two distinct labels",
+                              hint="write labels=('POSITIVE', 'NEGATIVE'): the first is "
+                              "the TRUE answer, the second the FALSE one")
+    return labels[0], labels[1]
+
+
+@dataclass(frozen=True)
+class DecisionPolicy:
+    """How a map decides Bool / Choice answers (validated options of one call).
+
+    ``scored``: decide from each answer's probability and trace it; implied by
+    ``calibrate`` other than 'none' and by a ``cascade`` model. ``framing``
+    'labels' asks a yes/no question as a choice between ``labels`` (first =
+    TRUE); 'claim' asks whether the question, read as a claim, holds for the
+    value. ``cascade``: a second model for the values the first decides with
+    a probability below ``target``.
+    """
+
+    scored: bool = False
+    calibrate: str = "none"
+    framing: str = "question"
+    labels: tuple[str, str] | None = None
+    cascade: Model | None = None
+    target: float = DEFAULT_TARGET
+
+    @property
+    def active(self) -> bool:
+        """True when answers are scored (and decisions traced)."""
+        return self.scored or self.calibrate != "none" or self.cascade is not None
+
+    def ask_constraint(self, constraint: Constraint, back: dict[str, Any]
+                       ) -> tuple[Constraint, dict[str, Any]]:
+        """The constraint the model is asked under, and the map from its answers back.
+
+        Label framing asks ``Choice(labels)`` for a Bool call and maps the
+        labels back to TRUE / FALSE; otherwise the call's own constraint.
+        """
+        if self.framing in ("labels", "claim") and not isinstance(constraint, Bool):
+            raise IngredientError(
+                f"framing={self.framing!r} is for a yes/no question, but this call's answer "
+                f"is {constraint.describe()}",
+                hint="compare the call with TRUE / FALSE, or give return_type='bool'")
+        if self.framing == "labels" and self.labels is not None:
+            return Choice(self.labels), {self.labels[0]: True, self.labels[1]: False}
+        return constraint, back
+
+    def check_scoreable(self, ask: Constraint, n_examples: int) -> None:
+        """Calibration and cascades need answers that can be scored (a clear error otherwise)."""
+        needs = "calibrate=" + repr(self.calibrate) if self.calibrate != "none" else (
+            "cascade=" if self.cascade is not None else None)
+        answers = scored_answers(ask)
+        if needs is not None and answers is None:
+            raise IngredientError(
+                f"{needs} needs a yes/no or short multiple-choice answer, not {ask.describe()}",
+                hint="compare the call with TRUE / FALSE or give options=; free text is "
+                "decided greedily")
+        if self.calibrate == "examples" and (answers is None or len(answers) != 2):
+            raise IngredientError(
+                "calibrate='examples' fits a threshold between two answers, and this call "
+                f"has {len(answers or ())}",
+                hint="use calibrate='contextual' for more than two options")
+        if self.calibrate == "examples" and n_examples < 2:
+            raise IngredientError(
+                "calibrate='examples' needs labelled examples to fit its threshold",
+                hint="give few_shot=[(value, answer), ...] with both answers among them")
+
+
+def example_bias(scored: Sequence[tuple[Mapping[str, float], str]], answers: Sequence[str]
+                 ) -> dict[str, float]:
+    """:func:`threshold_bias` from labelled examples: (answer scores, the right answer text)."""
+    first, second = answers[0], answers[1]
+    labels = {right for _, right in scored}
+    if labels != {first, second}:
+        raise IngredientError(
+            f"calibrate='examples' needs examples of both answers ({first!r} and {second!r}); "
+            f"the examples only show {sorted(labels)}",
+            hint="add a few_shot example of the missing answer")
+    pairs = [(log_odds({a: s.get(a, LOG_FLOOR) for a in answers}, first, second),
+              right == first) for s, right in scored]
+    return threshold_bias(pairs, first)
+
+
+# ---------------------------------------------------------------- decision rules
+
+
+def calibrated(logprobs: Mapping[str, float], bias: Mapping[str, float]) -> dict[str, float]:
+    """Probabilities over the answers after adding ``bias`` to their log-probabilities."""
+    return normalise({a: lp + bias.get(a, 0.0) for a, lp in logprobs.items()})
+
+
+def choose(logprobs: Mapping[str, float], bias: Mapping[str, float]
+           ) -> tuple[str, float, float, dict[str, float]]:
+    """(answer, its probability, margin to the runner-up, all probabilities), calibrated.
+
+    Ties go to the answer listed first.
+    """
+    probs = calibrated(logprobs, bias)
+    ranked = sorted(probs, key=lambda a: -probs[a])
+    top = ranked[0]
+    second = probs[ranked[1]] if len(ranked) > 1 else 0.0
+    return top, probs[top], probs[top] - second, probs
+
+
+def contextual_bias(content_free: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Contextual calibration: ``-log`` of the mean probability on content-free inputs.
+
+    Adding it to a value's log-probabilities divides its probabilities by the
+    model's prior (what it answers when the value says nothing), so a model
+    that says "yes" to anything no longer decides by that habit.
+    """
+    if not content_free:
+        return {}
+    answers = list(content_free[0])
+    mean = dict.fromkeys(answers, 0.0)
+    for scores in content_free:
+        for a, p in normalise(scores).items():
+            mean[a] += p / len(content_free)
+    return {a: -math.log(max(p, 1e-12)) for a, p in mean.items()}
+
+
+def log_odds(logprobs: Mapping[str, float], first: str, second: str) -> float:
+    """log P(first) - log P(second)."""
+    return logprobs[first] - logprobs[second]
+
+
+def fit_threshold(scored: Sequence[tuple[float, bool]]) -> float:
+    """The log-odds threshold that classifies ``(log-odds, is_first)`` pairs best.
+
+    Candidates are 0 (no change), the midpoints between neighbouring scores
+    and points past both ends; the most accurate wins, then the one nearest 0
+    (the smallest change to the model's own decision).
+    """
+    xs = sorted({s for s, _ in scored})
+    candidates = {0.0, xs[0] - 1.0, xs[-1] + 1.0}
+    candidates.update((a + b) / 2 for a, b in zip(xs, xs[1:], strict=False))
+
+    def correct(t: float) -> int:
+        return sum((s > t) == first for s, first in scored)
+
+    return max(sorted(candidates), key=lambda t: (correct(t), -abs(t)))
+
+
+def threshold_bias(scored: Sequence[tuple[float, bool]], first: str) -> dict[str, float]:
+    """The bias that moves the decision boundary of ``first`` to :func:`fit_threshold`."""
+    return {first: -fit_threshold(scored)}
+
+
+def cascade_split(decisions: Sequence[Decision], target: float) -> list[int]:
+    """Positions of the decisions a second model should take: unscored, or less sure than
+    ``target`` (the chosen answer's calibrated probability below it)."""
+    return [i for i, d in enumerate(decisions)
+            if d.probability is None or d.probability < target]
+
+
+def stage_counts(decisions: Sequence[Decision]) -> dict[str, int]:
+    """How many values each stage (model) decided, in the order stages first appear."""
+    out: dict[str, int] = {}
+    for d in decisions:
+        out[d.stage] = out.get(d.stage, 0) + 1
+    return out

@@ -1,0 +1,267 @@
+"""LLMMap decisions from the model's probabilities (issue 23).
+
+Every test uses a FunctionModel whose answer probabilities the test sets
+(``Distribution``), so each decision rule (argmax, contextual calibration,
+a threshold fitted on labelled examples, label and claim framing, cascades)
+is checked exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from blendsql import BlendSQL
+from blendsql.errors import IngredientError
+from blendsql.ingredients import LLMMap
+from blendsql.ingredients.decide import (
+    CONTENT_FREE,
+    cascade_split,
+    choose,
+    contextual_bias,
+    fit_threshold,
+)
+from blendsql.models import Distribution, FunctionModel
+from blendsql.models.base import Request
+from blendsql.models.constraints import Bool, Choice, Text
+
+REVIEWS = {"great food": 0.9, "loved it": 0.85, "cold and slow": 0.7, "rude staff": 0.65}
+POSITIVE = {"great food", "loved it"}
+
+
+def value_of(req: Request) -> str:
+    return req.prompt.rsplit("Value: ", 1)[1].split("\n")[0]
+
+
+def yes_sayer(req: Request) -> Distribution:
+    """Says 'true' to everything: 0.8 when the value says nothing, REVIEWS otherwise."""
+    p = REVIEWS.get(value_of(req), 0.8)
+    return Distribution({True: p, False: 1 - p})
+
+
+def test_scored_map_decides_by_the_highest_probability_and_keeps_it(recorder):
+    rec = recorder(lambda r: Distribution({True: 0.3, False: 0.7}) if value_of(r) == "a"
+                   else Distribution({True: 0.6, False: 0.4}))
+    ing = LLMMap()
+    out = ing.run("ok?", ["a", "b", "a"], model=rec.model, constraint=Bool(), scored=True)
+    assert out == [False, True, False]
+    assert all(r.score for r in rec.requests) and len(rec.requests) == 2
+    first, second = ing.last_decisions
+    assert (first.answer, first.value) == ("false", False)
+    assert first.probability == pytest.approx(0.7) and first.margin == pytest.approx(0.4)
+    assert second.probabilities == pytest.approx({"true": 0.6, "false": 0.4})
+    assert second.stage == "recorder"
+
+
+def test_unscored_by_default_and_requests_unchanged(recorder):
+    rec = recorder(lambda r: "true")
+    ing = LLMMap()
+    assert ing.run("ok?", ["a"], model=rec.model, constraint=Bool()) == [True]
+    assert not rec.requests[0].score and ing.last_decisions == []
+    assert "score" not in rec.requests[0].key()
+
+
+def test_a_backend_that_cannot_score_keeps_its_greedy_answer_and_says_so(recorder):
+    rec = recorder(lambda r: "false")
+    ing = LLMMap()
+    assert ing.run("ok?", ["a"], model=rec.model, constraint=Bool(), scored=True) == [False]
+    (d,) = ing.last_decisions
+    assert not d.scored and d.probability is None
+    assert d.note == "the function gave one answer, not a Distribution"
+    assert ing.last_errors == ["LLMMap: 1 of 1 value(s) were not scored (the function gave one "
+                               "answer, not a Distribution); their greedy answers were kept"]
+
+
+def test_contextual_calibration_divides_out_the_yes_prior(recorder):
+    plain = LLMMap().run("Is this review positive?", list(REVIEWS),
+                         model=recorder(yes_sayer).model, constraint=Bool(), scored=True)
+    assert plain == [True] * 4  # the prior for 'yes' decides everything
+    rec = recorder(yes_sayer)
+    ing = LLMMap()
+    out = ing.run("Is this review positive?", list(REVIEWS), model=rec.model,
+                  constraint=Bool(), calibrate="contextual")
+    assert out == [v in POSITIVE for v in REVIEWS]
+    # p / p_cf renormalised: 0.9 / 0.8 vs 0.1 / 0.2 -> 0.9 / 0.8 / (0.9 / 0.8 + 0.1 / 0.2)
+    great = ing.last_decisions[0]
+    assert great.probability == pytest.approx((0.9 / 0.8) / (0.9 / 0.8 + 0.1 / 0.2))
+    assert great.raw == pytest.approx({"true": 0.9, "false": 0.1})
+    asked = [value_of(r) for r in rec.requests]
+    assert asked[:3] == list(CONTENT_FREE)  # content-free inputs first, once
+    ing.run("Is this review positive?", ["loved it"], model=rec.model, constraint=Bool(),
+            calibrate="contextual")
+    assert [value_of(r) for r in rec.requests[7:]] == ["loved it"]  # the bias was memoised
+
+
+def test_examples_calibration_fits_a_threshold_on_labelled_examples(recorder):
+    probs = {"great food": 0.9, "loved it": 0.85, "cold and slow": 0.7, "rude staff": 0.65,
+             "tasty": 0.88, "dirty": 0.72, "fine": 0.83, "bland": 0.75}
+    rec = recorder(lambda r: Distribution({True: probs[value_of(r)], False: 1 - probs[value_of(r)]}))
+    ing = LLMMap()
+    few_shot = [("tasty", True), ("dirty", False)]
+    out = ing.run("Is this review positive?", ["great food", "fine", "bland", "rude staff"],
+                  model=rec.model, constraint=Bool(), calibrate="examples", few_shot=few_shot)
+    # threshold: midway between logit(0.72) and logit(0.88); 0.83 passes, 0.75 does not
+    tau = (math.log(0.72 / 0.28) + math.log(0.88 / 0.12)) / 2
+    assert out == [True, math.log(0.83 / 0.17) > tau, math.log(0.75 / 0.25) > tau, False]
+    assert out == [True, True, False, False]
+    # each example is scored with the other examples shown, never itself
+    tasty = next(r for r in rec.requests if value_of(r) == "tasty")
+    assert "Value: dirty" in tasty.prompt and tasty.prompt.count("tasty") == 1
+
+
+def test_examples_calibration_needs_both_answers_among_the_examples(recorder):
+    rec = recorder(yes_sayer)
+    with pytest.raises(IngredientError, match="both answers") as e:
+        LLMMap().run("ok?", ["great food"], model=rec.model, constraint=Bool(),
+                     calibrate="examples", few_shot=[("a", True), ("b", True)])
+    assert e.value.hint
+
+
+def test_label_framing_asks_a_choice_and_maps_labels_back(recorder):
+    rec = recorder(lambda r: Distribution({"POSITIVE": REVIEWS[value_of(r)] - 0.3,
+                                           "NEGATIVE": 1.3 - REVIEWS[value_of(r)]}))
+    ing = LLMMap()
+    out = ing.run("Is this review positive?", list(REVIEWS), model=rec.model, constraint=Bool(),
+                  labels=("POSITIVE", "NEGATIVE"), few_shot=[("tasty", True)], scored=True)
+    assert out == [True, True, False, False]
+    assert rec.requests[0].constraint == Choice(("POSITIVE", "NEGATIVE"))
+    assert "Value: tasty\nAnswer: POSITIVE" in rec.prompts[0]
+    assert ing.last_decisions[0].answer == "POSITIVE"
+
+
+def test_label_framing_without_scores_is_a_greedy_choice(recorder):
+    rec = recorder(lambda r: "NEGATIVE")
+    out = LLMMap().run("Is this review positive?", ["x"], model=rec.model, constraint=Bool(),
+                       framing="labels", labels="POSITIVE;NEGATIVE")
+    assert out == [False]
+
+
+def test_claim_framing_states_the_claim(recorder):
+    rec = recorder(lambda r: "true")
+    LLMMap().run("This review is positive.", ["x"], model=rec.model, constraint=Bool(),
+                 framing="claim")
+    prompt = rec.prompts[0]
+    assert "Claim: This review is positive." in prompt
+    assert "Decide whether the claim is true" in prompt
+    assert prompt.endswith("Value: x\nIs the claim true for this value?\nAnswer:")
+
+
+def test_cascade_sends_only_doubtful_values_to_the_second_model(recorder):
+    sure = {"a": 0.95, "b": 0.6, "c": 0.02}
+    small = recorder(lambda r: Distribution({True: sure[value_of(r)],
+                                             False: 1 - sure[value_of(r)]}))
+    big_rec = recorder(lambda r: "false")
+    big = FunctionModel(big_rec, name="big")
+    ing = LLMMap(cascade=big, target=0.9)
+    out = ing.run("ok?", ["a", "b", "c"], model=small.model, constraint=Bool())
+    assert out == [True, False, False]
+    assert [value_of(r) for r in big_rec.requests] == ["b"]  # a and c were sure enough
+    assert [d.stage for d in ing.last_decisions] == ["recorder", "big", "recorder"]
+    assert ing.last_decisions[1].note == "the function gave one answer, not a Distribution"
+
+
+def test_engine_traces_decisions_and_stages_and_meters_the_cascade():
+    def small(req: Request) -> Distribution:
+        p = {"sp": 0.97, "rp": 0.55, "1b": 0.01, "c": 0.4}[value_of(req)]
+        return Distribution({True: p, False: 1 - p})
+
+    def big(req: Request) -> Distribution:
+        return Distribution({True: 0.95 if value_of(req) == "rp" else 0.05, False: 0.5})
+
+    df = pd.DataFrame({"pos": ["sp", "rp", "1b", "c"]})
+    ing = LLMMap(cascade=FunctionModel(big, name="big"))
+    bsql = BlendSQL({"w": df}, model=FunctionModel(small, name="small"), ingredients=[ing])
+    sm = bsql.execute("SELECT pos FROM w WHERE {{LLMMap('Is this a pitcher?', w.pos, "
+                      "target=0.9)}} = TRUE ORDER BY pos")
+    assert sorted(sm.df["pos"]) == ["rp", "sp"]
+    step = next(s for s in sm.trace if s.kind == "ingredient")
+    assert step.details["stages"] == {"small": 2, "big": 2}
+    assert step.model_calls == 6 and sm.meta.model_calls == 6  # both stages are metered
+    assert "decided by small=2, big=2" in step.line()
+    conf = sm.confidence("llmmap")
+    assert list(conf.columns) == ["ingredient", "value", "answer", "probability", "margin",
+                                  "stage", "scored", "note"]
+    row = conf.set_index("value").loc["sp"]
+    assert row["answer"] is True or row["answer"] == True  # noqa: E712 - numpy bool
+    assert row["probability"] == pytest.approx(0.97) and row["margin"] == pytest.approx(0.94)
+    assert conf.set_index("value").loc["c", "stage"] == "big"
+    assert sm.confidence("other").empty
+
+
+def test_query_options_reach_the_ingredient_and_are_validated():
+    def fn(req: Request) -> Distribution:
+        return Distribution({"POSITIVE": 0.2, "NEGATIVE": 0.8})
+
+    bsql = BlendSQL({"r": pd.DataFrame({"t": ["x", "y"]})}, model=FunctionModel(fn))
+    sm = bsql.execute("SELECT t FROM r WHERE {{LLMMap('Positive?', r.t, "
+                      "labels=('POSITIVE', 'NEGATIVE'), scored=TRUE)}} = FALSE")
+    assert sorted(sm.df["t"]) == ["x", "y"]
+    assert set(sm.confidence()["answer"]) == {False}
+    with pytest.raises(IngredientError, match="calibrate='nope' is not one of") as e:
+        bsql.execute("SELECT t FROM r WHERE {{LLMMap('Positive?', r.t, calibrate='nope')}} = TRUE")
+    assert "calibrate=" in (e.value.hint or "")
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"calibrate": "sometimes"}, "is not one of"),
+    ({"framing": "poem"}, "is not one of"),
+    ({"framing": "labels"}, "needs the two labels"),
+    ({"labels": ("A", "a")}, "two distinct labels"),
+    ({"target": 1.5, "scored": True}, "not an accuracy"),
+    ({"scored": "yes"}, "is not TRUE or FALSE"),
+    ({"scored": True, "values_per_prompt": 4}, "cannot be combined"),
+    ({"framing": "claim", "values_per_prompt": 4}, "cannot be combined"),
+])
+def test_bad_decision_options_are_clear_errors(recorder, kwargs, message):
+    rec = recorder(lambda r: "true")
+    with pytest.raises(IngredientError, match=re.escape(message)) as e:
+        LLMMap().run("ok?", ["a"], model=rec.model, constraint=Bool(), **kwargs)
+    assert e.value.hint
+    assert rec.requests == []
+
+
+def test_calibration_and_label_framing_need_a_yes_no_or_choice_answer(recorder):
+    rec = recorder(lambda r: "x")
+    with pytest.raises(IngredientError, match="needs a yes/no or short multiple-choice"):
+        LLMMap().run("what?", ["a"], model=rec.model, constraint=Text(), calibrate="contextual")
+    with pytest.raises(IngredientError, match="is for a yes/no question"):
+        LLMMap().run("what?", ["a"], model=rec.model, constraint=Text(), framing="claim")
+    with pytest.raises(IngredientError, match="is not a blendsql Model"):
+        LLMMap(cascade="gpt-4").run("ok?", ["a"], model=rec.model, constraint=Bool())
+
+
+# ---------------------------------------------------------------- the rules themselves
+
+
+def test_choose_reports_probability_and_margin_after_bias():
+    lp = {"true": math.log(0.6), "false": math.log(0.4)}
+    assert choose(lp, {}) == ("true", pytest.approx(0.6), pytest.approx(0.2),
+                              pytest.approx({"true": 0.6, "false": 0.4}))
+    answer, p, _, _ = choose(lp, {"true": -math.log(3)})  # 0.2 vs 0.4
+    assert answer == "false" and p == pytest.approx(2 / 3)
+    tie = {"a": 0.0, "b": 0.0}
+    assert choose(tie, {})[0] == "a"
+
+
+def test_contextual_bias_is_minus_log_of_the_mean_content_free_probability():
+    cf = [{"true": math.log(0.9), "false": math.log(0.1)},
+          {"true": math.log(0.7), "false": math.log(0.3)}]
+    assert contextual_bias(cf) == pytest.approx({"true": -math.log(0.8),
+                                                 "false": -math.log(0.2)})
+
+
+def test_fit_threshold_prefers_accuracy_then_the_smallest_change():
+    assert fit_threshold([(2.0, True), (1.0, False)]) == pytest.approx(1.5)
+    assert fit_threshold([(1.0, True), (-1.0, False)]) == 0.0  # already right: no change
+    assert fit_threshold([(1.0, True), (3.0, False)]) == 0.0  # no threshold fixes both
+
+
+def test_cascade_split_takes_unscored_and_unsure_decisions():
+    from blendsql.ingredients.decide import Decision
+
+    ds = [Decision(True, "true", 0.95), Decision(False, "false", 0.6), Decision(True)]
+    assert cascade_split(ds, 0.9) == [1, 2]
+    assert cascade_split(ds, 0.5) == [2]
