@@ -1,4 +1,4 @@
-"""Issue 10: session / execute options are one typed, validated set (blendsql.options)."""
+"""Session / execute options are one typed, validated set (blendsql.options)."""
 
 from __future__ import annotations
 

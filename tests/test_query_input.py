@@ -1,4 +1,4 @@
-"""Issue 10 at the session level: what ``BlendSQL.execute`` / ``parse`` accept as a query."""
+"""What ``BlendSQL.execute`` / ``parse`` accept as a query, at the session level."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""Issue 10, finding 7: cost ordering must not redo work for every remaining call at every step.
+"""Cost ordering does a bounded amount of work per call, whatever the number of calls.
 
-Counts, not seconds (the machine is shared): with n AND-ed ingredient filters the
-engine used to build every remaining call's candidate query and re-run its cost
-estimate after each computed call (~n^2 estimates, n^3 time). Now each call's
-candidate is built a constant number of times and each call is estimated once.
+Counts, not seconds (the machine is shared): with n AND-ed ingredient filters each
+call's candidate query is built a constant number of times and each call's cost is
+estimated once, not once per remaining call at every step (which is ~n^2 estimates).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Issue 10, finding 6: under LIMIT the lazy scan streams rows, so an endless source works.
+"""Under LIMIT the lazy scan streams rows, so an endless source works.
 
 ``WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)`` has no end;
-plain SQLite with a Python function answers ``... WHERE sw('1', x) LIMIT 3`` at once.
-Before the fix the lazy walk first read every row of the scan (never returning);
-negative filters (``NOT {{M(x)}}``) were not evaluated lazily at all.
-A session time limit keeps a regression from hanging the suite (it fails instead).
+plain SQLite with a Python function answers ``... WHERE sw('1', x) LIMIT 3`` at once,
+and so must the engine: the lazy walk reads rows only until the limit is met, for
+positive and negative (``NOT {{M(x)}}``) filters alike. A session time limit makes a
+walk that reads every row fail instead of hanging the suite.
 """
 
 from __future__ import annotations

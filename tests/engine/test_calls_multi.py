@@ -1,7 +1,7 @@
-"""Issue 10, finding 3: a map over several value columns sees all of them.
+"""A map over several value columns sees all of them.
 
-Before: ``LLMMap('Do these two agree?', r1.text, r2.text)`` silently dropped the
-second column (every prompt showed one value, the lookup keyed on the first).
+``LLMMap('Do these two agree?', r1.text, r2.text)`` shows both values in every prompt and
+keys its lookup on the pair, never on the first column alone.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Issue 10: identical calls share one evaluation; aliases, IN with QA, subquery options.
+"""Identical calls share one evaluation; aliases, IN with QA, subquery options.
 
-Each test failed before the fix (see the docstrings for what went wrong).
+Each test's docstring says which wrong behaviour it rules out.
 """
 
 from __future__ import annotations

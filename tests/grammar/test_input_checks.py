@@ -1,4 +1,4 @@
-"""Issue 10: bad input gets a clear ParseError; the dialect accepts what users write.
+"""Bad input gets a clear ParseError; the dialect accepts what users write.
 
 Covers: a query that is one ingredient call, a trailing comma in an argument
 list, non-text / empty / multi-statement queries, malformed ``'table::column'``
