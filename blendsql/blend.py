@@ -16,12 +16,7 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.budget import Budget, Prices, prices_of
-from blendsql.db.backend import Backend, open_database
-from blendsql.db.database import (
-    DEFAULT_TIMEOUT,
-    QueryTimeoutError,
-    TooManyRowsError,
-)
+from blendsql.db.backend import DEFAULT_TIMEOUT, Backend, open_database
 from blendsql.db.frames import rows_to_frame
 from blendsql.errors import (
     BlendSQLError,
@@ -29,6 +24,8 @@ from blendsql.errors import (
     ModelError,
     OptionError,
     ParseError,
+    QueryTimeoutError,
+    TooManyRowsError,
     UnsafeQueryError,
 )
 from blendsql.execute.engine import Run, bind_params, execute_tree, to_smoothie
@@ -380,18 +377,15 @@ class BlendSQL:
         fall back to end-to-end QA when it fails or finds nothing.
 
         Returns a :class:`blendsql.nl.ask.Answer` (``answer``, ``program``,
-        ``smoothie``, ``fallback_used``, ``prompt_tokens``). Keyword arguments go
-        to :func:`blendsql.nl.ask.ask` (``parser=``, ``fallback=``, ``history=``).
+        ``smoothie``, ``fallback_used``, ``prompt_tokens``, ``trace``). Keyword
+        arguments go to :func:`blendsql.nl.ask.ask` (``parser=``, ``fallback=``,
+        ``history=``). Works on every backend: the layer reads the schema and
+        values through it, as one use of the session under its time limit, and
+        every statement it runs is in ``answer.trace``.
         """
         from blendsql.nl.ask import ask
 
-        if self.db.dialect != "sqlite":  # the NL layer reads the schema through sqlite3
-            raise ExecutionError(f"ask() runs on SQLite databases only (this one is "
-                                 f"{self.db.dialect})",
-                                 hint="write the BlendSQL query and use execute(), or copy "
-                                 "the tables into SQLite")
-        with self.db.session():  # reads the schema through the connection: one thread
-            return ask(self, question, **kwargs)
+        return ask(self, question, **kwargs)
 
     def close(self) -> None:
         """Close the database connection if this session opened it."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blendsql.budget import Budget
+from blendsql.db.backend import DEFAULT_TIMEOUT
 from blendsql.errors import OptionError
 
 #: default for ``max_query_chars``: longer queries are refused before parsing. Parsing
@@ -101,9 +102,9 @@ _SPECS: list[OptionSpec] = [
           choices=("embedding", "hashing", "model")),
     _spec("enum_threshold", _NUMBER, 0.5,
           "minimum similarity for enum_match's embedding rewrite"),
-    # defaults mirror blendsql.db.database.DEFAULT_TIMEOUT and blendsql.models.base
-    # .DEFAULT_TIMEOUT (tests keep them equal); the engine applies its own default
-    _spec("timeout", _NUMBER, 300.0,
+    # the statement default is the backends' own (one place: blendsql.db.backend); the
+    # model default mirrors blendsql.models.base.DEFAULT_TIMEOUT (a test keeps them equal)
+    _spec("timeout", _NUMBER, DEFAULT_TIMEOUT,
           "time limit in seconds for each SQL statement (None: no limit)", check=_positive,
           nullable=True),
     _spec("model_timeout", _NUMBER, 120.0,

@@ -24,6 +24,16 @@ The contract, per method:
   tables instead).
 - ``tables()``, ``columns(table)``, ``fts_tables()``: the schema, for
   prompts and full-text search.
+- What the plain-language layer reads (``blendsql.nl``), each statement
+  through the same traced, guarded, time-limited path as the engine's:
+  ``schema()`` (tables with typed columns and a CREATE statement),
+  ``table_columns(table)``, ``sample_rows(table, n)``,
+  ``distinct_values(table, column, limit, ...)``, ``row_count(table)``,
+  ``dry_run(sql, seconds)`` (does a query compile here, under a time
+  limit) and ``run_native(sql, params)`` (a statement in the backend's own
+  SQL, e.g. a catalog read). Generic versions live here (plain SQL through
+  :meth:`execute`); a backend overrides where its catalog or types differ.
+- ``name``: how errors and prompts name the backend ("SQLite", ...).
 - ``dialect``: the sqlglot dialect it runs; ``json_collect``: whether the
   SQLite ``json_group_array`` fast path for candidate values applies.
 """
@@ -34,6 +44,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +54,72 @@ from blendsql.errors import BlendSQLError, ExecutionError
 
 ParamOrigin = Callable[[str], str]
 StatementHook = Callable[[str, "int | None", float, bool, "str | None"], None]
+#: a column as the schema declares it: (name, type; '' when none is declared)
+Column = tuple[str, str]
+
+#: default time limit (seconds) for one SQL statement; the ``timeout`` option overrides it
+DEFAULT_TIMEOUT = 300.0
+#: most rows one statement may return (guards memory against never-ending results)
+DEFAULT_MAX_ROWS = 20_000_000
+#: default time (seconds) a thread waits for a session another thread is using
+DEFAULT_LOCK_TIMEOUT = 600.0
+#: hint for a value an ingredient returned that the database cannot take
+INGREDIENT_VALUE_HINT = ("the value came from an ingredient's output, not from your params: "
+                         "make the ingredient return None, an int within 64 bits, a float, "
+                         "valid text (no lone surrogates) or bytes")
+#: declared types whose values are text (any backend's spelling)
+_TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING", "VARCHAR")
+
+
+def user_param(name: str) -> str:
+    """Where a parameter of a user's own statement came from."""
+    return f"the value you passed for parameter {name!r}"
+
+
+def engine_value(name: str) -> str:
+    """How a parameter of an engine statement is named in an error: an ingredient's output."""
+    return "an ingredient's output"
+
+
+def short(sql: str, limit: int = 2000) -> str:
+    """A statement cut for an error message."""
+    return sql if len(sql) <= limit else sql[:limit] + " ..."
+
+
+def quote(name: str) -> str:
+    """A double-quoted identifier (the same in SQLite, DuckDB and PostgreSQL)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def is_text_type(declared: str) -> bool:
+    """True for a declared column type that holds text (``VARCHAR``, ``character varying``)."""
+    upper = declared.upper()
+    return any(t in upper for t in _TEXT_TYPES)
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """One user table as the plain-language layer shows it to a model.
+
+    ``ddl``: a CREATE statement (the stored one where the backend keeps it,
+    else written from the columns); ``documents``: a full-text document
+    table (withheld from prompts but for its CREATE statement).
+    """
+
+    name: str
+    columns: tuple[Column, ...]
+    ddl: str
+    documents: bool = False
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c for c, _ in self.columns)
+
+
+def create_statement(table: str, columns: Sequence[Column]) -> str:
+    """``CREATE TABLE "t" ("a" TYPE, ...)`` written from a table's columns."""
+    cols = ", ".join(f"{quote(c)} {t}".rstrip() for c, t in columns)
+    return f"CREATE TABLE {quote(table)} ({cols})"
 
 
 class Backend(ABC):
@@ -50,6 +127,8 @@ class Backend(ABC):
 
     #: the sqlglot dialect this backend runs
     dialect: str = "sqlite"
+    #: how errors and prompts name this backend
+    name: str = "SQLite"
     #: True where ``json_group_array`` over a TEXT column collects candidates (SQLite)
     json_collect: bool = False
     allow_writes: bool = False
@@ -84,15 +163,19 @@ class Backend(ABC):
         finally:
             self.tracer = saved
 
-    def _run(self, sql: str, params: Any, origin: ParamOrigin,
+    def _run(self, sql: str, params: Any, origin: ParamOrigin, *, native: bool = False,
              ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """One statement (:meth:`_run_statement`), reported to the tracer if any."""
+        """One statement (:meth:`_run_statement`), reported to the tracer if any.
+
+        ``native``: the text is already the backend's own SQL (not translated).
+        """
         hook = self.tracer
+        run = self._run_native if native else self._run_statement
         if hook is None:
-            return self._run_statement(sql, params, origin)
+            return run(sql, params, origin)
         t0 = time.perf_counter()
         try:
-            cols, rows = self._run_statement(sql, params, origin)
+            cols, rows = run(sql, params, origin)
         except BlendSQLError as e:
             hook(sql, None, time.perf_counter() - t0, self._engine, e.message)
             raise
@@ -103,6 +186,11 @@ class Backend(ABC):
     def _run_statement(self, sql: str, params: Any, origin: ParamOrigin,
                        ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """One statement under the session's limits, untraced (see :meth:`_run`)."""
+
+    def _run_native(self, sql: str, params: Any, origin: ParamOrigin,
+                    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """One statement in the backend's own SQL, untraced (SQLite: its SQL is ours)."""
+        return self._run_statement(sql, params, origin)
 
     @abstractmethod
     def engine(self) -> AbstractContextManager[None]:
@@ -121,6 +209,19 @@ class Backend(ABC):
 
         cols, rows = self.execute(sql, params)
         return rows_to_frame(cols, rows)
+
+    def run_native(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None,
+                   ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run one statement written in the backend's own SQL (a catalog read).
+
+        Why: a catalog (``information_schema``, ``duckdb_tables()``) is read in
+        the backend's SQL, which BlendSQL's SQLite flavour cannot express; the
+        statement still takes the one traced path, under the user's read-only
+        rules and the session's time limit.
+        """
+        with self.session():
+            return self._run(sql, params if params is not None else (), user_param,
+                             native=True)
 
     @abstractmethod
     def temp_name(self, kind: str) -> str:
@@ -171,6 +272,77 @@ class Backend(ABC):
         """Names of the full-text document tables (withheld from prompts)."""
         return []
 
+    # -- what the plain-language layer reads -----------------------------------------
+
+    def table_columns(self, table: str) -> list[Column]:
+        """Columns of a table or view with their declared types ('' when unknown)."""
+        return [(c, "") for c in self.columns(table)]
+
+    def schema(self) -> list[TableSchema]:
+        """The user's tables and views for a prompt, internal ones left out.
+
+        Left out: names starting with ``_`` (a loader's metadata, e.g.
+        ``_tables``) and the backend's own (engine temp objects never appear:
+        they live in the temp schema).
+        """
+        documents = set(self.fts_tables())
+        out = []
+        for name in self.tables():
+            if name.startswith("_"):
+                continue
+            cols = tuple(self.table_columns(name))
+            out.append(TableSchema(name, cols, create_statement(name, cols), name in documents))
+        return out
+
+    def sample_rows(self, table: str, n: int) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """The first ``n`` rows of a table (as stored; no order promised)."""
+        return self.execute(f"SELECT * FROM {quote(table)} LIMIT {max(0, int(n))}")
+
+    def row_count(self, table: str) -> int:
+        """Rows in a table."""
+        _, rows = self.execute(f"SELECT COUNT(*) FROM {quote(table)}")
+        return int(rows[0][0])
+
+    def distinct_values(self, table: str, column: str, limit: int, *,
+                        text_lengths: tuple[int, int] | None = None,
+                        equal_to: str | None = None, nocase: bool = False) -> list[Any]:
+        """Up to ``limit`` distinct non-NULL values of ``table.column``.
+
+        ``text_lengths=(lo, hi)``: only text values of ``lo`` to ``hi``
+        characters; ``equal_to``: only values equal to this text (``nocase``:
+        ignoring ASCII case). On a typed backend a column whose declared type
+        is not text holds no text, so both give no values there.
+        """
+        declared = dict(self.table_columns(table)).get(column)
+        if (text_lengths is not None or equal_to is not None) and not is_text_type(
+                declared or ""):
+            return []
+        c = quote(column)
+        where = [f"{c} IS NOT NULL"]
+        params: list[Any] = []
+        if text_lengths is not None:
+            where.append(f"length({c}) BETWEEN {int(text_lengths[0])} AND {int(text_lengths[1])}")
+        if equal_to is not None:
+            where.append(f"lower({c}) = lower(?)" if nocase else f"{c} = ?")
+            params.append(equal_to)
+        _, rows = self.execute(f"SELECT DISTINCT {c} FROM {quote(table)} WHERE "
+                               f"{' AND '.join(where)} LIMIT {max(0, int(limit))}", params)
+        return [r[0] for r in rows]
+
+    def dry_run(self, sql: str, seconds: float | None = None) -> None:
+        """Raise the backend's error when ``sql`` (BlendSQL's SQL) would not compile here.
+
+        Plans the statement without running it (``EXPLAIN``), within
+        ``seconds`` (None: the session's time limit).
+        """
+        timeout: float | None | str = "keep" if seconds is None else seconds
+        with self.session(timeout=timeout):
+            self._explain(sql)
+
+    def _explain(self, sql: str) -> None:
+        """Plan one statement without running it (see :meth:`dry_run`)."""
+        self.execute(f"EXPLAIN {sql}")
+
     def declares_collation(self, names: Sequence[str]) -> bool:
         """True when one of the named tables declares a column collation (or unknown)."""
         return False
@@ -203,18 +375,26 @@ def open_database(source: Any, *, allow_writes: bool = False) -> Backend:
     """
     if isinstance(source, Backend):
         return source
-    kind = backend_kind(source)
-    if kind == "duckdb":
-        from blendsql.db.duck import DuckDBDatabase
+    return implementation(backend_kind(source))(source, allow_writes=allow_writes)
 
-        return DuckDBDatabase(source, allow_writes=allow_writes)
-    if kind == "postgres":
-        from blendsql.db.postgres import PostgresDatabase
 
-        return PostgresDatabase(source, allow_writes=allow_writes)
-    from blendsql.db.database import Database
+#: backend kind -> ``module:Class`` of its implementation, imported on first use.
+#: Why by name: the implementations import this module, never the other way round
+#: (no import cycle), and a new backend is one line here (see docs/ARCHITECTURE.md).
+IMPLEMENTATIONS: dict[str, str] = {
+    "sqlite": "blendsql.db.database:Database",
+    "duckdb": "blendsql.db.duck:DuckDBDatabase",
+    "postgres": "blendsql.db.postgres:PostgresDatabase",
+}
 
-    return Database(source, allow_writes=allow_writes)
+
+def implementation(kind: str) -> Callable[..., Backend]:
+    """The backend class of ``kind`` (a key of :data:`IMPLEMENTATIONS`)."""
+    import importlib
+
+    module, _, name = IMPLEMENTATIONS[kind].partition(":")
+    cls: Callable[..., Backend] = getattr(importlib.import_module(module), name)
+    return cls
 
 
 _DUCK_FILES = (".duckdb", ".ddb", ".parquet", ".csv", ".tsv")

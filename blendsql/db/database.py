@@ -40,7 +40,19 @@ from typing import Any
 
 import pandas as pd
 
-from blendsql.db.backend import Backend
+from blendsql.db.backend import (  # noqa: F401 - defaults and helpers re-exported here
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT,
+    INGREDIENT_VALUE_HINT,
+    Backend,
+    ParamOrigin,
+    StatementHook,
+    TableSchema,
+    engine_value,
+    short,
+    user_param,
+)
 from blendsql.db.frames import rows_to_frame
 from blendsql.db.handover import Borrowed
 from blendsql.db.statements import TRANSACTION_KEYWORDS, leading_keyword
@@ -55,13 +67,7 @@ from blendsql.errors import (  # noqa: F401 - the three session errors are re-ex
     UnsafeQueryError,
 )
 
-#: default time limit (seconds) for one SQL statement; the ``timeout`` option overrides it
-DEFAULT_TIMEOUT = 300.0
-#: most rows one statement may return (guards memory against never-ending results)
-DEFAULT_MAX_ROWS = 20_000_000
 _CHUNK = 65536
-#: default time (seconds) a thread waits for a session another thread is using
-DEFAULT_LOCK_TIMEOUT = 600.0
 
 # Authorizer action codes that write to a schema.
 _WRITE_ACTIONS = {
@@ -103,16 +109,6 @@ _READ_PRAGMAS = {
 # PRAGMAs that act even without an argument.
 _ACTING_PRAGMAS = {"optimize", "wal_checkpoint", "shrink_memory", "incremental_vacuum"}
 _VAR_LIMIT = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
-
-
-ParamOrigin = Callable[[str], str]
-#: ``hook(sql, rows or None, seconds, engine_mode, error or None)``, see Database.tracing
-StatementHook = Callable[[str, "int | None", float, bool, "str | None"], None]
-
-
-def user_param(name: str) -> str:
-    """Where a parameter of a user's own statement came from."""
-    return f"the value you passed for parameter {name!r}"
 
 
 def _engine_own(action: int, dbname: str | None) -> bool:
@@ -167,6 +163,7 @@ class Database(Backend):
     """
 
     dialect = "sqlite"
+    name = "SQLite"
     json_collect = True
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
@@ -470,7 +467,7 @@ class Database(Backend):
                 cur.close()
                 raise TooManyRowsError(
                     f"the statement returned more than {self.max_rows:,} rows and was "
-                    f"stopped:\n  {_short(sql)}",
+                    f"stopped:\n  {short(sql)}",
                     hint="add a LIMIT or a tighter WHERE (or raise db.max_rows)")
 
     def _expired_error(self) -> QueryTimeoutError:
@@ -483,7 +480,7 @@ class Database(Backend):
         """
         return QueryTimeoutError(
             f"a SQL statement of this query ran longer than the time limit of "
-            f"{self.timeout:g} s and was stopped:\n  {_short(self._expired or '')}",
+            f"{self.timeout:g} s and was stopped:\n  {short(self._expired or '')}",
             hint="add a LIMIT or a tighter WHERE, or raise the limit with "
             "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)")
 
@@ -507,14 +504,14 @@ class Database(Backend):
         if timed_out:
             return QueryTimeoutError(
                 f"a SQL statement ran longer than the time limit of {self.timeout:g} s "
-                f"and was stopped:\n  {_short(sql)}",
+                f"and was stopped:\n  {short(sql)}",
                 hint="add a LIMIT or a tighter WHERE, or raise the limit with "
                 "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)")
         if self._denied is not None:
             what, self._denied = self._denied, None
             return UnsafeQueryError(
                 f"refused to run a statement that would change the database or the "
-                f"session ({what}):\n  {_short(sql)}",
+                f"session ({what}):\n  {short(sql)}",
                 hint="blendsql opens databases read-only and keeps each query from "
                 "changing what the next one sees; pass allow_writes=True to BlendSQL to "
                 "change your own tables (temp objects, ATTACH, transaction control and "
@@ -523,11 +520,12 @@ class Database(Backend):
         msg = str(e)
         hint = "check the table and column names" if "no such" in msg else "check the SQL"
         if "readonly" in msg:
-            return UnsafeQueryError(f"{msg}:\n  {_short(sql)}", hint="the database is opened "
+            return UnsafeQueryError(f"{msg}:\n  {short(sql)}", hint="the database is opened "
                                     "read-only; pass allow_writes=True to change it")
         if "interrupted" in msg:
-            hint = "the statement was interrupted (conn.interrupt()); run the query again"
-        return ExecutionError(f"SQLite error: {msg}\n  in: {_short(sql)}", hint=hint)
+            hint = ("the statement was interrupted (conn.interrupt() or a progress handler on "
+                    "the connection); run it again once nothing interrupts it")
+        return ExecutionError(f"SQLite error: {msg}\n  in: {short(sql)}", hint=hint)
 
     def _bind_error(self, e: Exception, sql: str, params: Any,
                     origin: ParamOrigin) -> ExecutionError:
@@ -538,11 +536,11 @@ class Database(Backend):
         if bad is None and _unbindable(sql):
             return ExecutionError(
                 f"the query text holds a character SQLite cannot take ({e}):\n  "
-                f"{_short(sql).encode('utf-8', 'backslashreplace').decode()}",
+                f"{short(sql).encode('utf-8', 'backslashreplace').decode()}",
                 hint="remove the lone surrogate (e.g. '\\ud800') from the query; text "
                 "read with errors='surrogateescape' must be decoded properly first")
         if bad is None:
-            return ExecutionError(f"could not bind parameters: {e}\n  in: {_short(sql)}",
+            return ExecutionError(f"could not bind parameters: {e}\n  in: {short(sql)}",
                                   hint="check the values passed as params")
         name, value = bad
         who = origin(str(name))
@@ -632,7 +630,7 @@ class Database(Backend):
                     origin: ParamOrigin | None = None) -> None:
         """Run one of the engine's own statements about ``temp.<name>`` (engine mode)."""
         with self.session(), self.engine():
-            self._run(sql, params, origin or _engine_value)
+            self._run(sql, params, origin or engine_value)
 
     def drop_temp_table(self, name: str) -> None:
         """Drop an engine temp table; never raises (used in cleanup paths).
@@ -689,17 +687,58 @@ class Database(Backend):
     # -- misc ----------------------------------------------------------------------------
 
     def tables(self) -> list[str]:
-        """Names of the user's tables (main schema)."""
+        """Names of the user's tables and views (main schema; SQLite's own left out)."""
         _, rows = self.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
-                               "ORDER BY name")
+                               "AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name")
         return [r[0] for r in rows]
 
     def fts_tables(self) -> list[str]:
         """Names of the FTS5 document tables (main schema)."""
-        from blendsql.db.documents import fts_tables
+        _, rows = self.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE "
+            "'CREATE VIRTUAL TABLE%' AND lower(sql) LIKE '%using fts5%' ORDER BY name")
+        return [r[0] for r in rows]
 
-        with self.session():
-            return fts_tables(self.conn)
+    def table_columns(self, table: str) -> list[tuple[str, str]]:
+        """Columns a ``SELECT *`` reads (declared and generated ones) with declared types.
+
+        Hidden columns of a virtual table (FTS5's ``rank`` and the column named
+        after the table) are left out, as ``SELECT *`` leaves them out.
+        """
+        _, rows = self.execute("SELECT name, type, hidden FROM pragma_table_xinfo(?)", (table,))
+        return [(str(n), str(t or "")) for n, t, hidden in rows if hidden != 1]
+
+    def schema(self) -> list[TableSchema]:
+        """Tables in the order they were created, with their own CREATE statements;
+        FTS5 tables are document tables, their shadow tables and ``_``-named ones left out."""
+        _, rows = self.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+        fts = {n for n, sql in rows if "USING FTS" in sql.upper()}
+        shadow = {f"{t}_{suffix}" for t in fts
+                  for suffix in ("data", "idx", "content", "docsize", "config")}
+        return [TableSchema(n, tuple(self.table_columns(n)), sql.strip(), n in fts)
+                for n, sql in rows if n not in shadow and not n.startswith("_")]
+
+    def distinct_values(self, table: str, column: str, limit: int, *,
+                        text_lengths: tuple[int, int] | None = None,
+                        equal_to: str | None = None, nocase: bool = False) -> list[Any]:
+        """As :meth:`Backend.distinct_values`; SQLite's columns hold any type, so text
+        is told by each value's ``typeof`` and case is ignored by ``COLLATE NOCASE``."""
+        c = quote(column)
+        where = []
+        params: list[Any] = []
+        if text_lengths is not None:
+            where += [f"typeof({c}) = 'text'",
+                      f"length({c}) BETWEEN {int(text_lengths[0])} AND {int(text_lengths[1])}"]
+        if equal_to is not None:
+            where.append(f"{c} = ?" + (" COLLATE NOCASE" if nocase else ""))
+            params.append(equal_to)
+        if not where:
+            where.append(f"{c} IS NOT NULL")
+        _, rows = self.execute(f"SELECT DISTINCT {c} FROM {quote(table)} WHERE "
+                               f"{' AND '.join(where)} LIMIT {max(0, int(limit))}", params)
+        return [r[0] for r in rows]
 
     def close(self) -> None:
         """Close the connection if this wrapper opened it (a borrowed one stays open)."""
@@ -711,17 +750,6 @@ class Database(Backend):
                 self.conn.close()
             finally:
                 self._lock.release()
-
-
-#: hint for a value an ingredient returned that SQLite cannot take
-INGREDIENT_VALUE_HINT = ("the value came from an ingredient's output, not from your params: "
-                         "make the ingredient return None, an int within 64 bits, a float, "
-                         "valid text (no lone surrogates) or bytes")
-
-
-def _engine_value(name: str) -> str:
-    """Who made a row value of an engine temp table: an ingredient."""
-    return "an ingredient's output"
 
 
 def _unbindable(v: Any) -> bool:
@@ -742,7 +770,3 @@ def _unbindable(v: Any) -> bool:
 def _describe(v: Any) -> str:
     text = repr(v)
     return f"{type(v).__name__} {text[:60] + '...' if len(text) > 60 else text}"
-
-
-def _short(sql: str, limit: int = 2000) -> str:
-    return sql if len(sql) <= limit else sql[:limit] + " ..."

@@ -30,6 +30,7 @@ from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
     engine_value,
+    floats,
     session_changing_call,
     short,
 )
@@ -88,6 +89,7 @@ class DuckDBDatabase(GuardedBackend):
     """A DuckDB connection behind the backend interface (see the module docstring)."""
 
     json_collect = False
+    name = "DuckDB"
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         duckdb = require("duckdb", "duckdb")
@@ -164,8 +166,8 @@ class DuckDBDatabase(GuardedBackend):
     # -- full text -----------------------------------------------------------------------
 
     def fts_tables(self) -> list[str]:
-        rows = self.conn.execute("SELECT schema_name FROM duckdb_schemas() WHERE schema_name "
-                                 "LIKE 'fts_main_%' ORDER BY 1").fetchall()
+        _, rows = self.run_native("SELECT schema_name FROM duckdb_schemas() WHERE "
+                                  "starts_with(schema_name, 'fts_main_') ORDER BY 1")
         return [r[0][len("fts_main_"):] for r in rows]
 
     def fts_problem(self, table: str) -> str | None:
@@ -203,9 +205,12 @@ class DuckDBDatabase(GuardedBackend):
         if user:
             self._check_statement(text)
         cur = self.conn.execute(text, binds) if binds is not None else self.conn.execute(text)
-        cols = [d[0] for d in cur.description] if cur.description else []
-        rows = self.fetch_limited(cur.fetchmany, text) if cur.description else []
-        return cols, rows
+        if not cur.description:
+            return [], []
+        cols = [d[0] for d in cur.description]
+        decimals = [i for i, d in enumerate(cur.description)
+                    if str(d[1]).upper().startswith("DECIMAL")]
+        return cols, floats(self.fetch_limited(cur.fetchmany, text), decimals)
 
     def _check_statement(self, text: str) -> None:
         """Refuse writes (unless allowed), temp objects, SET / ATTACH / PRAGMA / LOAD."""
@@ -280,12 +285,20 @@ class DuckDBDatabase(GuardedBackend):
     # -- misc ----------------------------------------------------------------------------
 
     def tables(self) -> list[str]:
-        rows = self.conn.execute(
+        _, rows = self.run_native(
             "SELECT table_name FROM duckdb_tables() WHERE NOT temporary AND schema_name = "
             "'main' AND database_name = current_database() UNION SELECT view_name FROM "
             "duckdb_views() WHERE NOT internal AND NOT temporary AND schema_name = 'main' "
-            "AND database_name = current_database() ORDER BY 1").fetchall()
+            "AND database_name = current_database() ORDER BY 1")
         return [r[0] for r in rows]
+
+    def table_columns(self, table: str) -> list[tuple[str, str]]:
+        """Columns with their declared types (``VARCHAR``, ``BIGINT``, ``DECIMAL(10,2)``)."""
+        _, rows = self.run_native(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE "
+            "lower(table_name) = lower(?) AND table_schema = 'main' AND table_catalog = current_database() "
+            "ORDER BY ordinal_position", [table])
+        return [(str(c), str(t)) for c, t in rows]
 
 
 

@@ -23,7 +23,17 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from blendsql.db.backend import Backend, ParamOrigin, StatementHook
+from blendsql.db.backend import (  # noqa: F401 - defaults and helpers re-exported here
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT,
+    Backend,
+    ParamOrigin,
+    StatementHook,
+    engine_value,
+    short,
+    user_param,
+)
 from blendsql.db.statements import TRANSACTION_KEYWORDS, leading_keyword
 from blendsql.db.transpile import Transpiler
 from blendsql.db.watchdog import WATCHDOG
@@ -36,19 +46,7 @@ from blendsql.errors import (
     UnsafeQueryError,
 )
 
-DEFAULT_TIMEOUT = 300.0
-DEFAULT_MAX_ROWS = 20_000_000
-DEFAULT_LOCK_TIMEOUT = 600.0
 _CHUNK = 65536
-
-
-def user_param(name: str) -> str:
-    """Where a parameter of a user's own statement came from."""
-    return f"the value you passed for parameter {name!r}"
-
-
-def short(sql: str, limit: int = 2000) -> str:
-    return sql if len(sql) <= limit else sql[:limit] + " ..."
 
 
 class GuardedBackend(Backend):
@@ -163,16 +161,39 @@ class GuardedBackend(Backend):
 
     def _run_statement(self, sql: str, params: Any, origin: ParamOrigin,
                        ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        from blendsql.db.transpile import bind
+
+        self._check_expired()
+        text, names = self.transpile(sql)
+        return self._guarded_run(sql, text, bind(names, params))
+
+    def _run_native(self, sql: str, params: Any, origin: ParamOrigin,
+                    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """A statement already in the backend's SQL: no translation, the same guards."""
+        self._check_expired()
+        return self._guarded_run(sql, sql, params if params else None)
+
+    def _check_expired(self) -> None:
         if self._expired is not None:
             raise QueryTimeoutError(
                 f"a SQL statement of this query ran longer than the time limit of "
                 f"{self.timeout:g} s and was stopped:\n  {short(self._expired)}",
                 hint="add a LIMIT or a tighter WHERE, or raise the limit with "
                 "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)")
+
+    def _explain(self, sql: str) -> None:
+        """``EXPLAIN`` of the translated statement (parameters bound as NULL)."""
         from blendsql.db.transpile import bind
 
         text, names = self.transpile(sql)
-        binds = bind(names, params)
+        nulls: Any = ({n: None for n in names if n} if any(names)
+                      else [None] * len(names))
+        with self.session():
+            self._run(f"EXPLAIN {text}", bind(names, nulls) or (), user_param, native=True)
+
+    def _guarded_run(self, sql: str, text: str, binds: Any,
+                     ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run translated ``text`` (of ``sql``) under the time limit and the user's rules."""
         user = not self._engine
         if user:
             self._check_user_statement(sql)
@@ -347,6 +368,21 @@ def _kind(v: Any) -> str:
     return "TEXT"
 
 
+def floats(rows: list[tuple[Any, ...]], columns: Sequence[int]) -> list[tuple[Any, ...]]:
+    """``rows`` with the Decimal values of ``columns`` as floats.
+
+    Why: a typed backend returns AVG / SUM of integers as NUMERIC, which the
+    driver gives as ``decimal.Decimal`` (an ``object`` column in pandas);
+    ``pandas.read_sql`` users get floats (``coerce_float=True``), and SQLite
+    gives floats for the same query.
+    """
+    if not columns or not rows:
+        return rows
+    at = set(columns)
+    return [tuple(float(v) if i in at and isinstance(v, decimal.Decimal) else v
+                  for i, v in enumerate(r)) for r in rows]
+
+
 def as_type(v: Any, sql_type: str) -> Any:
     """A value as stored in a column of ``sql_type`` (text: its string form)."""
     if v is None:
@@ -357,7 +393,3 @@ def as_type(v: Any, sql_type: str) -> Any:
         return float(v)
     return v
 
-
-def engine_value(name: str) -> str:
-    """How a parameter of an engine statement is named in an error: an ingredient's output."""
-    return "an ingredient's output"

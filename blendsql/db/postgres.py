@@ -17,6 +17,7 @@ better, as in FTS5).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
     engine_value,
+    floats,
     session_changing_call,
     short,
 )
@@ -38,6 +40,9 @@ _TYPES = {"TEXT": "TEXT", "BLOB": "BYTEA", "BIGINT": "BIGINT", "DOUBLE": "DOUBLE
           "BOOLEAN": "BOOLEAN", "INTEGER": "INTEGER", "NUMERIC": "NUMERIC",
           "DATE": "DATE", "TIMESTAMP": "TIMESTAMP"}
 _READ_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Values)
+#: PostgreSQL's type OID of NUMERIC (what AVG / SUM of integers return)
+_NUMERIC_OID = 1700
+_EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?!ANALY[SZ]E\b|\()", re.IGNORECASE)
 
 
 class _Canceller:
@@ -82,6 +87,8 @@ class PgFullText(FullText):
 
 class PostgresDatabase(GuardedBackend):
     """A PostgreSQL connection behind the backend interface (see the module docstring)."""
+
+    name = "PostgreSQL"
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         psycopg = require("psycopg", "psycopg[binary]")
@@ -157,12 +164,17 @@ class PostgresDatabase(GuardedBackend):
         if cur.description is None:
             return [], []
         cols = [d.name for d in cur.description]
-        return cols, self.fetch_limited(cur.fetchmany, text)
+        numeric = [i for i, d in enumerate(cur.description) if d.type_code == _NUMERIC_OID]
+        return cols, floats(self.fetch_limited(cur.fetchmany, text), numeric)
 
     def _check_statement(self, text: str) -> None:
-        """Only queries unless writes are allowed (temp objects and SET never)."""
+        """Only queries unless writes are allowed (temp objects and SET never); a plain
+        ``EXPLAIN`` (no ANALYZE: it plans, never runs) is judged by its statement."""
         import sqlglot
 
+        explained = _EXPLAIN.match(text)
+        if explained is not None:
+            text = text[explained.end():]
         try:
             tree = sqlglot.parse_one(text, read="postgres")
         except Exception:  # noqa: BLE001 - the server reports the syntax error
@@ -232,15 +244,22 @@ class PostgresDatabase(GuardedBackend):
         return self._text_columns[table]
 
     def tables(self) -> list[str]:
-        rows = self.conn.execute(
+        _, rows = self.run_native(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = "
-            "ANY(current_schemas(false)) ORDER BY 1").fetchall()
+            "ANY(current_schemas(false)) ORDER BY 1")
         return [r[0] for r in rows]
 
     def fts_tables(self) -> list[str]:
-        rows = self.conn.execute(
+        _, rows = self.run_native(
             "SELECT DISTINCT tablename FROM pg_indexes WHERE schemaname = "
-            "ANY(current_schemas(false)) AND indexdef ILIKE '%to_tsvector%' ORDER BY 1"
-        ).fetchall()
+            "ANY(current_schemas(false)) AND indexdef ILIKE %s ORDER BY 1", ["%to_tsvector%"])
         return [r[0] for r in rows]
+
+    def table_columns(self, table: str) -> list[tuple[str, str]]:
+        """Columns with their declared types (``text``, ``bigint``, ``double precision``)."""
+        _, rows = self.run_native(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE "
+            "lower(table_name) = lower(%s) AND table_schema = ANY(current_schemas(false)) "
+            "ORDER BY ordinal_position", [table])
+        return [(str(c), str(t)) for c, t in rows]
 

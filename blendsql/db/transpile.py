@@ -14,7 +14,11 @@ What needs more than sqlglot's generator:
 - ``json_array(..)`` (several-column values, ``plan.calls.tuple_value``)
   must come back as JSON *text*, as it does from SQLite;
 - FTS5 ``t MATCH q``, ``rank`` and ``bm25(t)`` become the backend's
-  full-text search (``FullText`` below), or a clear error where it has none.
+  full-text search (``FullText`` below), or a clear error where it has none;
+- SQLite's ``x GLOB 'pattern'`` becomes a regular-expression match
+  (PostgreSQL has no GLOB; DuckDB's negates a class with ``[!..]``, not
+  ``[^..]``, and does not read a number as text); a pattern that is not a
+  literal is refused with an error naming the backend.
 """
 
 from __future__ import annotations
@@ -126,6 +130,8 @@ class Transpiler:
             _bare_columns(select)
         if self.null_columns:
             _untyped_lookups(tree, self.null_columns)
+        if tree.find(exp.Glob) is not None:
+            _globs_as_regex(tree, self.dialect)
         if self.dialect == "postgres":
             _alias_derived_tables(tree)
             if self.columns is not None:
@@ -190,6 +196,71 @@ def _text_arguments(tree: exp.Expression) -> None:
         if isinstance(arg, exp.Cast) and arg.to.is_type(*exp.DataType.TEXT_TYPES):
             continue
         arg.replace(exp.cast(arg.copy(), "TEXT"))
+
+
+def _globs_as_regex(tree: exp.Expression, dialect: str) -> None:
+    """``x GLOB 'p'`` as ``CAST(x AS TEXT) ~ '<p as an anchored regex>'``.
+
+    Why a regex and not LIKE: GLOB is case-sensitive and has character classes
+    (``[A-C]``, ``[^0-9]``), which LIKE has not; both backends' regular
+    expressions have both. The cast: SQLite matches a number by its text, as
+    for LIKE.
+    """
+    backend = {"postgres": "PostgreSQL", "duckdb": "DuckDB"}.get(dialect, dialect)
+    for glob in list(tree.find_all(exp.Glob)):
+        pattern = glob.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            raise ExecutionError(
+                f"GLOB with a pattern that is not a literal cannot run on {backend}: "
+                f"{glob.sql('sqlite')}",
+                hint="write the pattern as a string literal (it is translated to a regular "
+                f"expression), or write {backend}'s own SQL with dialect='{dialect}'")
+        subject = glob.this.copy()
+        if not (isinstance(subject, exp.Cast) and subject.to.is_type(*exp.DataType.TEXT_TYPES)):
+            subject = exp.cast(subject, "TEXT")
+        glob.replace(exp.RegexpLike(this=subject,
+                                    expression=exp.Literal.string(glob_regex(pattern.this))))
+
+
+def glob_regex(pattern: str) -> str:
+    """SQLite's GLOB pattern as an anchored regular expression (PostgreSQL's and RE2's).
+
+    ``*`` any text (line breaks too: ``(?s)``), ``?`` one character, ``[..]`` a
+    class (``[^..]`` negated, a ``]`` first in the class is literal); everything
+    else stands for itself.
+    """
+    out, i, n = ["(?s)^"], 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[" and (close := _class_end(pattern, i)) > 0:
+            out.append(_glob_class(pattern[i + 1:close]))
+            i = close
+        else:
+            out.append(ch if ch.isalnum() else "\\" + ch)
+        i += 1
+    return "".join(out) + "$"
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """Index of the ``]`` closing the class opened at ``start`` (-1: none, a literal ``[``)."""
+    j = start + 1
+    if j < len(pattern) and pattern[j] == "^":
+        j += 1
+    if j < len(pattern) and pattern[j] == "]":
+        j += 1  # a ']' first in the class is one of its characters
+    close = pattern.find("]", j)
+    return close
+
+
+def _glob_class(body: str) -> str:
+    negated = body.startswith("^")
+    chars = body[1:] if negated else body
+    escaped = "".join("\\" + c if c in "\\[]" else c for c in chars)
+    return "[" + ("^" if negated else "") + escaped + "]"
 
 
 def _untyped_lookups(tree: exp.Expression, nulls: set[tuple[str, str]]) -> None:

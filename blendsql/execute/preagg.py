@@ -14,8 +14,7 @@ import time
 
 from sqlglot import exp
 
-from blendsql.db.database import QueryTimeoutError
-from blendsql.errors import ExecutionError
+from blendsql.errors import ExecutionError, QueryTimeoutError
 from blendsql.execute.context import RunContext
 from blendsql.execute.optimise import call_cost
 from blendsql.execute.render import render

@@ -17,8 +17,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from blendsql.db.backend import Backend
-from blendsql.db.database import INGREDIENT_VALUE_HINT
+from blendsql.db.backend import INGREDIENT_VALUE_HINT, Backend
 from blendsql.errors import ExecutionError
 from blendsql.execute.collect import (
     Collector,

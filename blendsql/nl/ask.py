@@ -12,12 +12,11 @@ program has already spent tokens. The paper's full-size prompt is the
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from blendsql.db.documents import fts_tables, search
+from blendsql.db.backend import DEFAULT_TIMEOUT
 from blendsql.errors import BlendSQLError
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Text
@@ -25,7 +24,8 @@ from blendsql.nl.dberrors import reads_database
 from blendsql.nl.inputs import text_arg
 from blendsql.nl.parser import Parser, ParseResult, Turn
 from blendsql.nl.serialize import list_tables
-from blendsql.smoothie import Smoothie
+from blendsql.nl.source import as_backend, recording, search_passages, table_frame
+from blendsql.smoothie import Smoothie, TraceStep
 
 if TYPE_CHECKING:
     from blendsql.blend import BlendSQL
@@ -35,7 +35,12 @@ _CANNOT = ("cannot answer", "can't answer", "not enough information", "unknown",
 
 @dataclass
 class Answer:
-    """What ``BlendSQL.ask`` returns."""
+    """What ``BlendSQL.ask`` returns.
+
+    ``trace``: every statement the question cost, in order: the parser's reads
+    and dry runs (``sql`` steps with ``details["source"] == "nl"``), the
+    program's own trace (as in ``smoothie.trace``), then the fallback's reads.
+    """
 
     answer: Any
     program: str | None
@@ -45,6 +50,7 @@ class Answer:
     completion_tokens: int = 0
     error: str | None = None
     attempts: list[tuple[str, str | None]] = field(default_factory=list)
+    trace: list[TraceStep] = field(default_factory=list)
 
     def __str__(self) -> str:
         via = "end-to-end fallback" if self.fallback_used else "program"
@@ -81,25 +87,40 @@ def ask(
     fallback: bool = True,
     history: Sequence[Turn] = (),
 ) -> Answer:
-    """Answer ``question`` over ``bsql``'s database (see module docstring)."""
+    """Answer ``question`` over ``bsql``'s database, whatever its backend (see module
+    docstring). One use of the session under its time limit (the ``timeout``
+    option); every statement is in ``Answer.trace``."""
     text_arg(question, "question")
     model = bsql.model
     parser = parser or Parser(model)
-    parsed: ParseResult = parser.parse(question, bsql.db.conn, bsql.registry, history)
+    db = bsql.db
+    with db.session(timeout=bsql.options.get("timeout", DEFAULT_TIMEOUT)):
+        return _ask(bsql, question, model, parser, fallback, history)
+
+
+def _ask(bsql: BlendSQL, question: str, model: Model, parser: Parser, fallback: bool,
+         history: Sequence[Turn]) -> Answer:
+    db = bsql.db
+    steps: list[TraceStep] = []
+    with recording(db, steps, "parse"):
+        parsed: ParseResult = parser.parse(question, db, bsql.registry, history)
     out = Answer(None, parsed.program, None, False, parsed.prompt_tokens,
-                 parsed.completion_tokens, attempts=parsed.attempts)
+                 parsed.completion_tokens, attempts=parsed.attempts, trace=steps)
     if parsed.program is not None:
         try:
             out.smoothie = bsql.execute(parsed.program)
+            steps += out.smoothie.trace
             out.answer = answer_value(out.smoothie)
             out.prompt_tokens += out.smoothie.meta.prompt_tokens
             out.completion_tokens += out.smoothie.meta.completion_tokens
         except BlendSQLError as e:
+            steps += e.trace or []
             out.error = str(e)
     else:
         out.error = parsed.attempts[-1][1] if parsed.attempts else "no program"
     if fallback and is_non_answer(out.answer):
-        text, usage = end_to_end(bsql.db.conn, question, model, compact=True)
+        with recording(db, steps, "fallback"):
+            text, usage = end_to_end(db, question, model, compact=True)
         out.answer, out.fallback_used = text, True
         out.prompt_tokens += usage[0]
         out.completion_tokens += usage[1]
@@ -107,7 +128,7 @@ def ask(
 
 
 def end_to_end_prompt(
-    conn: sqlite3.Connection, question: str, *, k: int = 3, table_chars: int = 3000,
+    db: Any, question: str, *, k: int = 3, table_chars: int = 3000,
     passage_chars: int = 600, rank_rows: bool = False, rank_sentences: bool = False,
 ) -> str:
     """Table(s) and top-``k`` BM25 passages in one prompt, each truncated to a budget.
@@ -120,14 +141,15 @@ def end_to_end_prompt(
     passage's first sentence and its sentences most related to the question.
     """
     parts = []
-    for t in list_tables(conn):
+    backend = as_backend(db)
+    for t in list_tables(backend):
         if t.is_documents:
             continue
-        df = _frame(conn, t.name)
+        df = table_frame(backend, t.name)
         body = ranked_csv(df, question, table_chars) if rank_rows else df.to_csv(index=False)[:table_chars]
         parts.append(f"Table {t.name}:\n" + body)
-    for d in fts_tables(conn):
-        hits = search(conn, d, question, k)
+    for d in backend.fts_tables():
+        hits = search_passages(backend, d, question, k)
         for row in hits.drop(columns=["score"]).itertuples(index=False):
             text = " | ".join(str(v) for v in row)
             parts.append("Passage: " + (ranked_sentences(text, question, passage_chars) if rank_sentences
@@ -206,13 +228,6 @@ def _csv_lines(df: Any) -> tuple[str, list[str]]:
     return record(df.columns), [record(row) for row in df.itertuples(index=False, name=None)]
 
 
-def _frame(conn: sqlite3.Connection, table: str) -> Any:
-    import pandas as pd
-
-    cur = conn.execute(f'SELECT * FROM "{table}"')
-    return pd.DataFrame(cur.fetchall(), columns=[c[0] for c in cur.description])
-
-
 #: The fallback's budget (``ask``): the rows most related to the question, in about
 #: 1,000 characters; three passages of 400, each its first sentence and then the
 #: sentences most related to the question. Chosen on HybridQA dev ids without a
@@ -226,13 +241,16 @@ FALLBACK_PROMPT: dict[str, Any] = {"rank_rows": True, "table_chars": 1000, "pass
 
 
 @reads_database("reading the tables and passages for the prompt")
-def end_to_end(conn: sqlite3.Connection, question: str, model: Model, *,
+def end_to_end(db: Any, question: str, model: Model, *,
                compact: bool = False) -> tuple[str, tuple[int, int]]:
     """End-to-end QA: one prompt, a short free-text answer and (prompt, completion) tokens.
 
     ``compact``: the fallback's prompt (:data:`FALLBACK_PROMPT`) instead of the
-    paper's end-to-end prompt.
+    paper's end-to-end prompt. ``db``: a ``BlendSQL`` session, a backend or a
+    connection (read as one use of the session).
     """
-    prompt = end_to_end_prompt(conn, question, **(FALLBACK_PROMPT if compact else {}))
+    backend = as_backend(db)
+    with backend.session():
+        prompt = end_to_end_prompt(backend, question, **(FALLBACK_PROMPT if compact else {}))
     resp = model.generate([Request(prompt=prompt, constraint=Text(), max_tokens=24, stop=("\n",))])[0]
     return resp.text.strip(), (resp.usage.prompt_tokens, resp.usage.completion_tokens)

@@ -1,4 +1,4 @@
-"""A check of column references that SQLite accepts but a model did not mean.
+"""A check of column references that SQL accepts but a model did not mean.
 
 In ``SELECT * FROM w WHERE w.school IN (SELECT school FROM programs)`` where
 ``programs`` has no ``school`` column, SQLite resolves ``school`` to the
@@ -10,15 +10,15 @@ inner table's real columns, which the retry prompt then names.
 
 from __future__ import annotations
 
-import sqlite3
-
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from blendsql.db.documents import quote_ident
+from blendsql.db.backend import Backend
+from blendsql.errors import BlendSQLError
+from blendsql.nl.source import as_backend
 
 
-def outer_column_in_subquery(query: exp.Expression, conn: sqlite3.Connection) -> str | None:
+def outer_column_in_subquery(query: exp.Expression, db: object) -> str | None:
     """The first unqualified column of a subquery that is no column of the subquery's own
     tables but one of an enclosing query's, worded for the retry prompt; else None.
 
@@ -31,6 +31,7 @@ def outer_column_in_subquery(query: exp.Expression, conn: sqlite3.Connection) ->
     except Exception:  # noqa: BLE001 - sqlglot cannot scope it: no finding, SQLite decides
         return None
     cache: dict[tuple[str, str], set[str] | None] = {}
+    conn = as_backend(db)
     for scope in scopes:
         if scope.parent is None or not scope.is_subquery:
             continue
@@ -47,7 +48,7 @@ def outer_column_in_subquery(query: exp.Expression, conn: sqlite3.Connection) ->
             tables = ", ".join(sorted(_table_names(scope)))
             listing = ", ".join(sorted(own)[:12])
             return (f"in the subquery on {tables}, column {col.name} is not a column of {tables}; "
-                    f"SQLite reads it as the outer query's {col.name} (the subquery then runs once "
+                    f"{conn.name} reads it as the outer query's {col.name} (the subquery then runs once "
                     f"per outer row with that row's value). Use a column of {tables} ({listing}), "
                     f"or qualify the outer column if that is meant")
     return None
@@ -57,7 +58,7 @@ def _table_names(scope: Scope) -> list[str]:
     return [s.name for s in scope.sources.values() if isinstance(s, exp.Table)]
 
 
-def _source_columns(scope: Scope, conn: sqlite3.Connection,
+def _source_columns(scope: Scope, conn: Backend,
                     cache: dict[tuple[str, str], set[str] | None]) -> set[str] | None:
     """Lower-case column names of the scope's tables; None if a source is not a table
     or its columns cannot be read."""
@@ -72,7 +73,7 @@ def _source_columns(scope: Scope, conn: sqlite3.Connection,
     return cols
 
 
-def _enclosing_columns(scope: Scope | None, conn: sqlite3.Connection,
+def _enclosing_columns(scope: Scope | None, conn: Backend,
                        cache: dict[tuple[str, str], set[str] | None]) -> set[str]:
     cols: set[str] = set()
     while scope is not None:
@@ -83,22 +84,21 @@ def _enclosing_columns(scope: Scope | None, conn: sqlite3.Connection,
     return cols
 
 
-def _columns(schema: str, table: str, conn: sqlite3.Connection,
+def _columns(schema: str, table: str, conn: Backend,
              cache: dict[tuple[str, str], set[str] | None]) -> set[str] | None:
-    """Every name SQLite resolves as a column of ``schema.table``: declared, generated
-    and hidden columns (``table_xinfo``) and, for a full-text table, its ``rank`` and
-    the column named after the table; None when the table is not found."""
+    """Every name the database resolves as a column of ``schema.table``: its columns
+    and, for a full-text table, its ``rank``, ``rowid`` and the column named after the
+    table; None when the table is not found (or lives in another schema than the
+    default one: then the database decides)."""
     key = (schema.lower(), table.lower())
     if key not in cache:
-        prefix = f"{quote_ident(schema)}." if schema else ""
-        try:
-            rows = conn.execute(f"PRAGMA {prefix}table_xinfo({quote_ident(table)})").fetchall()
-            sql = conn.execute(f"SELECT sql FROM {prefix}sqlite_master WHERE type = 'table' "
-                               "AND lower(name) = lower(?)", (table,)).fetchone()
-        except sqlite3.Error:
-            rows, sql = [], None
-        names = {str(r[1]).lower() for r in rows}
-        if names and sql and "virtual table" in str(sql[0]).lower():
-            names |= {"rank", table.lower(), "rowid"}
+        names: set[str] = set()
+        if not schema or schema.lower() == "main":
+            try:
+                names = {c.lower() for c, _ in conn.table_columns(table)}
+                if names and table.lower() in {d.lower() for d in conn.fts_tables()}:
+                    names |= {"rank", table.lower(), "rowid"}
+            except BlendSQLError:
+                names = set()
         cache[key] = names or None
     return cache[key]

@@ -28,10 +28,12 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from blendsql.db.backend import DEFAULT_TIMEOUT, Backend
 from blendsql.errors import BlendSQLError, OptionError
 from blendsql.grammar.nodes import to_blendsql
 from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
@@ -49,7 +51,8 @@ from blendsql.nl.respond import (
     schema_mentions,
     schema_overview,
 )
-from blendsql.smoothie import Smoothie
+from blendsql.nl.source import recording
+from blendsql.smoothie import Smoothie, TraceStep
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -199,6 +202,9 @@ class Turn:
     diff: str | None = None  # for corrections: what changed
     source: str | None = None  # who wrote ``program``: "parser", "correction:<source>", None (given)
     candidates: list[Candidate] = field(default_factory=list)  # for corrections: every query tried
+    # every statement of the turn, in order: the layer's reads (``details["source"] == "nl"``)
+    # and each query run's own trace
+    trace: list[TraceStep] = field(default_factory=list)
 
     @property
     def result(self) -> pd.DataFrame | None:
@@ -249,6 +255,7 @@ class Conversation:
         self.classify_acts = classify_acts
         self.history: list[Turn] = []
         self.pending: Turn | None = None  # an ambiguous turn waiting for the user's answer
+        self._steps: list[TraceStep] = []  # the trace of the turn being handled
 
     @property
     def parser(self) -> Parser:
@@ -258,8 +265,32 @@ class Conversation:
         return self._parser
 
     @property
-    def conn(self) -> Any:
-        return self.bsql.db.conn
+    def db(self) -> Backend:
+        """The session's backend: every read of the conversation goes through it."""
+        return self.bsql.db
+
+    @contextmanager
+    def _turn(self, stage: str) -> Iterator[list[TraceStep]]:
+        """One turn as one use of the session, under its time limit, every statement
+        recorded (the layer's reads here, each query's trace by :meth:`_execute`)."""
+        steps: list[TraceStep] = []
+        saved, self._steps = self._steps, steps
+        try:
+            with self.db.session(timeout=self.bsql.options.get("timeout", DEFAULT_TIMEOUT)), \
+                    recording(self.db, steps, stage):
+                yield steps
+        finally:
+            self._steps = saved
+
+    def _execute(self, program: str) -> Smoothie:
+        """Run ``program``; its trace (or the failed run's) joins the turn's."""
+        try:
+            smoothie = self.bsql.execute(program)
+        except BlendSQLError as e:
+            self._steps += e.trace or []
+            raise
+        self._steps += smoothie.trace
+        return smoothie
 
     # -- turns ---------------------------------------------------------------------------
 
@@ -271,8 +302,10 @@ class Conversation:
         through the connection, which another thread must not share meanwhile.
         """
         text_arg(utterance, "utterance", allow_empty=True)  # an empty turn gets a reply, not an error
-        with self.bsql.db.session():
-            return self._ask(utterance)
+        with self._turn("conversation") as steps:
+            turn = self._ask(utterance)
+        turn.trace = steps
+        return turn
 
     def _ask(self, utterance: str) -> Turn:
         utterance = utterance.strip()
@@ -293,8 +326,10 @@ class Conversation:
         """
         text_arg(feedback, "feedback")
         count_arg(retries, "retries")
-        with self.bsql.db.session():
-            return self._correct(feedback, retries)
+        with self._turn("correct") as steps:
+            turn = self._correct(feedback, retries)
+        turn.trace = steps
+        return turn
 
     def _correct(self, feedback: str, retries: int) -> Turn:
         """Candidate queries from each of ``correction_sources``, each run, one chosen
@@ -361,7 +396,7 @@ class Conversation:
             cand.unchanged, cand.error = True, "a rejected query written again"
             return cand  # not run
         try:
-            cand.smoothie = self.bsql.execute(written.program)
+            cand.smoothie = self._execute(written.program)
         except BlendSQLError as e:
             cand.error = str(e)
             return cand
@@ -375,13 +410,13 @@ class Conversation:
         """The query ``source`` writes for the correction (not yet run)."""
         assert prev.program is not None
         if source == "edit":
-            return correct_query(self.parser, self.conn, self.bsql.registry, question, prev.program,
+            return correct_query(self.parser, self.db, self.bsql.registry, question, prev.program,
                                  feedback, retries=retries, n_examples=self.correction_examples,
                                  examples=self.correction_pool)
         if source == "guided":
-            return self.parser.parse(question, self.conn, self.bsql.registry, earlier,
+            return self.parser.parse(question, self.db, self.bsql.registry, earlier,
                                      feedback=(prev.program, feedback))
-        return self.parser.parse(question, self.conn, self.bsql.registry, earlier)
+        return self.parser.parse(question, self.db, self.bsql.registry, earlier)
 
     def _response(self, program: str, smoothie: Smoothie | None) -> str:
         """The template response for a result (as :meth:`_run` writes it)."""
@@ -426,10 +461,10 @@ class Conversation:
         if not self.classify_acts:
             return "infer_sql" if self.history else "inform_sql"
         earlier = [t.utterance for t in self.history]
-        act = classify_act(self.bsql.model, utterance, schema_overview(self.conn), earlier)
+        act = classify_act(self.bsql.model, utterance, schema_overview(self.db), earlier)
         if act in _SOCIAL_ACTS and (utterance.endswith("?") or _QUESTION_START.match(utterance)):
             return "inform_sql"
-        if act in ("not_related", "cannot_understand") and schema_mentions(self.conn, utterance):
+        if act in ("not_related", "cannot_understand") and schema_mentions(self.db, utterance):
             return "inform_sql"
         return act
 
@@ -437,13 +472,13 @@ class Conversation:
         if act in SQL_ACTS:
             return self._answer(Turn(utterance, act, "", question=utterance))
         if act == "ambiguous":
-            text, cols = clarify_question(self.conn, utterance)
+            text, cols = clarify_question(self.db, utterance)
             turn = Turn(utterance, act, text, question=utterance, options=cols)
             self.pending = turn
             return turn
         if act in SOCIAL:
             return Turn(utterance, act, SOCIAL[act])
-        return Turn(utterance, act, out_of_scope_response(self.conn, act))
+        return Turn(utterance, act, out_of_scope_response(self.db, act))
 
     def _resolve_pending(self, utterance: str) -> Turn | None:
         """Combine the pending ambiguous question with the user's answer (None: not an answer)."""
@@ -464,11 +499,11 @@ class Conversation:
     def _answer(self, turn: Turn) -> Turn:
         """Parse ``turn.question`` with history, run it and fill in the response."""
         assert turn.question is not None
-        parsed = self.parser.parse(turn.question, self.conn, self.bsql.registry, self.parser_history())
+        parsed = self.parser.parse(turn.question, self.db, self.bsql.registry, self.parser_history())
         if parsed.program is None:
             turn.error = parsed.attempts[-1][1] if parsed.attempts else "no program"
             turn.response = (f"Sorry, I could not write a valid query for that ({turn.error}). "
-                             f"I can answer questions about: {schema_overview(self.conn)}.")
+                             f"I can answer questions about: {schema_overview(self.db)}.")
             return turn
         self._run(turn, parsed.program)
         turn.source = "parser"
@@ -478,7 +513,7 @@ class Conversation:
         """Execute ``program`` into ``turn``: smoothie, answer and a template response."""
         turn.program = program
         try:
-            turn.smoothie = self.bsql.execute(program)
+            turn.smoothie = self._execute(program)
         except BlendSQLError as e:
             turn.error = str(e)
             turn.response = f"The query failed: {e.message}"

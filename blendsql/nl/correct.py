@@ -28,17 +28,19 @@ import difflib
 import functools
 import json
 import re
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
+from blendsql.db.backend import Backend
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.nl.dberrors import reads_database
 from blendsql.nl.explain import explain
 from blendsql.nl.fewshot import BM25, tokens
 from blendsql.nl.parser import INGREDIENT_GUIDE, PLAIN_GUIDE, Parser, ParseResult, generate_program
 from blendsql.nl.serialize import list_tables, serialize_schema
+from blendsql.nl.source import as_backend
 
 CORRECTION_GUIDE = """\
 A user asked a question about a SQLite database. A query was written for it and explained
@@ -154,16 +156,26 @@ def correction_prompt(schema: str, question: str, program: str, explanation: lis
 
 
 @reads_database("reading the database to correct the query")
-def correct_query(parser: Parser, conn: sqlite3.Connection, registry: IngredientRegistry,
+def correct_query(parser: Parser, db: Any, registry: IngredientRegistry,
                   question: str, program: str, feedback: str, *, retries: int = 1,
                   examples: Sequence[CorrectionExample] | None = None,
                   n_examples: int = 3) -> Correction:
     """Write a corrected query for ``feedback`` (see module docstring).
 
     ``examples``: the pool to pick worked corrections from (default: the shipped
-    SPLASH dev pool); ``n_examples=0`` keeps the single fixed example."""
-    tables = list_tables(conn)
-    schema = serialize_schema(conn, n_rows=parser.n_rows, tables=[t.name for t in tables])
+    SPLASH dev pool); ``n_examples=0`` keeps the single fixed example. ``db``: a
+    ``BlendSQL`` session, a backend or a connection (read as one use of the session)."""
+    backend = as_backend(db)
+    with backend.session():
+        return _correct(parser, backend, registry, question, program, feedback, retries,
+                        examples, n_examples)
+
+
+def _correct(parser: Parser, db: Backend, registry: IngredientRegistry, question: str,
+             program: str, feedback: str, retries: int,
+             examples: Sequence[CorrectionExample] | None, n_examples: int) -> Correction:
+    tables = list_tables(db)
+    schema = serialize_schema(db, n_rows=parser.n_rows, tables=[t.name for t in tables])
     constraint = parser.constraint(tables, registry)
     explanation = explanation_lines(program, registry)
     index = _default_index("splash") if examples is None else CorrectionIndex(examples)
@@ -174,7 +186,7 @@ def correct_query(parser: Parser, conn: sqlite3.Connection, registry: Ingredient
         parser.model,
         lambda retry: correction_prompt(schema, question, program, explanation, feedback, retry,
                                         shots, guide),
-        constraint, conn, registry, Correction(None),
+        constraint, db, registry, Correction(None),
         tries=retries + 1, max_tokens=parser.max_tokens,
     )
 

@@ -18,10 +18,12 @@ Decoding (``decoding=``):
   identifiers limited to this schema (``sql_grammar.build_permissive_grammar``).
 - ``"grammar"``: the strict grammar of earlier releases (``build_grammar``).
 
-Each program is then validated: our own parser, a dry run (SQLite ``EXPLAIN``
-with ingredient calls stubbed), type checks of ingredient outputs in their
-context, and — for programs without ingredients — a run under a time limit
-that flags an empty result or an error SQLite raises only at run time. On
+Each program is then validated: our own parser, a dry run (``EXPLAIN`` on the
+backend, translated to its SQL, with ingredient calls stubbed), type checks of
+ingredient outputs in their context, and — for programs without ingredients —
+a run under a time limit that flags an empty result or an error the database
+raises only at run time. Every statement goes through the backend
+(:mod:`blendsql.nl.source`): traced, read-only and time-limited. On
 failure the program is regenerated with the error in the prompt, at most
 ``max_retries`` times; when every attempt fails only the empty-result check,
 the last such program is kept (an empty answer can be right).
@@ -37,16 +39,15 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from sqlglot import exp
 
-from blendsql.errors import BlendSQLError, OptionError
+from blendsql.db.backend import Backend
+from blendsql.errors import BlendSQLError, OptionError, QueryTimeoutError
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
@@ -62,6 +63,7 @@ from blendsql.nl.serialize import (
     list_tables,
     serialize_schema,
 )
+from blendsql.nl.source import as_backend, first_line
 from blendsql.nl.sql_grammar import build_grammar, build_permissive_grammar
 
 if TYPE_CHECKING:
@@ -279,7 +281,7 @@ class Parser:
     def parse(
         self,
         question: str,
-        conn: sqlite3.Connection,
+        db: Any,
         registry: IngredientRegistry,
         history: Sequence[Turn] = (),
         *,
@@ -295,15 +297,25 @@ class Parser:
         When no attempt validates and examples were shown, one more attempt runs
         without them: a small model that keeps copying an example's tables or
         shape into a wrong program often writes a valid one from the schema alone.
+
+        ``db``: a ``BlendSQL`` session, a backend, or a connection (SQLite, DuckDB,
+        psycopg); every statement goes through its backend (traced, read-only,
+        time-limited), held as one use of the session.
         """
         text_arg(question, "question")
+        backend = as_backend(db)
+        with backend.session():
+            return self._parse(question, backend, registry, history, feedback)
+
+    def _parse(self, question: str, db: Backend, registry: IngredientRegistry,
+               history: Sequence[Turn], feedback: tuple[str, str] | None) -> ParseResult:
         if self.sketch and not history and feedback is None:
             from blendsql.nl.sketch import passage_layout
 
-            layout = passage_layout(conn)
+            layout = passage_layout(db)
             if layout is not None:
-                return self.parse_sketch(question, conn, layout, registry)
-        ctx = self.context(question, conn, registry, feedback)
+                return self.parse_sketch(question, db, layout, registry)
+        ctx = self.context(question, db, registry, feedback)
         constraint = self.constraint(ctx.tables, registry)
 
         def run(shown: list[Example], tries: int, result: ParseResult) -> ParseResult:
@@ -311,7 +323,7 @@ class Parser:
                 self.model,
                 lambda retry: self.prompt(question, ctx.schema, ctx.hints, history, retry, examples=shown,
                                           guide=ctx.guide, tables=ctx.tables, feedback=feedback),
-                constraint, conn, registry, result, tries=tries, max_tokens=self.max_tokens,
+                constraint, db, registry, result, tries=tries, max_tokens=self.max_tokens,
                 check_empty=self.check_empty, query_seconds=self.query_seconds,
                 check_values=self.check_values, repair=self.repair,
             )
@@ -321,29 +333,32 @@ class Parser:
             result = run([], 1, result)
         return result
 
-    def context(self, question: str, conn: sqlite3.Connection, registry: IngredientRegistry,
+    def context(self, question: str, db: Any, registry: IngredientRegistry,
                 feedback: tuple[str, str] | None = None) -> PromptContext:
         """What the first prompt for ``question`` shows: tables, schema text, bridge
         hints, the retrieved examples and the guide."""
-        tables = self.relevant_tables(question if feedback is None else f"{question} {feedback[1]}", conn)
-        schema = serialize_schema(conn, n_rows=self.n_rows, tables=[t.name for t in tables])
-        hints = format_hints(bridge_hints(conn, question))
+        db = as_backend(db)
+        tables = self.relevant_tables(question if feedback is None else f"{question} {feedback[1]}", db)
+        schema = serialize_schema(db, n_rows=self.n_rows, tables=[t.name for t in tables])
+        hints = format_hints(bridge_hints(db, question))
         examples = self.select_examples(question, tables)
         guide = INGREDIENT_GUIDE if registry.names() else PLAIN_GUIDE
         return PromptContext(tables, schema, hints, examples, guide)
 
     @reads_database("reading the database to write the prompt")
-    def first_prompt(self, question: str, conn: sqlite3.Connection, registry: IngredientRegistry,
+    def first_prompt(self, question: str, db: Any, registry: IngredientRegistry,
                      history: Sequence[Turn] = (), *,
                      feedback: tuple[str, str] | None = None) -> str:
         """The prompt of the first attempt at ``question``, exactly as :meth:`parse`
         sends it (no model call): for inspecting or checking what the model sees."""
         text_arg(question, "question")
-        ctx = self.context(question, conn, registry, feedback)
+        backend = as_backend(db)
+        with backend.session():
+            ctx = self.context(question, backend, registry, feedback)
         return self.prompt(question, ctx.schema, ctx.hints, history, examples=ctx.examples,
                            guide=ctx.guide, tables=ctx.tables, feedback=feedback)
 
-    def _sketch_rows(self, sql: str, conn: sqlite3.Connection, layout: PassageLayout,
+    def _sketch_rows(self, sql: str, db: Backend, layout: PassageLayout,
                      registry: IngredientRegistry | None) -> tuple[str, str, int]:
         """(query, its row filter, rows matched); a wrong column name is first
         repaired against the real schema (no model call). Raises on a bad query."""
@@ -351,16 +366,16 @@ class Parser:
 
         try:
             cond = sketch.row_filter(layout, sql)
-            return sql, cond, sketch.count_rows(conn, layout.table.name, cond, self.query_seconds)
-        except sqlite3.Error as e:
-            fixed = repair_names(sql, list_tables(conn), registry) if (
-                registry is not None and _NAME_ERROR.search(str(e))) else None
+            return sql, cond, sketch.count_rows(db, layout.table.name, cond, self.query_seconds)
+        except BlendSQLError as e:
+            fixed = repair_names(sql, list_tables(db), registry) if (
+                registry is not None and _NAME_ERROR.search(first_line(e))) else None
             if fixed is None:
                 raise
             cond = sketch.row_filter(layout, fixed)
-            return fixed, cond, sketch.count_rows(conn, layout.table.name, cond, self.query_seconds)
+            return fixed, cond, sketch.count_rows(db, layout.table.name, cond, self.query_seconds)
 
-    def parse_sketch(self, question: str, conn: sqlite3.Connection, layout: PassageLayout,
+    def parse_sketch(self, question: str, db: Backend, layout: PassageLayout,
                      registry: IngredientRegistry | None = None) -> ParseResult:
         """The model writes a plain SQL query; its row selection (WHERE, and ORDER BY /
         LIMIT unless it aggregates) becomes the sketch's row filter (see
@@ -373,29 +388,29 @@ class Parser:
         retry: tuple[str, str] | None = None
         condition: str | None = None
         for _ in range(self.sketch_retries + 1):
-            req = Request(prompt=sketch.query_prompt(conn, layout, question, retry=retry),
+            req = Request(prompt=sketch.query_prompt(db, layout, question, retry=retry),
                           constraint=Text(), max_tokens=96)
             resp = self.model.generate([req])[0]
             result.prompt_tokens += resp.usage.prompt_tokens
             result.completion_tokens += resp.usage.completion_tokens
             sql = escape_inner_quotes(clean_program(resp.text))
             try:
-                sql, cond, n = self._sketch_rows(sql, conn, layout, registry)
-            except (sketch.SketchError, sqlite3.Error) as e:
-                error = str(e)
+                sql, cond, n = self._sketch_rows(sql, db, layout, registry)
+            except (sketch.SketchError, BlendSQLError) as e:
+                error = str(e) if isinstance(e, sketch.SketchError) else first_line(e)
                 if _NAME_ERROR.search(error):
-                    error = schema_feedback(error, sql, list_tables(conn))
+                    error = schema_feedback(error, sql, list_tables(db))
                 result.attempts.append((sql, error))
                 retry = (sql, error)
                 continue
             if n == 0:
-                relaxed = sketch.relax(conn, layout, sql, self.query_seconds)
+                relaxed = sketch.relax(db, layout, sql, self.query_seconds)
                 if relaxed is not None:
-                    cond, n = relaxed, sketch.count_rows(conn, layout.table.name, relaxed, self.query_seconds)
+                    cond, n = relaxed, sketch.count_rows(db, layout.table.name, relaxed, self.query_seconds)
             narrowed = False
             if n > self.sketch_max_rows:  # too many to read whole: search the passages of these rows
                 within = sketch.search_condition(layout, question, within=cond)
-                if sketch.count_rows(conn, layout.table.name, within, self.query_seconds):
+                if sketch.count_rows(db, layout.table.name, within, self.query_seconds):
                     cond, narrowed = within, True
             if not narrowed and not 0 < n <= self.sketch_max_rows:
                 result.attempts.append((sql, EMPTY_RESULT if n == 0 else f"the query selects {n} rows"))
@@ -409,12 +424,13 @@ class Parser:
                                               self.sketch_abstain)
         return result
 
-    def relevant_tables(self, question: str, conn: sqlite3.Connection) -> list[TableInfo]:
+    def relevant_tables(self, question: str, db: Any) -> list[TableInfo]:
         """All tables, or — when the schema would not fit the prompt budget — the
         tables of the schema elements CRUSH4SQL selects (document tables always stay).
         """
-        tables = list_tables(conn)
-        if len(serialize_schema(conn, n_rows=self.n_rows)) <= self.schema_budget_chars:
+        db = as_backend(db)
+        tables = list_tables(db)
+        if len(serialize_schema(db, n_rows=self.n_rows)) <= self.schema_budget_chars:
             return tables
         from blendsql.nl.schema_select import select_schema
 
@@ -438,7 +454,7 @@ def generate_program(
     model: Model,
     prompt_for: Callable[[tuple[str, str] | None], str],
     constraint: Constraint,
-    conn: sqlite3.Connection,
+    db: Any,
     registry: IngredientRegistry,
     result: R,
     *,
@@ -464,6 +480,7 @@ def generate_program(
     holds but another column does (``repair.value_mismatch``) is fed back too,
     and kept like an empty result if nothing better comes.
     """
+    db = as_backend(db)
     retry: tuple[str, str] | None = None
     fallback: str | None = None
     soft: set[str] = set()  # value findings: like an empty result, kept if nothing better comes
@@ -477,23 +494,23 @@ def generate_program(
         result.prompt_tokens += resp.usage.prompt_tokens
         result.completion_tokens += resp.usage.completion_tokens
         program = clean_program(resp.text)
-        error = validate(program, conn, registry)
+        error = validate(program, db, registry)
         if error is not None and "'" in program:
             escaped = escape_inner_quotes(program)
-            if escaped != program and validate(escaped, conn, registry) is None:
+            if escaped != program and validate(escaped, db, registry) is None:
                 program, error = escaped, None
         if error is not None and repair and _NAME_ERROR.search(error):
-            fixed, error = repair_program(program, error, conn, registry)
+            fixed, error = repair_program(program, error, db, registry)
             if fixed != program:
                 result.repairs += 1
                 result.repaired.append((program, fixed))
             program = fixed
         if error is None and check_empty:
-            error = run_check(program, conn, registry, query_seconds)
+            error = run_check(program, db, registry, query_seconds)
             if error == EMPTY_RESULT:
                 fallback = fallback or program
         if error is None and check_values:
-            error = value_mismatch(program, conn, registry, list_tables(conn), query_seconds)
+            error = value_mismatch(program, db, registry, list_tables(db), query_seconds)
             if error:
                 soft.add(error)
                 fallback = fallback or program
@@ -504,33 +521,34 @@ def generate_program(
         if retry is not None and retry[0] == program and (error == EMPTY_RESULT or error in soft):
             break  # the model insists: the empty result (or the compared text) is its answer
         repeated = retry is not None and retry[0] == program
-        retry = (program, _feedback(error, program, conn))
+        retry = (program, _feedback(error, program, db))
     result.program = fallback
     return result
 
 
-def _feedback(error: str, program: str = "", conn: sqlite3.Connection | None = None) -> str:
+def _feedback(error: str, program: str = "", db: Backend | None = None) -> str:
     """The error as the retry prompt states it (an empty result gets a hint; a wrong
     name gets where the name really is and the real columns of the tables read)."""
     if error == EMPTY_RESULT:
         return (f"{EMPTY_RESULT}. Check the values in conditions against the example rows "
                 "(spelling, case) and the joins; keep the query if no rows is the right answer.")
-    if conn is not None and _NAME_ERROR.search(error):
-        return schema_feedback(error, program, list_tables(conn))
+    if db is not None and _NAME_ERROR.search(error):
+        return schema_feedback(error, program, list_tables(db))
     return error
 
 
 _NAME_ERROR = re.compile(r"no such (?:column|table): ")
 
 
-def repair_program(program: str, error: str, conn: sqlite3.Connection,
+def repair_program(program: str, error: str, db: Any,
                    registry: IngredientRegistry) -> tuple[str, str | None]:
     """``program`` with its wrong table / column names repaired, and its new error
     (None when it now validates); the input unchanged when no repair helps."""
-    fixed = repair_names(program, list_tables(conn), registry)
+    db = as_backend(db)
+    fixed = repair_names(program, list_tables(db), registry)
     if fixed is None:
         return program, error
-    fixed_error = validate(fixed, conn, registry)
+    fixed_error = validate(fixed, db, registry)
     if fixed_error is not None and _NAME_ERROR.search(fixed_error) and fixed_error == error:
         return program, error
     return fixed, fixed_error
@@ -616,11 +634,11 @@ def _first_statement(text: str) -> str:
     return text
 
 
-def validate(program: str, conn: sqlite3.Connection, registry: IngredientRegistry) -> str | None:
+def validate(program: str, db: Any, registry: IngredientRegistry) -> str | None:
     """None if ``program`` parses, its ingredient outputs fit their context, its
-    plain SQL compiles on ``conn`` and no subquery reads an outer column by
-    accident (:mod:`blendsql.nl.column_checks`); else the error, worded for the
-    retry prompt."""
+    plain SQL compiles on ``db``'s backend (a dry run, translated to its SQL) and no
+    subquery reads an outer column by accident (:mod:`blendsql.nl.column_checks`);
+    else the error, worded for the retry prompt."""
     from blendsql.grammar import parse
     from blendsql.nl.column_checks import outer_column_in_subquery
 
@@ -637,13 +655,14 @@ def validate(program: str, conn: sqlite3.Connection, registry: IngredientRegistr
         return misuse
     subqueries = [a.this for c in tree.find_all(IngredientCall) for a in c.call_args
                   if isinstance(a, exp.Subquery)]
+    backend = as_backend(db)
     for query in [tree, *subqueries]:
         stubbed = query.transform(lambda n: exp.Null() if isinstance(n, IngredientCall) else n)
         try:
-            conn.execute("EXPLAIN " + stubbed.sql(dialect="sqlite"))
-        except sqlite3.Error as e:
-            return f"SQLite rejected the query: {e}"
-        outer = outer_column_in_subquery(stubbed, conn)
+            backend.dry_run(stubbed.sql(dialect="sqlite"))
+        except BlendSQLError as e:
+            return f"{backend.name} rejected the query: {first_line(e)}"
+        outer = outer_column_in_subquery(stubbed, backend)
         if outer:
             return outer
     return None
@@ -659,48 +678,45 @@ def ingredient_misuse(tree: exp.Expression) -> str | None:
     return ingredient_type_errors(tree)
 
 
-def run_check(program: str, conn: sqlite3.Connection, registry: IngredientRegistry,
+def run_check(program: str, db: Any, registry: IngredientRegistry,
               seconds: float) -> str | None:
     """Run a program without ingredients to its first row: ``EMPTY_RESULT`` when it
-    returns none, the error when SQLite refuses it at run time (what ``EXPLAIN`` lets
-    through, e.g. FTS5 ``MATCH`` under ``OR`` across a join: "unable to use function
-    MATCH in the requested context"), else None.
+    returns none, the error when the database refuses it at run time (what a dry run
+    lets through, e.g. SQLite's FTS5 ``MATCH`` under ``OR`` across a join: "unable to
+    use function MATCH in the requested context"), else None.
 
-    Runs under a time limit enforced by ``conn.interrupt()`` from a timer (the
-    user's progress handler, if any, stays untouched); a query that runs out of
-    time, one with ingredients, or one failing on the database's state (locked,
-    I/O, memory) counts as fine; an interrupt from elsewhere is raised.
+    Runs through the backend (traced, read-only) under a time limit of ``seconds``
+    for this use of the session; a query that runs out of time, one with
+    ingredients, or one failing on the database's state (locked, I/O, memory)
+    counts as fine; an interrupt from elsewhere is raised.
     """
     from blendsql.grammar import parse
 
     tree = parse(program, registry)
     if not isinstance(tree, exp.Query) or any(True for _ in tree.find_all(IngredientCall)):
         return None
-    fired = threading.Event()
-
-    def stop() -> None:
-        fired.set()
-        conn.interrupt()
-
-    timer = threading.Timer(seconds, stop)
-    timer.start()
+    backend = as_backend(db)
+    probe = tree if tree.args.get("limit") is not None else tree.limit(1)
     try:
-        return EMPTY_RESULT if conn.execute(tree.sql(dialect="sqlite")).fetchone() is None else None
-    except sqlite3.Error as e:
-        if fired.is_set() or _NOT_THE_QUERY.search(str(e)):
-            return None  # out of time, or the database's state (locked, I/O): not the query's fault
-        if "interrupted" in str(e):
+        with backend.session(timeout=seconds):
+            _, rows = backend.execute(probe.sql(dialect="sqlite"))
+    except QueryTimeoutError:
+        return None  # out of time: not the query's fault
+    except BlendSQLError as e:
+        message = first_line(e)
+        if _NOT_THE_QUERY.search(message):
+            return None  # the database's state (locked, I/O): not the query's fault
+        if "interrupted" in message:
             raise  # someone else stopped the connection: stop here too
-        return f"SQLite could not run the query: {e}"
-    finally:
-        timer.cancel()
+        return f"{backend.name} could not run the query: {message}"
+    return None if rows else EMPTY_RESULT
 
 
 _NOT_THE_QUERY = re.compile(r"locked|busy|disk I/O|out of memory|unable to open", re.I)
 
 
-def is_empty(program: str, conn: sqlite3.Connection, registry: IngredientRegistry,
+def is_empty(program: str, db: Any, registry: IngredientRegistry,
              seconds: float) -> bool:
     """True when a program without ingredients returns no rows (see :func:`run_check`;
     a query that fails or runs out of time counts as not empty)."""
-    return run_check(program, conn, registry, seconds) == EMPTY_RESULT
+    return run_check(program, db, registry, seconds) == EMPTY_RESULT

@@ -16,8 +16,7 @@ read) is described for the retry prompt by ``schema_feedback``.
 from __future__ import annotations
 
 import re
-import sqlite3
-import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,9 +24,11 @@ from typing import Any
 from rapidfuzz import fuzz
 from sqlglot import exp
 
+from blendsql.db.backend import Backend
 from blendsql.errors import BlendSQLError
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.nl.serialize import TableInfo
+from blendsql.nl.source import as_backend
 
 MIN_SCORE = 85.0
 _CAMEL = re.compile(r"[a-z]+|[A-Z][a-z]*|\d+")
@@ -288,14 +289,19 @@ def _literal_conditions(tree: exp.Expression) -> list[tuple[exp.Column, str]]:
     return out
 
 
-def _holds(conn: sqlite3.Connection, table: str, column: str, value: str, nocase: bool) -> list[str]:
+class _OutOfTime(Exception):
+    """The value search used up its time (no finding)."""
+
+
+def _holds(db: Backend, table: str, column: str, value: str, nocase: bool,
+           deadline: float = float("inf")) -> list[str]:
     """Up to two stored values of ``table.column`` equal to ``value`` (ignoring case if asked)."""
-    collate = " COLLATE NOCASE" if nocase else ""
-    sql = f'SELECT DISTINCT "{column}" FROM "{table}" WHERE "{column}" = ?{collate} LIMIT 2'
-    return [str(r[0]) for r in conn.execute(sql, (value,)).fetchall()]
+    if time.monotonic() > deadline:
+        raise _OutOfTime
+    return [str(v) for v in db.distinct_values(table, column, 2, equal_to=value, nocase=nocase)]
 
 
-def value_mismatch(program: str, conn: sqlite3.Connection, registry: IngredientRegistry,
+def value_mismatch(program: str, db: Any, registry: IngredientRegistry,
                    tables: Sequence[TableInfo], seconds: float = 2.0) -> str | None:
     """A text a condition compares a column with that the column never holds, but
     another column does (or the same column in another case): the sign of a
@@ -303,8 +309,8 @@ def value_mismatch(program: str, conn: sqlite3.Connection, registry: IngredientR
     flights stores airline ids and airlines holds the names). None when every
     compared text occurs, or occurs nowhere (no evidence of a wrong column).
 
-    Runs under a time limit enforced by ``conn.interrupt()``; running out of
-    time means no finding.
+    Reads through the backend, each statement and the search as a whole within
+    ``seconds``; running out of time (or any database error) means no finding.
     """
     from blendsql.grammar import parse
 
@@ -312,25 +318,29 @@ def value_mismatch(program: str, conn: sqlite3.Connection, registry: IngredientR
         tree = parse(program, registry)
     except BlendSQLError:
         return None
+    backend = as_backend(db)
     by_name = {t.name.lower(): t for t in tables if not t.is_documents}
-    timer = threading.Timer(seconds, conn.interrupt)
-    timer.start()
     try:
-        for col, value in _literal_conditions(tree):
-            home = _column_home(col, by_name)
-            if home is None or not value or _holds(conn, *home, value, nocase=False):
-                continue
-            same = _holds(conn, *home, value, nocase=True)
-            if same:
-                return (f"'{value}' is not a value of {home[0]}.{home[1]}; it is written "
-                        f"'{same[0]}' there.")
-            others = [f"{t.name}.{c}" for t in by_name.values() for c in t.columns
-                      if (t.name, c) != home and _holds(conn, t.name, c, value, nocase=True)]
-            if others:
-                return (f"'{value}' is not a value of {home[0]}.{home[1]}; it is a value of "
-                        f"{', '.join(others[:3])}: compare that column (join its table).")
+        with backend.session(timeout=seconds):
+            return _mismatch(backend, tree, by_name, time.monotonic() + seconds)
+    except (BlendSQLError, _OutOfTime):
         return None
-    except sqlite3.Error:
-        return None
-    finally:
-        timer.cancel()
+
+
+def _mismatch(db: Backend, tree: exp.Expression, by_name: dict[str, TableInfo],
+              deadline: float) -> str | None:
+    """:func:`value_mismatch`'s search, inside the time-limited use of the session."""
+    for col, value in _literal_conditions(tree):
+        home = _column_home(col, by_name)
+        if home is None or not value or _holds(db, *home, value, False, deadline):
+            continue
+        same = _holds(db, *home, value, True, deadline)
+        if same:
+            return (f"'{value}' is not a value of {home[0]}.{home[1]}; it is written "
+                    f"'{same[0]}' there.")
+        others = [f"{t.name}.{c}" for t in by_name.values() for c in t.columns
+                  if (t.name, c) != home and _holds(db, t.name, c, value, True, deadline)]
+        if others:
+            return (f"'{value}' is not a value of {home[0]}.{home[1]}; it is a value of "
+                    f"{', '.join(others[:3])}: compare that column (join its table).")
+    return None

@@ -10,7 +10,6 @@ fuzzy matching of the utterance's words against the schema's column names.
 from __future__ import annotations
 
 import re
-import sqlite3
 from typing import Any
 
 from rapidfuzz import fuzz
@@ -87,10 +86,10 @@ def answer_response(program: str, smoothie: Smoothie, tree: exp.Expr | None = No
     return f"{describe_search(program, tree)} {summarise_result(smoothie)}"
 
 
-def schema_overview(conn: sqlite3.Connection, n_columns: int = 4, n_tables: int = 8) -> str:
+def schema_overview(db: Any, n_columns: int = 4, n_tables: int = 8) -> str:
     """Tables and a few of their columns, e.g. ``singer (name, country, age, ...)``."""
     parts = []
-    tables = list_tables(conn)
+    tables = list_tables(db)
     for t in tables[:n_tables]:
         cols = ", ".join(t.columns[:n_columns]) + (", ..." if len(t.columns) > n_columns else "")
         parts.append(f"{t.name} ({cols})")
@@ -99,17 +98,17 @@ def schema_overview(conn: sqlite3.Connection, n_columns: int = 4, n_tables: int 
     return "; ".join(parts)
 
 
-def out_of_scope_response(conn: sqlite3.Connection, act: str) -> str:
+def out_of_scope_response(db: Any, act: str) -> str:
     """A polite reply for not_related / cannot_answer / cannot_understand turns."""
     lead = {
         "not_related": "Sorry, that is not something this database can tell you.",
         "cannot_answer": "Sorry, the database does not hold that information.",
         "cannot_understand": "Sorry, I did not understand that.",
     }.get(act, "Sorry, I cannot answer that.")
-    return f"{lead} I can answer questions about these tables: {schema_overview(conn)}."
+    return f"{lead} I can answer questions about these tables: {schema_overview(db)}."
 
 
-def candidate_columns(conn: sqlite3.Connection, utterance: str, k: int = 3,
+def candidate_columns(db: Any, utterance: str, k: int = 3,
                       threshold: float = 70.0) -> list[str]:
     """``table.column`` names that the utterance's words fuzzily mention, best first.
 
@@ -121,13 +120,12 @@ def candidate_columns(conn: sqlite3.Connection, utterance: str, k: int = 3,
     words = [w.lower() for w in _WORD.findall(utterance) if w.lower() not in _STOP and len(w) >= 3]
     scored: dict[str, float] = {}
     by_table: dict[str, list[tuple[str, bool]]] = {}
-    for t in list_tables(conn):
+    for t in list_tables(db):
         if t.is_documents:
             continue
-        types = {r[1]: (r[2] or "").upper() for r in conn.execute(f'PRAGMA table_info("{t.name}")')}
         for c in t.columns:
             name = f"{t.name}.{c}"
-            numeric = any(x in types.get(c, "") for x in ("INT", "REAL", "NUM", "FLOA", "DOUB"))
+            numeric = any(x in t.type_of(c) for x in ("INT", "REAL", "NUM", "FLOA", "DOUB", "DEC"))
             by_table.setdefault(t.name, []).append((name, numeric))
             label = f"{t.name} {c}".replace("_", " ").lower()
             col_words = c.replace("_", " ").lower()
@@ -142,11 +140,11 @@ def candidate_columns(conn: sqlite3.Connection, utterance: str, k: int = 3,
     return ranked + [n for n, _ in pool[: k - len(ranked)]]
 
 
-def schema_mentions(conn: sqlite3.Connection, utterance: str, threshold: float = 85.0) -> list[str]:
+def schema_mentions(db: Any, utterance: str, threshold: float = 85.0) -> list[str]:
     """Tables and ``table.column`` names that a word of the utterance names (near-exactly)."""
     words = [w.lower() for w in _WORD.findall(utterance) if w.lower() not in _STOP and len(w) >= 3]
     found = []
-    for t in list_tables(conn):
+    for t in list_tables(db):
         for name, label in [(t.name, t.name), *((f"{t.name}.{c}", c) for c in t.columns)]:
             label = label.replace("_", " ").lower()
             if any(fuzz.ratio(w, label) >= threshold or fuzz.ratio(w.rstrip("s"), label) >= threshold
@@ -155,9 +153,9 @@ def schema_mentions(conn: sqlite3.Connection, utterance: str, threshold: float =
     return found
 
 
-def clarify_question(conn: sqlite3.Connection, utterance: str) -> tuple[str, list[str]]:
+def clarify_question(db: Any, utterance: str) -> tuple[str, list[str]]:
     """A clarifying question naming candidate columns, and those columns."""
-    cols = candidate_columns(conn, utterance)
+    cols = candidate_columns(db, utterance)
     if len(cols) == 1:
         return f"Do you mean {cols[0]}? Please tell me which column or meaning you have in mind.", cols
     options = ", ".join(cols[:-1]) + f" or {cols[-1]}"

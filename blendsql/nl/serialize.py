@@ -14,10 +14,12 @@ What a model needs to write a correct query, and no more:
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass
+from typing import Any
 
 from rapidfuzz import fuzz, process
+
+from blendsql.nl.source import as_backend
 
 _WORD = re.compile(r"[\w']+")
 
@@ -28,55 +30,52 @@ class TableInfo:
     create_sql: str
     columns: tuple[str, ...]
     is_documents: bool
+    types: tuple[str, ...] = ()  # declared column types ('' when none), as ``columns``
+
+    def type_of(self, column: str) -> str:
+        """The declared type of ``column`` in upper case ('' when unknown)."""
+        return dict(zip(self.columns, self.types, strict=False)).get(column, "").upper()
 
 
-def list_tables(conn: sqlite3.Connection) -> list[TableInfo]:
-    """User tables and FTS5 document tables (FTS shadow tables excluded)."""
-    rows = conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL "
-        "AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-    ).fetchall()
-    fts = {n for n, s in rows if "USING FTS" in s.upper()}
-    shadow = {f"{t}_{suffix}" for t in fts for suffix in ("data", "idx", "content", "docsize", "config")}
-    out = []
-    for name, sql in rows:
-        if name in shadow or name.startswith("_"):
-            continue
-        cols = tuple(r[1] for r in conn.execute(f'PRAGMA table_info("{name}")'))
-        out.append(TableInfo(name, sql.strip(), cols, name in fts))
-    return out
+def list_tables(db: Any) -> list[TableInfo]:
+    """User tables and full-text document tables (FTS shadow and ``_``-named tables
+    excluded), read through the backend (``db``: a BlendSQL, a backend or a connection)."""
+    return [TableInfo(t.name, t.ddl, t.column_names, t.documents,
+                      tuple(ty for _, ty in t.columns))
+            for t in as_backend(db).schema()]
 
 
 def serialize_schema(
-    conn: sqlite3.Connection,
+    db: Any,
     *,
     n_rows: int = 3,
     vocab_limit: int = 10,
     tables: list[str] | None = None,
     cell_chars: int = 60,
 ) -> str:
-    """The prompt text describing ``conn``'s schema."""
+    """The prompt text describing ``db``'s schema."""
+    backend = as_backend(db)
     parts = []
-    for t in list_tables(conn):
-        if tables is not None and t.name not in tables:
-            continue
-        parts.append(t.create_sql + ";")
-        if t.is_documents:
-            continue
-        rows = _example_rows(conn, t, n_rows, cell_chars)
-        if rows:
-            parts.append(rows)
-        vocab = _vocab_lines(conn, t, vocab_limit)
-        if vocab:
-            parts.append(vocab)
+    with backend.session():
+        for t in list_tables(backend):
+            if tables is not None and t.name not in tables:
+                continue
+            parts.append(t.create_sql + ";")
+            if t.is_documents:
+                continue
+            rows = _example_rows(backend, t, n_rows, cell_chars)
+            if rows:
+                parts.append(rows)
+            vocab = _vocab_lines(backend, t, vocab_limit)
+            if vocab:
+                parts.append(vocab)
     return "\n\n".join(parts)
 
 
-def _example_rows(conn: sqlite3.Connection, t: TableInfo, n: int, cell_chars: int) -> str:
+def _example_rows(db: Any, t: TableInfo, n: int, cell_chars: int) -> str:
     if n <= 0:
         return ""
-    cur = conn.execute(f'SELECT * FROM "{t.name}" LIMIT {int(n)}')
-    rows = cur.fetchall()
+    _, rows = db.sample_rows(t.name, n)
     if not rows:
         return ""
     header = " | ".join(t.columns)
@@ -89,23 +88,21 @@ def _cell(v: object, limit: int) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
-def _vocab_lines(conn: sqlite3.Connection, t: TableInfo, limit: int) -> str:
+def _vocab_lines(db: Any, t: TableInfo, limit: int) -> str:
     """Columns whose values repeat and number at most ``limit`` (a real vocabulary)."""
     lines = []
-    n_rows = conn.execute(f'SELECT COUNT(*) FROM "{t.name}"').fetchone()[0]
+    n_rows = db.row_count(t.name)
     for c in t.columns:
-        vals = conn.execute(
-            f'SELECT DISTINCT "{c}" FROM "{t.name}" WHERE "{c}" IS NOT NULL LIMIT {limit + 1}'
-        ).fetchall()
+        vals = db.distinct_values(t.name, c, limit + 1)
         repeats = len(vals) < n_rows
-        if 1 < len(vals) <= limit and repeats and all(isinstance(v[0], str) for v in vals):
-            listed = ", ".join(repr(v[0]) for v in vals)
+        if 1 < len(vals) <= limit and repeats and all(isinstance(v, str) for v in vals):
+            listed = ", ".join(repr(v) for v in vals)
             lines.append(f"-- {t.name}.{c} takes the values: {listed}")
     return "\n".join(lines)
 
 
 def bridge_hints(
-    conn: sqlite3.Connection,
+    db: Any,
     question: str,
     *,
     threshold: float = 85.0,
@@ -119,20 +116,16 @@ def bridge_hints(
     grams = _ngrams(question)
     if not grams:
         return []
+    backend = as_backend(db)
     hints: dict[str, tuple[float, str, str, str]] = {}
-    for t in list_tables(conn):
-        if t.is_documents:
-            continue
-        for c in t.columns:
-            values = [
-                r[0]
-                for r in conn.execute(
-                    f'SELECT DISTINCT "{c}" FROM "{t.name}" WHERE typeof("{c}") = \'text\' '
-                    f'AND length("{c}") BETWEEN 2 AND 80 LIMIT {max_values}'
-                )
-            ]
-            if values:
-                _match_column(grams, values, f"{t.name}.{c}", threshold, hints)
+    with backend.session():
+        for t in list_tables(backend):
+            if t.is_documents:
+                continue
+            for c in t.columns:
+                values = backend.distinct_values(t.name, c, max_values, text_lengths=(2, 80))
+                if values:
+                    _match_column(grams, values, f"{t.name}.{c}", threshold, hints)
     best = sorted(hints.values(), key=lambda h: -h[0])[:max_hints]
     return [(phrase, col, val) for _, phrase, col, val in best]
 

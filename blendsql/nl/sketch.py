@@ -28,12 +28,14 @@ the question in full-text search (still a program: ``documents MATCH``).
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from dataclasses import dataclass
+from typing import Any
 
-from blendsql.db.documents import fts_columns, fts_query
+from blendsql.db.backend import Backend, is_text_type
+from blendsql.db.documents import fts_query
+from blendsql.errors import BlendSQLError, ExecutionError
 from blendsql.nl.serialize import TableInfo, bridge_hints, list_tables
+from blendsql.nl.source import as_backend
 
 #: a cross join of table rows × passages larger than this is not probed for links
 MAX_LINK_PROBE = 2_000_000
@@ -70,34 +72,44 @@ def link_on(layout_table: str, column: str, documents: str, title: str) -> str:
             f"OR (length({cell}) >= 4 AND instr({doc}, {cell}) > 0))")
 
 
-def passage_layout(conn: sqlite3.Connection) -> PassageLayout | None:
-    """The layout when ``conn`` holds exactly one table and one documents table
-    (with ``title`` and ``content``) and some text cells name passages; else None."""
-    tables = list_tables(conn)
+def passage_layout(db: Any) -> PassageLayout | None:
+    """The layout when ``db`` holds exactly one table and one documents table
+    (with ``title`` and ``content``) and some text cells name passages; else None
+    (always None on a backend without ``rowid``)."""
+    backend = as_backend(db)
+    if not backend_has_rowid(backend):
+        return None
+    tables = list_tables(backend)
     docs = [t for t in tables if t.is_documents]
     plain = [t for t in tables if not t.is_documents]
     if len(docs) != 1 or len(plain) != 1:
         return None
     d, t = docs[0].name, plain[0]
-    cols = {c.lower(): c for c in fts_columns(conn, d)}
+    cols = {c.lower(): c for c in docs[0].columns}
     if "title" not in cols or "content" not in cols:
         return None
     title, content = cols["title"], cols["content"]
-    n_rows = conn.execute(f"SELECT COUNT(*) FROM {_q(t.name)}").fetchone()[0]
-    n_docs = conn.execute(f"SELECT COUNT(*) FROM {_q(d)}").fetchone()[0]
+    n_rows, n_docs = backend.row_count(t.name), backend.row_count(d)
     if not n_rows or not n_docs or n_rows * n_docs > MAX_LINK_PROBE:
         return None
-    types = {r[1]: (r[2] or "").upper() for r in conn.execute(f"PRAGMA table_info({_q(t.name)})")}
-    linked = tuple(
-        c for c in t.columns
-        if "TEXT" in types.get(c, "") and conn.execute(
-            f"SELECT 1 FROM {_q(t.name)} JOIN {_q(d)} ON {link_on(t.name, c, d, title)} LIMIT 1"
-        ).fetchone()
-    )
-    return PassageLayout(t, d, title, content, linked, table_caption(conn, t.name)) if linked else None
+    linked = tuple(c for c in t.columns
+                   if is_text_type(t.type_of(c)) and _links(backend, t.name, c, d, title))
+    return PassageLayout(t, d, title, content, linked, table_caption(backend, t.name)) if linked else None
 
 
-def table_caption(conn: sqlite3.Connection, table: str) -> str:
+def backend_has_rowid(db: Backend) -> bool:
+    """True where every table has a ``rowid`` the sketch can name rows by."""
+    return db.dialect in ("sqlite", "duckdb")
+
+
+def _links(db: Backend, table: str, column: str, documents: str, title: str) -> bool:
+    """True when some cell of ``table.column`` names a passage of ``documents``."""
+    _, rows = db.execute(f"SELECT 1 FROM {_q(table)} JOIN {_q(documents)} ON "
+                         f"{link_on(table, column, documents, title)} LIMIT 1")
+    return bool(rows)
+
+
+def table_caption(db: Any, table: str) -> str:
     """``title — section`` of a table whose provenance a loader recorded (``_tables``,
     e.g. HybridQA's Wikipedia page); '' otherwise. Rows alone often do not say what
     the table lists ("the most recent song to win" what?)."""
@@ -105,10 +117,14 @@ def table_caption(conn: sqlite3.Connection, table: str) -> str:
 
     from blendsql.db.loaders import META_TABLES
 
+    backend = as_backend(db)
+    if META_TABLES not in backend.tables():
+        return ""
     try:
-        row = conn.execute(f"SELECT source FROM {_q(META_TABLES)} WHERE table_name = ?", (table,)).fetchone()
-        meta = json.loads(row[0]) if row and row[0] else {}
-    except (sqlite3.Error, ValueError):
+        _, rows = backend.execute(f"SELECT source FROM {_q(META_TABLES)} WHERE table_name = ?",
+                                  (table,))
+        meta = json.loads(rows[0][0]) if rows and rows[0][0] else {}
+    except (BlendSQLError, ValueError):
         return ""
     if not isinstance(meta, dict):
         return ""
@@ -116,7 +132,7 @@ def table_caption(conn: sqlite3.Connection, table: str) -> str:
     return " — ".join(p for p in parts if p)
 
 
-def query_prompt(conn: sqlite3.Connection, layout: PassageLayout, question: str,
+def query_prompt(db: Any, layout: PassageLayout, question: str,
                  *, n_rows: int = 2, cell_chars: int = 30, max_hints: int = 4,
                  retry: tuple[str, str] | None = None) -> str:
     """A short prompt asking for a plain SQL query on the table.
@@ -129,14 +145,14 @@ def query_prompt(conn: sqlite3.Connection, layout: PassageLayout, question: str,
     the whole table.
     """
     t = layout.table
-    types = [r[2] or "" for r in conn.execute(f"PRAGMA table_info({_q(t.name)})")]
+    backend = as_backend(db)
     lines = [f"Table {t.name}" + (f" ({layout.caption})" if layout.caption else "") + " columns: " + ", ".join(
-        f"{c} ({ty.lower() or 'any'})" for c, ty in zip(t.columns, types, strict=False))]
-    rows = conn.execute(f"SELECT * FROM {_q(t.name)} LIMIT {int(n_rows)}").fetchall()
+        f"{c} ({ty.lower() or 'any'})" for c, ty in zip(t.columns, t.types, strict=False))]
+    _, rows = backend.sample_rows(t.name, n_rows)
     if rows:
         lines.append("Example rows:")
         lines += [" | ".join(_short(v, cell_chars) for v in r) for r in rows]
-    for phrase, col, val in bridge_hints(conn, question, max_hints=max_hints):
+    for phrase, col, val in bridge_hints(backend, question, max_hints=max_hints):
         lines.append(f"-- '{phrase}' in the question may refer to {col} = {_lit(val)}")
     lines.append(f"Write one SQLite query on table {t.name} for the question. "
                  "Answer with the query only.")
@@ -200,7 +216,7 @@ def row_filter(layout: PassageLayout, sql: str) -> str:
     return f"{_q(name)}.rowid IN ({inner.sql(dialect='sqlite')})"
 
 
-def relax(conn: sqlite3.Connection, layout: PassageLayout, sql: str, seconds: float = 5.0) -> str | None:
+def relax(db: Any, layout: PassageLayout, sql: str, seconds: float = 5.0) -> str | None:
     """A weaker row filter when ``sql``'s WHERE matches nothing: the AND-ed conditions
     that each match some row (a small model adds a guessed value). None if none do."""
     import sqlglot
@@ -215,7 +231,8 @@ def relax(conn: sqlite3.Connection, layout: PassageLayout, sql: str, seconds: fl
         return None
     parts = list(where.this.flatten())
     table = layout.table.name
-    good = [p for p in parts if _matches(conn, table, p.sql(dialect="sqlite"), seconds)]
+    backend = as_backend(db)
+    good = [p for p in parts if _matches(backend, table, p.sql(dialect="sqlite"), seconds)]
     if not good or len(good) == len(parts):
         return None
     cond = exp.and_(*[p.copy() for p in good])
@@ -223,24 +240,24 @@ def relax(conn: sqlite3.Connection, layout: PassageLayout, sql: str, seconds: fl
     return f"{_q(table)}.rowid IN ({inner.sql(dialect='sqlite')})"
 
 
-def _matches(conn: sqlite3.Connection, table: str, condition: str, seconds: float) -> bool:
+def _matches(db: Backend, table: str, condition: str, seconds: float) -> bool:
     try:
-        return count_rows(conn, table, condition, seconds) > 0
-    except sqlite3.Error:
+        return count_rows(db, table, condition, seconds) > 0
+    except BlendSQLError:
         return False
 
 
-def count_rows(conn: sqlite3.Connection, table: str, condition: str, seconds: float = 5.0) -> int:
-    """Rows of ``table`` matching ``condition``; raises ``sqlite3.Error`` when it does
-    not compile. A time limit (``conn.interrupt``) keeps a bad condition from hanging."""
+def count_rows(db: Any, table: str, condition: str, seconds: float = 5.0) -> int:
+    """Rows of ``table`` matching ``condition``; raises an
+    :class:`~blendsql.errors.ExecutionError` when it does not compile. A time limit
+    (``seconds``, for this use of the session) keeps a bad condition from hanging."""
     if "{{" in condition or "<<" in condition or ";" in condition:
-        raise sqlite3.OperationalError("write a plain SQL condition (no ingredient, one statement)")
-    timer = threading.Timer(seconds, conn.interrupt)
-    timer.start()
-    try:
-        return int(conn.execute(f"SELECT COUNT(*) FROM {_q(table)} WHERE {condition}").fetchone()[0])
-    finally:
-        timer.cancel()
+        raise ExecutionError("write a plain SQL condition (no ingredient, one statement)",
+                             hint="the sketch keeps only the query's row selection")
+    backend = as_backend(db)
+    with backend.session(timeout=seconds):
+        _, rows = backend.execute(f"SELECT COUNT(*) FROM {_q(table)} WHERE {condition}")
+    return int(rows[0][0])
 
 
 def search_condition(layout: PassageLayout, question: str, k: int = 3, within: str | None = None) -> str:

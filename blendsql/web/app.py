@@ -147,7 +147,8 @@ class Engine:
             raise
 
     def schema(self) -> list[tuple[str, list[str]]]:
-        """Tables and their columns, read once (plain SQL through the session).
+        """Tables and their columns, read once through the session's backend (any of
+        SQLite, DuckDB, PostgreSQL; each read traced and time-limited like a query's).
 
         Hidden, as in ``blendsql schema``: the loader's metadata tables and
         FTS5's internal shadow tables (``documents_data`` ...).
@@ -155,20 +156,12 @@ class Engine:
         if self._schema is None:
             from blendsql.db.loaders import META_COLUMNS, META_TABLES
 
-            df = self.bsql.execute(
-                "SELECT m.name AS t, p.name AS c, m.sql AS ddl FROM sqlite_master AS m, "
-                "pragma_table_info(m.name) AS p WHERE m.type IN ('table', 'view') "
-                "AND m.name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY m.name, p.cid").df
-            virtual = {str(t) for t, ddl in zip(df["t"], df["ddl"], strict=True)
-                       if str(ddl or "").upper().startswith("CREATE VIRTUAL TABLE")}
-            hidden = {META_COLUMNS, META_TABLES} | {
-                f"{v}{suffix}" for v in virtual
-                for suffix in ("_data", "_idx", "_content", "_docsize", "_config")}
-            tables: dict[str, list[str]] = {}
-            for t, c in zip(df["t"], df["c"], strict=True):
-                if str(t) not in hidden:
-                    tables.setdefault(str(t), []).append(str(c))
-            self._schema = list(tables.items())
+            db = self.bsql.db
+            with db.session(timeout=self.query_timeout):
+                hidden = {META_COLUMNS, META_TABLES} | {
+                    f"{v}{suffix}" for v in db.fts_tables()
+                    for suffix in ("_data", "_idx", "_content", "_docsize", "_config")}
+                self._schema = [(t, db.columns(t)) for t in db.tables() if t not in hidden]
         return self._schema
 
 

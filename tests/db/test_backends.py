@@ -280,12 +280,6 @@ def test_every_error_is_a_blendsql_error(pg_url: str, duck_file: Path) -> None:
         assert classes == {err}, (sql, classes)
 
 
-def test_ask_on_duckdb_says_it_is_sqlite_only(duck_file: Path) -> None:
-    """The NL layer reads SQLite schemas: on DuckDB ask() is a clear blendsql error."""
-    with pytest.raises(ExecutionError, match="SQLite databases only"):
-        _session(str(duck_file)).ask("Who is the oldest singer?")
-
-
 def test_dialect_lets_users_write_duckdb_sql() -> None:
     """``dialect="duckdb"``: DuckDB's own syntax (list literals) around ingredients.
 

@@ -87,7 +87,6 @@ NOT_ON_POSTGRES = {
     "having_count_over_predicate": "SUM over a boolean (SQLite's booleans are integers)",
     "group_sum_predicate_big_join": "SUM over a boolean (SQLite's booleans are integers)",
     "and_of_predicates_compared_with_zero": "boolean = integer (SQLite's booleans)",
-    "map_with_like_and_glob_plain": "GLOB is SQLite's",
     "map_output_types_preserved": "typeof() is SQLite's",
 }
 

@@ -1,4 +1,8 @@
-"""The plain-language layer's own database reads fail as blendsql errors, never raw sqlite3 ones."""
+"""The plain-language layer's own database reads fail as blendsql errors, never raw sqlite3 ones.
+
+The layer reads through the backend, which turns every driver error into an
+ExecutionError with a hint; ``reads_database`` remains the safety net for a
+driver exception that would escape anyway."""
 
 from __future__ import annotations
 
@@ -34,7 +38,8 @@ def test_parse_turns_an_interrupted_read_into_an_execution_error(tmp_path):
     with pytest.raises(ExecutionError) as info:
         Parser(model).parse("How many pets?", bsql.db.conn, bsql.registry)
     assert "interrupted" in info.value.message and "progress handler" in (info.value.hint or "")
-    assert isinstance(info.value.__cause__, sqlite3.OperationalError)
+    # the backend's error, naming the statement the layer ran (not a raw sqlite3 error)
+    assert "\n  in: SELECT" in info.value.message
 
 
 def test_conversation_ask_and_correct_never_leak_a_sqlite_error(tmp_path):
@@ -69,3 +74,30 @@ def test_a_locked_database_gets_a_hint_about_the_other_connection(tmp_path):
     finally:
         writer.execute("ROLLBACK")
         writer.close()
+
+
+def test_reads_database_turns_any_driver_error_into_ours_and_passes_ours_through():
+    from blendsql.nl.dberrors import reads_database
+
+    @reads_database("testing")
+    def raw() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(ExecutionError) as info:
+        raw()
+    assert "while testing" in info.value.message and "lock" in (info.value.hint or "")
+
+    @reads_database("testing")
+    def ours() -> None:
+        raise ExecutionError("mine", hint="h")
+
+    with pytest.raises(ExecutionError) as info:
+        ours()
+    assert info.value.message == "mine"
+
+    @reads_database("testing")
+    def bug() -> None:
+        raise KeyError("x")
+
+    with pytest.raises(KeyError):
+        bug()

@@ -5,6 +5,7 @@ import sqlite3
 import pytest
 
 from blendsql import BlendSQL
+from blendsql.errors import ExecutionError
 from blendsql.models.base import FunctionModel, Request
 from blendsql.nl import sketch
 from blendsql.nl.ask import answer_value
@@ -152,9 +153,9 @@ def test_an_ingredient_or_second_statement_in_the_condition_is_rejected(conn):
     layout = sketch.passage_layout(conn)
     with pytest.raises(sketch.SketchError):
         sketch.row_filter(layout, "SELECT * FROM w WHERE {{LLMMap('q', 'w::player')}} = TRUE")
-    with pytest.raises(sqlite3.Error):
+    with pytest.raises(ExecutionError):
         sketch.count_rows(conn, "w", "{{LLMMap('q', 'w::player')}} = TRUE")
-    with pytest.raises(sqlite3.Error):
+    with pytest.raises(ExecutionError):
         sketch.count_rows(conn, "w", "1; DROP TABLE w")
     assert conn.execute("SELECT COUNT(*) FROM w").fetchone()[0] == 3
 
