@@ -137,6 +137,7 @@ PITCHER = ("SELECT name, position, school FROM w WHERE "
            "{{LLMMap('Is this position a pitcher?', 'w::position')}} = TRUE")
 ENGINE_QUERIES = ("map_group_by", "map_in_select_list", "qa_options", "plain_filter_then_map",
                   "map_where_low_cardinality", "map_where_unique_col", "map_select_limit")
+SEMBENCH_MODES = ("default", "scored", "contextual", "labels", "claim", "examples", "cascade")
 THROUGHPUT = ("--n", "1000", "--parallel", "4", "--rounds", "2", "--batch", "4", "8",
               "--embedded-n", "100", "--embedded-chunk", "20", "--embedded-max-seconds", "180")
 
@@ -215,6 +216,20 @@ BENCHES: tuple[Bench, ...] = (
           "benchmarks/results/hybridqa_report.summary.json",
           _accuracies("modes", ("blendsql_fallback", "blendsql", "end_to_end")),
           "hours (2 processes)", ("eval-model", "data:hybridqa"), pending=True),
+    Bench("sembench", "SemBench's movie queries Q1-Q10 on the report movies, in every LLMMap "
+          "decision mode side by side (default, scored, contextual, labels, claim, examples, "
+          "cascade from SmolLM2)", "benchmarks/README.md (quality: not yet measured again)",
+          (_shards("sembench.py", "sembench_report", "--split", "report"),
+           one(cmd("sembench.py", "--combine", *_parts("sembench_report"), "--out",
+                   "benchmarks/results/sembench_report.json"))),
+          "benchmarks/results/sembench_report.json",
+          (*(Number(f"{m} per-review label accuracy", f"modes.{m}.review_accuracy.accuracy")
+             for m in SEMBENCH_MODES),
+           *(Number(f"{m} mean F1 (Q1, Q2, Q5-Q7)", f"modes.{m}.mean_f1") for m in SEMBENCH_MODES),
+           *(Number(f"{m} mean relative error (Q3, Q4, Q8)", f"modes.{m}.mean_relative_error")
+             for m in SEMBENCH_MODES)),
+          "~1-1.5 h (2 processes; ~5,400 model calls)", ("eval-model", "data:sembench"),
+          pending=True),
     Bench("call-economy", "values passed per query: ours vs naive vs blendsql 0.1.28 vs the "
           "minimal set (27 queries), and the embedded-model subset",
           "benchmarks/README.md (Call economy)",

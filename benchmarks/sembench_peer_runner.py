@@ -1,0 +1,204 @@
+"""SemBench's movie queries in a peer's own API (executed INSIDE the peer's venv).
+
+``benchmarks/sembench_peers.py`` starts this file with the venv's python of LOTUS or
+Palimpzest (``benchmarks/envs.py``) and talks JSON over stdin / stdout:
+
+    stdin:  {"peer": "lotus" | "palimpzest", "base_url": str, "model": str,
+             "reviews": [{"id", "reviewId", "reviewText"}, ...],   # no label column
+             "instances": [{"key", "query", "movies", "sample"}, ...]}
+    stdout: {"version": str, "results": [{"key", "columns", "rows", "seconds", "error"}, ...]}
+
+Each query is written as SemBench's own runners write it for that system
+(``src/scenario/movie/runner/{lotus,palimpzest}_runner``) and as the peer's docs show:
+LOTUS ``sem_filter`` / ``sem_map`` / ``sem_join`` on pandas frames (a self-join of the
+movie's reviews for the pairs), Palimpzest ``MemoryDataset`` with ``sem_filter``,
+``sem_add_columns``, ``sem_join``, ``limit``, ``count``, ``average``, ``groupby``. The
+model is the OpenAI-compatible server at ``base_url`` (LOTUS: LiteLLM's ``hosted_vllm/``
+route; Palimpzest: ``pz.Model(..., api_base=)``). This file must not import anything
+from this repository.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from typing import Any
+
+POSITIVE_FILTER = "Determine if the following movie review is clearly positive."
+SAME = "These two movie reviews express the same sentiment - either both are positive or both are negative."
+OPPOSITE = "These two movie reviews express opposite sentiments - one is positive and the other is negative."
+SENTIMENT = ("Classify the sentiment of this review as either 'POSITIVE' or 'NEGATIVE'. Only output the "
+             "exact word 'POSITIVE' or 'NEGATIVE' with no additional text.")
+SCORE = ("Score from 1 to 5 how much did the reviewer like the movie based on provided rubrics.\n\n"
+         "Rubrics:\n5: Very positive. Strong positive sentiment, indicating high satisfaction.\n"
+         "4: Positive. Noticeably positive sentiment, indicating general satisfaction.\n"
+         "3: Neutral. Expresses no clear positive or negative sentiment.\n"
+         "2: Negative. Noticeably negative sentiment, indicating some level of dissatisfaction.\n"
+         "1: Very negative. Strong negative sentiment, indicating high dissatisfaction.\n\n"
+         "Only provide the score number (1-5) with no other comments.")
+LIMITS = {"Q1": 5, "Q2": 5, "Q5": 10, "Q6": 10}
+
+
+def scope(reviews: Any, inst: dict[str, Any]) -> Any:
+    """The instance's reviews (plain pandas: its sample, or its movies)."""
+    if inst.get("sample"):
+        return reviews[reviews["reviewId"].isin(inst["sample"])]
+    return reviews[reviews["id"].isin(inst["movies"])]
+
+
+def score_value(text: Any) -> float:
+    """A 1-5 answer as a number; 3 when it is not one (SemBench's runners do the same)."""
+    try:
+        x = float(str(text).strip())
+    except ValueError:
+        return 3.0
+    return x if 1 <= x <= 5 else 3.0
+
+
+# ---------------------------------------------------------------- LOTUS
+
+
+def lotus_setup(base_url: str, model: str) -> None:
+    import lotus
+    from lotus.models import LM
+
+    lotus.settings.configure(lm=LM(model=f"hosted_vllm/{model}", api_base=base_url, max_ctx_len=4096,
+                                   max_tokens=64))
+
+
+def lotus_query(reviews: Any, inst: dict[str, Any]) -> Any:
+    """One instance in LOTUS (pandas accessors registered by ``import lotus``)."""
+    import pandas as pd
+
+    q, df = inst["query"], scope(reviews, inst)
+    if q in ("Q1", "Q2", "Q3", "Q4"):
+        kept = df.sem_filter(POSITIVE_FILTER + ' Review: "{reviewText}".')
+        if q == "Q3":
+            return pd.DataFrame({"positive_review_cnt": [len(kept)]})
+        if q == "Q4":
+            return pd.DataFrame({"positivity_ratio": [len(kept) / len(df) if len(df) else 0.0]})
+        return kept[["reviewId"]].head(LIMITS[q])
+    if q in ("Q5", "Q6", "Q7"):
+        condition = SAME if q == "Q5" else OPPOSITE
+        joined = df.sem_join(df, condition + ' Review 1: "{reviewText:left}" Review 2: "{reviewText:right}"')
+        joined = joined[joined["reviewId:left"] != joined["reviewId:right"]]
+        out = joined[["id:left", "reviewId:left", "reviewId:right"]]
+        return out.head(LIMITS[q]) if q in LIMITS else out
+    if q == "Q8":
+        mapped = df.sem_map(SENTIMENT + " Review: {reviewText}")
+        counts = mapped["_map"].str.strip().str.upper().value_counts().reset_index()
+        counts.columns = ["scoreSentiment", "count"]
+        return counts
+    mapped = df.sem_map(SCORE.replace("Only provide", "Review: {reviewText}\n\nOnly provide"))
+    mapped = mapped.assign(reviewScore=mapped["_map"].map(score_value))
+    if q == "Q9":
+        return mapped[["reviewId", "reviewScore"]]
+    return mapped.groupby("id", as_index=False)["reviewScore"].mean().rename(
+        columns={"id": "movieId", "reviewScore": "movieScore"})
+
+
+# ---------------------------------------------------------------- Palimpzest
+
+
+def pz_config(base_url: str, model: str) -> Any:
+    import palimpzest as pz
+
+    return pz.QueryProcessorConfig(policy=pz.MaxQuality(), execution_strategy="sequential",
+                                   available_models=[pz.Model(f"openai/{model}", api_base=base_url,
+                                                              max_tokens=64)], verbose=False)
+
+
+def pz_query(reviews: Any, inst: dict[str, Any], config: Any) -> Any:
+    """One instance in Palimpzest (its plan runs on ``.run(config)``)."""
+    import palimpzest as pz
+
+    q = inst["query"]
+    df = scope(reviews, inst).rename(columns={"id": "movieId"})
+    ds = pz.MemoryDataset(id=f"reviews_{q}", vals=df)
+    if q in ("Q1", "Q2", "Q3"):
+        ds = ds.sem_filter(POSITIVE_FILTER, depends_on=["reviewText"])
+        ds = ds.count() if q == "Q3" else ds.project(["reviewId"]).limit(LIMITS[q])
+    elif q == "Q4":
+        ds = ds.sem_add_columns([{"name": "positivity", "type": int,
+                                  "desc": "Return 1 if the following review is positive, and 0 if it is "
+                                          "not. Only output a single number (1 or 0)."}],
+                                depends_on=["reviewText"]).project(["positivity"]).average()
+    elif q in ("Q5", "Q6", "Q7"):
+        right = pz.MemoryDataset(id=f"right_{q}", vals=df.rename(columns={c: f"{c}_right" for c in df.columns}))
+        ds = ds.sem_join(right, condition=SAME if q == "Q5" else OPPOSITE,
+                         depends_on=["reviewText", "reviewText_right"])
+        ds = ds.project(["movieId", "reviewId", "reviewId_right"])
+        ds = ds.limit(LIMITS[q]) if q in LIMITS else ds
+    elif q == "Q8":
+        from palimpzest.core.elements.groupbysig import GroupBySig
+
+        ds = ds.sem_add_columns([{"name": "sentiment", "type": str, "desc": SENTIMENT}],
+                                depends_on=["reviewText"]).project(["sentiment"])
+        ds = ds.groupby(GroupBySig(group_by_fields=["sentiment"], agg_funcs=["count"],
+                                   agg_fields=["sentiment"]))
+    else:
+        ds = ds.sem_add_columns([{"name": "reviewScore", "type": int, "desc": SCORE}],
+                                depends_on=["reviewText"])
+        if q == "Q9":
+            ds = ds.project(["reviewId", "reviewScore"])
+        else:
+            from palimpzest.core.elements.groupbysig import GroupBySig
+
+            ds = ds.project(["movieId", "reviewScore"]).groupby(GroupBySig(
+                group_by_fields=["movieId"], agg_funcs=["average"], agg_fields=["reviewScore"]))
+    out = ds.run(config).to_df()
+    if q in ("Q5", "Q6", "Q7"):
+        out = out[out["reviewId"] != out["reviewId_right"]]
+    return out
+
+
+# ---------------------------------------------------------------- main
+
+
+def cell(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+def main() -> None:
+    import importlib.metadata
+
+    import pandas as pd
+
+    request = json.load(sys.stdin)
+    peer = request["peer"]
+    reviews = pd.DataFrame(request["reviews"], columns=["id", "reviewId", "reviewText"])
+    if peer == "lotus":
+        lotus_setup(request["base_url"], request["model"])
+        run = lotus_query
+    elif peer == "palimpzest":
+        config = pz_config(request["base_url"], request["model"])
+
+        def run(df: Any, inst: dict[str, Any]) -> Any:
+            return pz_query(df, inst, config)
+    else:
+        raise SystemExit(f"unknown peer {peer!r}")
+    results = []
+    for inst in request["instances"]:
+        t0 = time.perf_counter()
+        out: dict[str, Any] = {"key": inst["key"]}
+        try:
+            df = run(reviews, inst)
+            out.update(columns=[str(c) for c in df.columns],
+                       rows=[[cell(v) for v in r] for r in df.itertuples(index=False, name=None)], error=None)
+        except Exception as e:  # noqa: BLE001 - a failure is a result to score
+            out.update(columns=[], rows=[], error=f"{type(e).__name__}: {e}"[:400],
+                       trace=traceback.format_exc()[-1500:])
+        out["seconds"] = round(time.perf_counter() - t0, 3)
+        results.append(out)
+    dist = {"lotus": "lotus-ai", "palimpzest": "palimpzest"}[peer]
+    json.dump({"version": importlib.metadata.version(dist), "results": results}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,466 @@
+"""SemBench's movie queries through the peers, scored like ``benchmarks/sembench.py``.
+
+The same adapted instances as ``sembench.py`` (same split, seed and sizes), each run
+by a peer in its own venv (``benchmarks/envs.py``: ``lotus``, ``palimpzest``,
+``blendsql-0.1.28``) against one OpenAI-compatible server, and scored with
+``sembench.score_result``:
+
+- ``lotus`` / ``palimpzest``: ``benchmarks/sembench_peer_runner.py`` with the peer's
+  python; each query written in the peer's own API as SemBench's runners and the
+  peers' docs write it (LOTUS ``sem_filter`` / ``sem_map`` / ``sem_join``; Palimpzest
+  ``MemoryDataset`` + ``sem_filter`` / ``sem_add_columns`` / ``sem_join``). The pairs
+  queries are the peers' semantic self-joins (one call per pair of reviews).
+- ``blendsql-0.1.28``: ``benchmarks/blendsql_0128_runner.py`` on a SQLite file holding
+  ``reviews(id, reviewId, reviewText)`` only, with 0.1.28's ``LLMMap`` and ``OpenAI``.
+
+The peers see no label column: the runner gets ``id``, ``reviewId`` and ``reviewText``.
+Each instance runs in its own peer process behind a metering proxy
+(:class:`MeteringProxy`), which counts the model calls and the tokens the server
+reports, the same way for every peer. The server is ``--base-url``, or llama.cpp's
+``llama-server`` started here on 127.0.0.1 (``envs.find_llama_server()`` or
+``--server-bin``; ``--gguf``, default ``$BLENDSQL_EVAL_MODEL``) and stopped at the end.
+
+    python -m benchmarks.envs build lotus      # once (several GB)
+    python benchmarks/sembench_peers.py --peer lotus --out benchmarks/results/sembench_lotus.jsonl
+    python benchmarks/sembench_peers.py --peer blendsql-0.1.28 --queries Q2,Q3,Q8
+    python benchmarks/sembench_peers.py --peer palimpzest --dry-run   # no peer, no model
+
+Not yet run against the peers' venvs: the runner follows their documented APIs
+(lotus-ai 1.2.4, palimpzest 1.5.3) and may need adjusting to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import envs, protocol, sembench  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PEERS = ("lotus", "palimpzest", "blendsql-0.1.28")
+RUNNERS = {"lotus": ROOT / "benchmarks" / "sembench_peer_runner.py",
+           "palimpzest": ROOT / "benchmarks" / "sembench_peer_runner.py",
+           "blendsql-0.1.28": ROOT / "benchmarks" / "blendsql_0128_runner.py"}
+
+
+# ---------------------------------------------------------------- the server
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_command(binary: Path, gguf: Path, port: int, threads: int, n_ctx: int) -> list[str]:
+    """llama.cpp's server on 127.0.0.1 with one slot (one request at a time, as the engine)."""
+    return [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
+            "-c", str(n_ctx), "-t", str(threads), "-tb", str(threads), "-np", "1", "--no-webui"]
+
+
+@contextmanager
+def llama_server(cmd: Sequence[str], port: int, timeout: float = 300.0) -> Iterator[str]:
+    """Start the server, yield its ``/v1`` URL once ``/v1/models`` answers, and always stop
+    it (terminate, then kill). A server that exits or does not answer in ``timeout``
+    seconds is an error showing the end of its log."""
+    log = Path(tempfile.mkdtemp(prefix="bsql-sembench-server-")) / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        wait_until_up(proc, base, timeout, log)
+        yield base
+    finally:
+        stop(proc)
+
+
+def wait_until_up(proc: subprocess.Popen[bytes], base: str, timeout: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited {proc.returncode}:\n{log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(base + "/models", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the server did not answer within {timeout:.0f} s:\n"
+                               f"{log.read_text()[-2000:]}")
+        time.sleep(0.2)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate the process we started; kill it if it does not end in 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# ---------------------------------------------------------------- metering
+
+
+@dataclass
+class Meter:
+    """Model calls and the tokens the server reported for them."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, usage: dict[str, Any] | None) -> None:
+        with self.lock:
+            self.calls += 1
+            self.prompt_tokens += int((usage or {}).get("prompt_tokens") or 0)
+            self.completion_tokens += int((usage or {}).get("completion_tokens") or 0)
+
+    def snapshot(self) -> dict[str, int]:
+        with self.lock:
+            return {"model_calls": self.calls, "prompt_tokens": self.prompt_tokens,
+                    "completion_tokens": self.completion_tokens}
+
+
+def since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before[k] for k in after}
+
+
+class MeteringProxy:
+    """An HTTP proxy on 127.0.0.1 in front of an OpenAI-compatible server that counts every
+    completion request and the ``usage`` its answer reports (streamed answers count as a
+    call without tokens). ``with MeteringProxy(upstream) as proxy: proxy.url``."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.meter = Meter()
+        origin = self.upstream.split("/v1")[0]
+        meter = self.meter
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # quiet
+                return None
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                self.forward(None)
+
+            def do_POST(self) -> None:  # noqa: N802
+                n = int(self.headers.get("Content-Length") or 0)
+                self.forward(self.rfile.read(n))
+
+            def forward(self, body: bytes | None) -> None:
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "content-length", "connection")}
+                req = urllib.request.Request(origin + self.path, data=body, headers=headers,
+                                             method=self.command)
+                try:
+                    with urllib.request.urlopen(req, timeout=3600) as r:
+                        status, data, ctype = r.status, r.read(), r.headers.get("Content-Type", "")
+                except urllib.error.HTTPError as e:
+                    status, data, ctype = e.code, e.read(), e.headers.get("Content-Type", "")
+                if body is not None and self.path.rstrip("/").endswith("completions"):
+                    meter.add(usage_of(data))
+                self.send_response(status)
+                self.send_header("Content-Type", ctype or "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> MeteringProxy:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def usage_of(data: bytes) -> dict[str, Any] | None:
+    """The ``usage`` of a (non-streamed) completion answer."""
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return None
+    return payload.get("usage") if isinstance(payload, dict) else None
+
+
+# ---------------------------------------------------------------- what each peer gets
+
+
+def peer_reviews(data: sembench.Data, insts: Sequence[sembench.Instance]) -> list[dict[str, Any]]:
+    """The reviews the instances touch, as the peers see them: id, reviewId, reviewText."""
+    wanted = {r.review_id for i in insts for r in sembench.scope(data, i)}
+    table = sembench.engine_tables(data, [r for r in data.reviews if r.review_id in wanted])["reviews"]
+    return [{str(k): v for k, v in r.items()} for r in table.to_dict("records")]
+
+
+def runner_request(peer: str, data: sembench.Data, insts: Sequence[sembench.Instance], base_url: str,
+                   model: str) -> dict[str, Any]:
+    """stdin of ``sembench_peer_runner.py`` for LOTUS / Palimpzest."""
+    return {"peer": peer, "base_url": base_url, "model": model, "reviews": peer_reviews(data, insts),
+            "instances": [i.record() for i in insts]}
+
+
+def write_0128_database(data: sembench.Data, path: Path) -> Path:
+    """A SQLite file with ``reviews(id, reviewId, reviewText)`` for blendsql 0.1.28."""
+    path.unlink(missing_ok=True)
+    with sqlite3.connect(path) as conn:
+        sembench.engine_tables(data)["reviews"].to_sql("reviews", conn, index=False)
+    conn.close()
+    return path
+
+
+def sql_0128(inst: sembench.Instance) -> str:
+    """The instance in 0.1.28's dialect (``LLMMap(question, t.col, return_type=)``)."""
+    def yes(col: str, question: str = sembench.POSITIVE_Q) -> str:
+        return f"{{{{LLMMap({sembench.sql_str(question)}, {col}, return_type='bool')}}}} = TRUE"
+
+    def label(col: str) -> str:
+        return f"CASE WHEN {yes(col)} THEN 'POSITIVE' ELSE 'NEGATIVE' END"
+
+    def score(col: str) -> str:
+        return f"{{{{LLMMap({sembench.sql_str(sembench.SCORE_Q)}, {col}, return_type='int')}}}}"
+
+    q = inst.query
+    movie = sembench.sql_str(inst.movies[0]) if inst.movies else ""
+    if q == "Q1":
+        ids = ", ".join(str(i) for i in inst.sample)
+        return (f"SELECT reviewId FROM reviews WHERE reviewId IN ({ids}) AND "
+                f"{yes('reviews.reviewText', sembench.CLEARLY_POSITIVE_Q)} LIMIT 5")
+    if q == "Q2":
+        return f"SELECT reviewId FROM reviews WHERE id = {movie} AND {yes('reviews.reviewText')} LIMIT 5"
+    if q == "Q3":
+        return (f"SELECT COUNT(*) AS positive_review_cnt FROM reviews WHERE id = {movie} AND "
+                f"{yes('reviews.reviewText')}")
+    if q == "Q4":
+        return (f"SELECT AVG(CASE WHEN {yes('reviews.reviewText')} THEN 1.0 ELSE 0.0 END) AS positivity_ratio "
+                f"FROM reviews WHERE id = {movie}")
+    if q in sembench.PAIR_QUERIES:
+        op = "=" if q == "Q5" else "<>"
+        limit = f" LIMIT {sembench.LIMITS[q]}" if q in sembench.LIMITS else ""
+        return ("SELECT r1.id, r1.reviewId AS reviewId1, r2.reviewId AS reviewId2 FROM reviews AS r1 "
+                "JOIN reviews AS r2 ON r1.id = r2.id AND r1.reviewId < r2.reviewId "
+                f"WHERE r1.id = {movie} AND {label('r1.reviewText')} {op} {label('r2.reviewText')}{limit}")
+    if q == "Q8":
+        return (f"SELECT {label('reviews.reviewText')} AS scoreSentiment, COUNT(*) AS count FROM reviews "
+                f"WHERE id = {movie} GROUP BY 1")
+    if q == "Q9":
+        return f"SELECT reviewId, {score('reviews.reviewText')} AS reviewScore FROM reviews WHERE id = {movie}"
+    ids = ", ".join(sembench.sql_str(m) for m in inst.movies)
+    return (f"SELECT id AS movieId, AVG({score('reviews.reviewText')}) AS movieScore FROM reviews "
+            f"WHERE id IN ({ids}) GROUP BY id")
+
+
+def request_0128(db: Path, insts: Sequence[sembench.Instance], base_url: str, model: str) -> dict[str, Any]:
+    """stdin of ``blendsql_0128_runner.py``: the instances as queries on ``db``."""
+    return {"queries": [{"id": i.key, "db": str(db), "sql": sql_0128(i)} for i in insts],
+            "model": {"name": model, "base_url": base_url, "class": "OpenAI"},
+            "builtin_ingredients": ["LLMMap"]}
+
+
+# ---------------------------------------------------------------- running and scoring
+
+
+def result_frame(result: dict[str, Any]) -> pd.DataFrame | None:
+    """A runner's result as a DataFrame (columns by position, as SemBench reads them)."""
+    rows = result.get("rows")
+    if rows is None:
+        return None
+    columns = result.get("columns") or [f"c{i}" for i in range(len(rows[0]) if rows else 0)]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def score_peer(data: sembench.Data, inst: sembench.Instance, peer: str, result: dict[str, Any],
+               usage: dict[str, int]) -> dict[str, Any]:
+    """One peer's answer to one instance, scored like sembench's rows."""
+    row: dict[str, Any] = {"key": f"{inst.key}|{peer}", "instance": inst.key, "query": inst.query,
+                           "mode": peer, "peer": peer, "reviews": len(sembench.scope(data, inst)),
+                           **usage, "seconds": result.get("seconds"), "error": result.get("error")}
+    df = result_frame(result)
+    row.update(sembench.failed_metric(inst) if result.get("error") or df is None
+               else sembench.score_result(data, inst, df))
+    if df is not None:
+        row["result"] = [[sembench.plain_cell(v) for v in r] for r in df.head(50).itertuples(index=False)]
+    if inst.query in sembench.PAIR_QUERIES:
+        row["pairs"] = row["reviews"] * (row["reviews"] - 1) // 2
+    return row
+
+
+def run_peer_once(python: Path, runner: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """One peer process; its JSON answer (or an error standing for every item)."""
+    try:
+        proc = subprocess.run([str(python), str(runner)], input=json.dumps(request), capture_output=True,
+                              text=True, timeout=timeout, cwd=tempfile.gettempdir())
+    except subprocess.TimeoutExpired:
+        return {"error": f"the peer did not finish within {timeout:.0f} s"}
+    if proc.returncode != 0:
+        return {"error": f"the peer exited {proc.returncode}: {proc.stderr[-800:]}"}
+    try:
+        return dict(json.loads(proc.stdout))
+    except ValueError:
+        return {"error": f"the peer's output is not JSON: {proc.stdout[-300:]}"}
+
+
+def answer_of(peer: str, payload: dict[str, Any], key: str) -> dict[str, Any]:
+    """The runner's result for ``key`` in the shape :func:`result_frame` reads."""
+    if payload.get("error"):
+        return {"error": payload["error"]}
+    for res in payload.get("results") or []:
+        if res.get("id", res.get("key")) == key:
+            if peer == "blendsql-0.1.28" and res.get("rows") is None:
+                return {"error": res.get("error") or "no rows", "seconds": res.get("seconds")}
+            return res
+    return {"error": "the peer gave no result for this instance"}
+
+
+def run_all(peer: str, python: Path, data: sembench.Data, insts: Sequence[sembench.Instance], upstream: str,
+            model: str, out: Path, timeout: float, workdir: Path) -> int:
+    """Every instance not yet in ``out``, each in its own peer process behind the meter."""
+    done = set(sembench.read_rows(out))
+    db = write_0128_database(data, workdir / "sembench_reviews.sqlite") if peer == "blendsql-0.1.28" else None
+    ran = 0
+    with MeteringProxy(upstream) as proxy, out.open("a", encoding="utf-8") as fh:
+        for n, inst in enumerate(insts):
+            if f"{inst.key}|{peer}" in done:
+                continue
+            request = (request_0128(db, [inst], proxy.url, model) if db is not None
+                       else runner_request(peer, data, [inst], proxy.url, model))
+            before = proxy.meter.snapshot()
+            payload = run_peer_once(python, RUNNERS[peer], request, timeout)
+            row = score_peer(data, inst, peer, answer_of(peer, payload, inst.key),
+                             since(before, proxy.meter.snapshot()))
+            row["peer_version"] = payload.get("version")
+            fh.write(json.dumps(row, default=str) + "\n")
+            fh.flush()
+            ran += 1
+            print(f"[{n + 1}/{len(insts)}] {row['key']}: {row['metric']}={row.get(row['metric'])} "
+                  f"calls={row['model_calls']}" + (f" error={row['error']}" if row.get("error") else ""),
+                  file=sys.stderr, flush=True)
+    return ran
+
+
+def summary(rows: Sequence[dict[str, Any]], header: dict[str, Any]) -> dict[str, Any]:
+    """Per query: the mean metric with its bootstrap interval and the cost (sembench's form)."""
+    by_query: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_query.setdefault(r["query"], []).append(r)
+    return {"benchmark": f"SemBench movie scenario (dev part) through {header.get('peer')}", **header,
+            "rows": len(rows), "queries": {q: sembench.query_summary(by_query[q])
+                                           for q in sembench.QUERIES if q in by_query}}
+
+
+@contextmanager
+def model_server(args: argparse.Namespace) -> Iterator[str]:
+    """``--base-url``, or llama-server started on 127.0.0.1 (and stopped afterwards)."""
+    if args.base_url:
+        yield args.base_url
+        return
+    binary = Path(args.server_bin) if args.server_bin else envs.find_llama_server()
+    gguf = protocol.model_arg(args.gguf)
+    if binary is None or not gguf:
+        raise SystemExit("no server: give --base-url, or a llama-server (python -m benchmarks.envs build "
+                         f"llama-server, or --server-bin) and a model (--gguf or ${protocol.MODEL_ENV})")
+    port = free_port()
+    with llama_server(server_command(binary, Path(gguf), port, args.threads, args.n_ctx), port,
+                      args.server_timeout) as url:
+        yield url
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--peer", choices=PEERS, required=True)
+    ap.add_argument("--data", type=Path, default=sembench.DATA)
+    ap.add_argument("--split", choices=["report", "tune"], default="report")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--queries", default=",".join(sembench.QUERIES), help="comma-separated, e.g. Q2,Q3,Q8")
+    ap.add_argument("--peer-python", type=Path, help="the peer venv's python (default: benchmarks/envs.py's)")
+    ap.add_argument("--base-url", help="a running OpenAI-compatible server (else llama-server is started)")
+    ap.add_argument("--model-name", default="default", help="the model name sent to the server")
+    ap.add_argument("--server-bin", help="llama-server binary (default: envs.find_llama_server())")
+    ap.add_argument("--gguf", help=f"the model file for llama-server (default ${protocol.MODEL_ENV})")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--n-ctx", type=int, default=4096)
+    ap.add_argument("--server-timeout", type=float, default=300.0, help="seconds for the server to come up")
+    ap.add_argument("--timeout", type=float, default=7200.0, help="seconds one instance may take")
+    ap.add_argument("--out", type=Path, help="JSONL (default results/sembench_<peer>_<split>.jsonl)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="no peer, no model: print what each instance would send")
+    args = ap.parse_args(argv)
+    data = sembench.load(args.data)
+    wanted = {q.strip() for q in args.queries.split(",") if q.strip()}
+    insts = [i for i in sembench.instances(data, args.split, args.seed) if i.query in wanted]
+    if args.dry_run:
+        return dry_run(args.peer, data, insts)
+    python = args.peer_python or envs.peer_python_path(args.peer)
+    if not python.is_file():
+        raise SystemExit(f"no {args.peer} venv at {envs.portable(python)}: "
+                         f"python -m benchmarks.envs build {args.peer}")
+    out = args.out or RESULTS / f"sembench_{args.peer.replace('.', '')}_{args.split}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    header = {**protocol.run_record("sembench_peers.py", argv, protocol.model_arg(args.gguf)
+                                    if not args.base_url else None,
+                                    f"openai:{args.model_name}" if args.base_url else None),
+              "peer": args.peer, "split": args.split, "seed": args.seed,
+              "instances": [i.record() for i in insts]}
+    with model_server(args) as url, tempfile.TemporaryDirectory(prefix="bsql-sembench-peer-") as work:
+        run_all(args.peer, python, data, insts, url, args.model_name, out, args.timeout, Path(work))
+    done = sembench.read_rows(out)
+    rows = [done[k] for i in insts if (k := f"{i.key}|{args.peer}") in done]
+    result = summary(rows, header)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "instances"}, indent=2, default=str))
+    return 0
+
+
+def dry_run(peer: str, data: sembench.Data, insts: Sequence[sembench.Instance]) -> int:
+    """What each instance would send the peer, checked for label columns."""
+    shown: list[dict[str, Any]] = []
+    problems = []
+    for inst in insts:
+        if peer == "blendsql-0.1.28":
+            text = sql_0128(inst)
+            problems += [f"{inst.key}: names {c}" for c in sembench.label_names(text)]
+        else:
+            request = runner_request(peer, data, [inst], "http://127.0.0.1:0/v1", "default")
+            cols = {c for r in request["reviews"] for c in r}
+            problems += [f"{inst.key}: sends {c}" for c in sorted(cols & sembench.LABEL_COLUMNS)]
+            text = f"{len(request['reviews'])} reviews (columns {sorted(cols)})"
+        shown.append({"key": inst.key, "sends": text})
+    print(json.dumps({"peer": peer, "instances": shown, "problems": problems}, indent=2))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
