@@ -407,7 +407,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def combine(parts: list[Path], out: Path) -> dict[str, Any]:
+def combine(parts: list[Path], out: Path, dataset: str = "sparc") -> dict[str, Any]:
     """One summary from shards of the same report set (every mode on the interactions the
     shards ran); each shard's command, commit and date kept under ``runs``."""
     rows: dict[int, dict[str, Any]] = {}
@@ -420,9 +420,11 @@ def combine(parts: list[Path], out: Path) -> dict[str, Any]:
     summary: dict[str, Any] = {k: headers[0].get(k) for k in keep}
     summary["runs"] = [{k: h.get(k) for k in ("command", "commit", "clean_tree", "date", "shard")}
                        for h in headers]
-    summary["command"] = "python benchmarks/conversation.py --combine " + " ".join(
-        str(p.resolve().relative_to(protocol.ROOT)) if p.resolve().is_relative_to(protocol.ROOT) else p.name
-        for p in parts)
+    def shown(p: Path) -> str:
+        return str(p.resolve().relative_to(protocol.ROOT)) if p.resolve().is_relative_to(protocol.ROOT) else p.name
+
+    summary["command"] = (f"python benchmarks/conversation.py --dataset {dataset} --combine "
+                          + " ".join(shown(p) for p in parts) + f" --out {shown(out)}")
     summary.update(summarize(list(rows.values())))
     out.write_text(json.dumps(summary, indent=2) + "\n")
     return summary
@@ -470,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown(json.loads(args.markdown.read_text())))
         return 0
     if args.combine:
-        print(json.dumps(combine(args.combine, args.out or RESULTS / f"{args.dataset}.json"), indent=2))
+        print(json.dumps(combine(args.combine, args.out or RESULTS / f"{args.dataset}.json", args.dataset), indent=2))
         return 0
     stem = args.dataset + ("_dev" if args.split == "dev" else "") + ("_acts" if args.acts else "")
     out = args.out or RESULTS / f"{stem}.jsonl"
