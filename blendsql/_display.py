@@ -1,5 +1,8 @@
 """HTML for a Smoothie: what a person sees in Jupyter, an nbconvert export and ``blendsql serve``.
 
+A leaf: it reads the counters and steps through the small protocols below
+(``blendsql.smoothie`` imports this module, never the other way round).
+
 Plain HTML with one scoped ``<style>`` block and inline widths: no script, so
 the trace still expands (``<details>``) where JavaScript is off or stripped.
 Every value that came from the data, the query or a model is escaped here and
@@ -12,10 +15,7 @@ import html
 import json
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from blendsql.smoothie import Meta, Smoothie, TraceStep
+from typing import Any, Protocol
 
 CELL_CHARS = 200  # a table cell / one ingredient value
 PROMPT_CHARS = 2000  # one prompt
@@ -61,6 +61,37 @@ CSS = """
 .blendsql-smoothie .bsql-plan .bsql-tokbox{margin-right:6px;white-space:nowrap}
 .blendsql-smoothie .bsql-bound{opacity:.75;font-size:12px}
 """
+
+
+class Meta(Protocol):
+    """The counters this view shows (``blendsql.smoothie.Meta`` has them)."""
+
+    values_passed: int
+    model_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    cache_hits: int
+    seconds: float
+    ingredient_calls: int
+    planner_misses: int
+
+
+class TraceStep(Protocol):
+    """What this view shows of one step (``blendsql.smoothie.TraceStep`` has it)."""
+
+    kind: str
+    summary: str
+    sql: str | None
+    rows_out: int | None
+    seconds: float
+    inputs: list[Any] | None
+    outputs: list[Any] | None
+    prompts: list[str] | None
+    prompt_tokens: int
+    completion_tokens: int
+    model_calls: int
+    details: dict[str, Any]
 
 
 def clip(text: str, limit: int) -> str:
@@ -219,10 +250,9 @@ def wrap(inner: str) -> str:
     return f"<div class='blendsql-smoothie'><style>{CSS}</style>{inner}</div>"
 
 
-def smoothie_html(smoothie: Smoothie, max_rows: int = 20) -> str:
+def smoothie_html(df: Any, meta: Meta, trace: Sequence[TraceStep], max_rows: int = 20) -> str:
     """Result table, counters and trace: the whole Jupyter view of one run."""
-    return wrap(rows_html(smoothie.df, max_rows) + meta_html(smoothie.meta, len(smoothie.df))
-                + trace_html(smoothie.trace))
+    return wrap(rows_html(df, max_rows) + meta_html(meta, len(df)) + trace_html(trace))
 
 
 def _count(bound: Any, digits: int = 0) -> str:

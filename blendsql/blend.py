@@ -8,7 +8,6 @@ when an ingredient actually needs a model.
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -32,33 +31,18 @@ from blendsql.execute.engine import Run, bind_params, execute_tree, to_smoothie
 from blendsql.execute.explain import build_plan
 from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall
-from blendsql.grammar.parser import READ_DIALECT, check_query_size, check_query_type
+from blendsql.grammar.parser import READ_DIALECT, check_query_size, check_query_type, parse
 from blendsql.ingredients.base import Ingredient, IngredientRegistry
+from blendsql.ingredients.builtin import BUILTINS
 from blendsql.models.base import Model
+from blendsql.models.cache import with_cache
 from blendsql.models.guard import guarded
+from blendsql.models.providers import DEFAULT_PROVIDER, get_provider
 from blendsql.options import DEFAULT_MAX_QUERY_CHARS, Options
 from blendsql.plan.steps import Plan
 from blendsql.smoothie import Smoothie, TraceStep
 
 PARSE_CACHE_SIZE = 256
-
-
-def builtin_ingredients() -> list[Any]:
-    """The built-in ingredients, if ``blendsql.ingredients.builtin`` is importable."""
-    try:
-        mod = importlib.import_module("blendsql.ingredients.builtin")
-    except ImportError:
-        return []
-    return list(getattr(mod, "BUILTINS", []))
-
-
-def _parser() -> Any:
-    """The grammar's ``parse(text, registry)``."""
-    try:
-        from blendsql.grammar import parse  # type: ignore[attr-defined]
-    except ImportError:
-        from blendsql.grammar.parser import parse
-    return parse
 
 
 def _check_dialect(dialect: str | None) -> str | None:
@@ -80,8 +64,9 @@ def _check_query(query: object, options: Mapping[str, Any]) -> None:
     """Input checks before any work: a query is text (or a parsed sqlglot
     Expression) no longer than the ``max_query_chars`` option.
 
-    Why here and not only in the parser: a wrong type used to surface as an
-    AttributeError, and a huge text cost minutes of parsing before failing.
+    Why here and not only in the parser: a wrong type would otherwise surface
+    as an AttributeError, and a huge text would cost minutes of parsing before
+    failing.
     """
     if isinstance(query, exp.Expression):
         return
@@ -132,7 +117,7 @@ class BlendSQL:
         self.options = Options(options)
         self.dialect = _check_dialect(dialect)
         self.db: Backend = open_database(db, allow_writes=allow_writes)
-        self.registry = IngredientRegistry(builtin_ingredients())
+        self.registry = IngredientRegistry(BUILTINS)
         for item in ingredients:
             self.registry.add(item)
         self.cache: bool | str = cache
@@ -148,7 +133,7 @@ class BlendSQL:
     def model(self) -> Model:
         """The session model, created on first access (the embedded one by default)."""
         if self._model is None:
-            self._model = guarded(self._wrap_cache(self._load_model()))
+            self._model = guarded(with_cache(self._load_model(), self.cache))
         return self._model
 
     def _load_model(self) -> Model:
@@ -159,33 +144,13 @@ class BlendSQL:
             raise ModelError(f"cannot use {type(arg).__name__} as a model",
                              hint="pass a blendsql.models.Model, a GGUF path, or None")
         try:
-            from blendsql.models import LlamaCpp
-            return LlamaCpp(arg) if arg is not None else LlamaCpp()
+            return get_provider(DEFAULT_PROVIDER).create(path=arg)
         except BlendSQLError:
             raise
         except Exception as e:  # noqa: BLE001 - backend import / load failures
             raise ModelError(f"could not load the model: {type(e).__name__}: {e}",
                              hint="pass model= explicitly, e.g. a blendsql.models.OpenAI "
                              "or a GGUF path") from e
-
-    def _wrap_cache(self, model: Model) -> Model:
-        """Wrap with the persistent cache when enabled and the module exists."""
-        if not self.cache:
-            return model
-        try:
-            mod = importlib.import_module("blendsql.models.cache")
-        except ImportError:
-            return model
-        if hasattr(mod, "with_cache"):
-            return mod.with_cache(model, self.cache)  # type: ignore[no-any-return]
-        for name in ("CachedModel", "Cached", "ModelCache"):
-            cls = getattr(mod, name, None)
-            if cls is not None:
-                try:
-                    return cls(model)  # type: ignore[no-any-return]
-                except TypeError:
-                    continue
-        return model
 
     # -- running -----------------------------------------------------------------------
 
@@ -207,7 +172,7 @@ class BlendSQL:
             # the size limit is the session's max_query_chars, checked by the callers
             token = READ_DIALECT.set(self.dialect or "sqlite")
             try:
-                tree = _parser()(query, self.registry, max_chars=None)
+                tree = parse(query, self.registry, max_chars=None)
             finally:
                 READ_DIALECT.reset(token)
             if len(self._parse_cache) >= PARSE_CACHE_SIZE:

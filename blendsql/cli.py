@@ -6,9 +6,11 @@
     blendsql explain example "SELECT name FROM w WHERE {{LLMMap('Is this a pitcher?', w.position)}}"
 
 Errors a user can fix (``BlendSQLError``) print as a message and a hint, exit
-code 2, no traceback. Models come from ``--model`` (a GGUF file) or
-``--base-url`` (an OpenAI-compatible server), else ``BLENDSQL_MODEL`` /
-``BLENDSQL_BASE_URL``, else the embedded default (loaded only if needed).
+code 2, no traceback. The model flags come from the registered model providers
+(:mod:`blendsql.models.providers`): ``--model`` (a GGUF file) or ``--base-url``
+(an OpenAI-compatible server), else ``BLENDSQL_MODEL`` / ``BLENDSQL_BASE_URL``,
+else the embedded default (loaded only if needed); ``--provider NAME`` and
+``--model-option NAME=VALUE`` reach any provider, a plugin's included.
 """
 
 from __future__ import annotations
@@ -22,14 +24,25 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, ModelError
+from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, ModelOptionError
+from blendsql.models.base import Model
+from blendsql.models.providers import (
+    DEFAULT_PROVIDER,
+    Provider,
+    ProviderOption,
+    get_provider,
+    providers,
+)
+from blendsql.option_types import from_text
 
 EXIT_USER_ERROR = 2
 EXAMPLE = "example"
+PROVIDER_ENV = "BLENDSQL_PROVIDER"
 
 
 # ---------------------------------------------------------------- arguments
@@ -47,17 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("db", help="SQLite file, a CSV file (one table named after it), or 'example' "
                      "for the bundled HybridQA demo database")
     run.add_argument("query", help="query text, '@file.sql' to read a file, or '-' for stdin")
-    models = run.add_argument_group("model (default: the embedded SmolLM2, loaded only if needed)")
-    models.add_argument("--model", metavar="PATH",
-                        help="GGUF file for llama.cpp [env BLENDSQL_MODEL]; with --base-url "
-                        "and no --model-name, the served model's name")
-    models.add_argument("--base-url", metavar="URL",
-                        help="OpenAI-compatible endpoint, e.g. http://localhost:8080/v1 "
-                        "[env BLENDSQL_BASE_URL]")
-    models.add_argument("--model-name", metavar="NAME",
-                        help="model name at --base-url [env BLENDSQL_MODEL_NAME]")
-    models.add_argument("--api-key", metavar="KEY",
-                        help="API key for --base-url [env BLENDSQL_API_KEY, OPENAI_API_KEY]")
     run.add_argument("--params", metavar="JSON",
                      help="query parameters: a JSON list for '?' or an object for ':name'")
     run.add_argument("--ingredient", action="append", default=[], metavar="MODULE:NAME",
@@ -76,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     prog.add_argument("--progress", dest="progress", action="store_true", default=None,
                       help="show a progress bar on stderr (default: when stdout is a terminal)")
     prog.add_argument("--no-progress", dest="progress", action="store_false")
+    add_model_arguments(run)
 
     explain = sub.add_parser("explain", help="show a query's plan and estimated cost "
                              "(values, model calls, prompt tokens) without calling a model")
@@ -102,15 +105,11 @@ def _add_chat_parser(sub: Any) -> None:
     chat = sub.add_parser("chat", help="ask questions in plain language, one per line "
                           "(:explain, :correct FEEDBACK, :quit)")
     chat.add_argument("db", help="SQLite file, CSV file, or 'example'")
-    models = chat.add_argument_group("model (default: the embedded SmolLM2, loaded only if needed)")
-    models.add_argument("--model", metavar="PATH", help="GGUF file for llama.cpp [env BLENDSQL_MODEL]")
-    models.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint [env BLENDSQL_BASE_URL]")
-    models.add_argument("--model-name", metavar="NAME", help="model name at --base-url")
-    models.add_argument("--api-key", metavar="KEY", help="API key for --base-url")
     chat.add_argument("--no-acts", action="store_true",
                       help="skip the model's dialogue-act choice: every turn that is not an obvious "
                       "greeting / thanks / goodbye is a question")
     chat.add_argument("--no-cache", action="store_true", help="bypass the persistent model cache")
+    add_model_arguments(chat)
 
 
 def _add_serve_parser(sub: Any) -> None:
@@ -123,16 +122,60 @@ def _add_serve_parser(sub: Any) -> None:
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                        help="time limit of one query (default 60; questions get 5x)")
-    models = serve.add_argument_group("model (default: the embedded SmolLM2, loaded only if needed)")
-    models.add_argument("--model", metavar="PATH", help="GGUF file for llama.cpp [env BLENDSQL_MODEL]")
-    models.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint [env BLENDSQL_BASE_URL]")
-    models.add_argument("--model-name", metavar="NAME", help="model name at --base-url")
-    models.add_argument("--api-key", metavar="KEY", help="API key for --base-url")
     serve.add_argument("--ingredient", action="append", default=[], metavar="MODULE:NAME",
                        help="register a custom ingredient class (repeatable)")
     serve.add_argument("--no-cache", action="store_true", help="bypass the persistent model cache")
     serve.add_argument("--no-acts", action="store_true",
                        help="conversation: skip the model's dialogue-act choice")
+    add_model_arguments(serve)
+
+
+def add_model_arguments(command: argparse.ArgumentParser) -> None:
+    """The model flags of ``command``, built from the registered providers' options.
+
+    ``--provider`` and ``--model-option`` reach every provider; each option that
+    declares a ``flag`` becomes one (shared when providers declare the same flag).
+    A plugin's flag that collides with one of the command's own is left out with a
+    warning: its option stays reachable through ``--model-option``.
+    """
+    registry = providers()
+    group = command.add_argument_group(
+        "model (default: the embedded SmolLM2, loaded only if needed)")
+    group.add_argument("--provider", metavar="NAME",
+                       help=f"model provider: {', '.join(registry)} (default: chosen by the "
+                       f"flags below) [env {PROVIDER_ENV}]")
+    group.add_argument("--model-option", action="append", default=[], metavar="NAME=VALUE",
+                       help="an option of the provider, e.g. n_ctx=4096 (repeatable)")
+    for flag, (option, help_text) in model_flags(registry).items():
+        try:
+            group.add_argument(f"--{flag}", dest=option.dest, metavar=option.metavar,
+                               help=help_text)
+        except argparse.ArgumentError:
+            warnings.warn(f"model flag --{flag} is taken by the {command.prog} command; "
+                          f"use --model-option {option.name}=VALUE", RuntimeWarning,
+                          stacklevel=2)
+
+
+def model_flags(registry: dict[str, Provider]) -> dict[str, tuple[ProviderOption, str]]:
+    """Each model flag with the option it sets and its help (env and stand-ins included)."""
+    flags: dict[str, tuple[ProviderOption, str]] = {}
+    for provider in registry.values():
+        for option in provider.options:
+            if option.flag and option.flag not in flags:
+                flags[option.flag] = (option, _flag_help(provider, option, registry))
+    return flags
+
+
+def _flag_help(provider: Provider, option: ProviderOption,
+               registry: dict[str, Provider]) -> str:
+    text = f"{option.help} ({provider.name})"
+    if option.env:
+        text += f" [env {', '.join(option.env)}]"
+    for other in registry.values():
+        for o in other.options:
+            if o.fallback_flag == option.flag and o.flag:
+                text += f"; also {other.name}'s {o.label or o.name} when --{o.flag} is absent"
+    return text
 
 
 # ---------------------------------------------------------------- resolution
@@ -207,35 +250,83 @@ def parse_params(text: str | None) -> list[Any] | dict[str, Any] | None:
     return value
 
 
-def resolve_model(args: argparse.Namespace, env: dict[str, str] | None = None) -> Any:
+def resolve_model(args: argparse.Namespace, env: dict[str, str] | None = None) -> Model | None:
     """The model the flags and environment ask for, or None for the engine's default.
 
-    An endpoint (``--base-url``) wins over a GGUF path; flags win over env.
+    The provider is ``--provider`` (or ``BLENDSQL_PROVIDER``), else the provider with
+    the highest priority whose selecting flags are given (an endpoint's ``--base-url``
+    wins over a GGUF ``--model``); ``--model-option`` alone configures the default
+    provider. Flags win over environment variables.
     """
     env = dict(os.environ if env is None else env)
-    base_url = args.base_url or env.get("BLENDSQL_BASE_URL")
-    if base_url:
-        name = args.model_name or env.get("BLENDSQL_MODEL_NAME") or args.model
-        if not name:
-            raise ModelError(
-                f"no model name for the endpoint {base_url}",
-                hint="pass --model-name NAME (or set BLENDSQL_MODEL_NAME)",
-            )
-        key = args.api_key or env.get("BLENDSQL_API_KEY") or env.get("OPENAI_API_KEY")
-        from blendsql.models import OpenAI
+    provider = choose_provider(args, env)
+    extra = getattr(args, "model_option", None) or []
+    if provider is None:
+        if not extra:
+            return None
+        provider = get_provider(DEFAULT_PROVIDER)
+    values = {**provider_values(provider, args, env), **model_options(provider, extra)}
+    return provider.create(**values)
 
-        return OpenAI(name, base_url=base_url, api_key=key)
-    path = args.model or env.get("BLENDSQL_MODEL")
-    if path:
-        if not Path(path).expanduser().is_file():
-            raise ModelError(
-                f"model file not found: {path}",
-                hint="--model takes a GGUF file path; for a server use --base-url URL --model-name NAME",
-            )
-        from blendsql.models import LlamaCpp
 
-        return LlamaCpp(str(Path(path).expanduser()))
-    return None
+def choose_provider(args: argparse.Namespace, env: Mapping[str, str]) -> Provider | None:
+    """``--provider`` / ``BLENDSQL_PROVIDER``, else the selected provider of highest priority."""
+    named = getattr(args, "provider", None) or env.get(PROVIDER_ENV)
+    if named:
+        return get_provider(named)
+    chosen = [p for p in providers().values()
+              if any(_given(p.option(name), args, env) is not None for name in p.selected_by)]
+    return max(chosen, key=lambda p: p.priority, default=None)
+
+
+def _given(option: ProviderOption | None, args: argparse.Namespace,
+           env: Mapping[str, str]) -> str | None:
+    """An option's text: its flag, else its environment variables, else its stand-in flag."""
+    if option is None:
+        return None
+    value = getattr(args, option.dest, None) if option.dest else None
+    for var in option.env:
+        value = value or env.get(var) or None
+    if value is None and option.fallback_flag:
+        value = getattr(args, option.fallback_flag.replace("-", "_"), None)
+    return value
+
+
+def provider_values(provider: Provider, args: argparse.Namespace,
+                    env: Mapping[str, str]) -> dict[str, Any]:
+    """The provider's options given by flags or environment, typed."""
+    values: dict[str, Any] = {}
+    for option in provider.options:
+        text = _given(option, args, env)
+        if text is not None:
+            values[option.name] = _typed(option, text, f"--{option.flag or option.name}")
+    return values
+
+
+def model_options(provider: Provider, specs: Sequence[str]) -> dict[str, Any]:
+    """``--model-option NAME=VALUE`` flags, typed by the provider's declared options."""
+    values: dict[str, Any] = {}
+    for spec in specs:
+        name, sep, text = (part.strip() for part in spec.partition("="))
+        if not sep or not name:
+            raise ModelOptionError(f"bad --model-option {spec!r}", option=name,
+                                   hint="write --model-option NAME=VALUE, e.g. n_ctx=4096")
+        option = provider.option(name)
+        if option is None and not provider.passthrough:
+            values[name] = text  # refused with a did-you-mean by Provider.check
+        elif option is None:
+            values[name] = from_text(text, (object,))
+        else:
+            values[name] = _typed(option, text, f"--model-option {name}")
+    return values
+
+
+def _typed(option: ProviderOption, text: str, where: str) -> Any:
+    try:
+        return from_text(text, option.types)
+    except ValueError as e:
+        raise ModelOptionError(f"{where}: {e}", option=option.name,
+                               hint=f"{option.name}: {option.help}") from e
 
 
 def load_ingredient(spec: str) -> Any:

@@ -97,8 +97,10 @@ class OptionError(BlendSQLError, TypeError):
     """An unknown option name, or an option value of the wrong type or range.
 
     Raised by ``BlendSQL(...)`` and ``execute(..., **options)`` before anything
-    runs (see :mod:`blendsql.options`); ``option`` is the offending name. Also
-    a ``TypeError``, as Python's own error for an unknown keyword argument is.
+    runs (see :mod:`blendsql.options`), and as :class:`IngredientOptionError` /
+    :class:`ModelOptionError` for an ingredient's or a model provider's options;
+    ``option`` is the offending name. Also a ``TypeError``, as Python's own
+    error for an unknown keyword argument is.
     """
 
     def __init__(self, message: str, *, hint: str | None = None, option: str = "") -> None:
@@ -110,6 +112,16 @@ class IngredientError(BlendSQLError):
     """An ingredient was misused (bad arguments) or failed while running."""
 
 
+class IngredientOptionError(IngredientError, OptionError):
+    """An ingredient option that the ingredient does not declare, or of the wrong type.
+
+    Raised where the option is given: a constructor keyword (``LLMMap(tempreature=3)``),
+    a class attribute of a subclass (``class M(LLMMap): tempreature = 3``) or a query
+    keyword's value; a query keyword's *name* is checked when the query is parsed
+    (a :class:`ParseError`, code ``"unknown_keyword"``). ``option`` is the name.
+    """
+
+
 class IngredientTimeoutError(IngredientError, TimeoutError):
     """An ingredient's ``run`` went past the ``ingredient_timeout`` option.
 
@@ -119,6 +131,14 @@ class IngredientTimeoutError(IngredientError, TimeoutError):
 
 class ModelError(BlendSQLError):
     """A language model could not be loaded, reached or understood."""
+
+
+class ModelOptionError(ModelError, OptionError):
+    """An option a model provider does not declare, or of the wrong type.
+
+    Raised by ``Provider.create(...)``, the CLI's model flags and ``--model-option``,
+    and ``LlamaCpp(**llama_kwargs)``; ``option`` is the name.
+    """
 
 
 class ModelTimeoutError(ModelError, TimeoutError):

@@ -7,6 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from blendsql._display import NotebookProgress, meta_html, smoothie_html, wrap
+
 HTML_MAX_ROWS = 20  # rows in the Jupyter table (the counters give the full count)
 TEXT_MAX_ROWS = 30  # rows in str(smoothie)
 
@@ -30,8 +32,6 @@ class Meta:
 
     def _repr_html_(self) -> str:
         """The counters as chips in Jupyter (as in the Smoothie's view)."""
-        from blendsql._display import meta_html, wrap
-
         return wrap(meta_html(self))
 
 
@@ -132,9 +132,7 @@ class Smoothie:
         Self-contained HTML (inline CSS, no script), so it also works in an
         nbconvert export and on the ``blendsql serve`` page.
         """
-        from blendsql._display import smoothie_html
-
-        return smoothie_html(self, max_rows=max_rows)
+        return smoothie_html(self.df, self.meta, self.trace, max_rows=max_rows)
 
     def _repr_html_(self) -> str:
         return self.to_html()
@@ -142,8 +140,6 @@ class Smoothie:
 
 def notebook_progress(min_interval: float = 0.2) -> Any:
     """A ``progress=`` callback drawing bars in Jupyter: ``BlendSQL(db, progress=notebook_progress())``."""
-    from blendsql._display import NotebookProgress
-
     return NotebookProgress(min_interval)
 
 

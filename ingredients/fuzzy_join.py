@@ -16,7 +16,7 @@ from typing import Any
 from rapidfuzz import fuzz, process
 
 from blendsql.errors import IngredientError
-from blendsql.ingredients import JoinIngredient
+from blendsql.ingredients import IngredientOption, JoinIngredient
 
 
 def _norm(v: Any) -> str:
@@ -26,16 +26,22 @@ def _norm(v: Any) -> str:
 class FuzzyJoin(JoinIngredient):
     """Best fuzzy match per left value above a score threshold."""
 
+    # declared options are checked wherever they are given: FuzzyJoin(treshold=90),
+    # {{FuzzyJoin(a.x, b.y, threshold='high')}} and a subclass's default_threshold = 'x'
+    # are IngredientOptionErrors with a did-you-mean hint
+    options_spec = (
+        IngredientOption("threshold", (float,), "least score (0-100) of a match"),
+        IngredientOption("default_threshold", (float,), "threshold when the call and the "
+                         "instance set none", query=False, init=False, attribute=True),
+    )
     default_threshold = 85.0
 
     def run(self, left_values: list[Any], right_values: list[Any], question: str | None = None,
             **kwargs: Any) -> dict[Any, Any]:
-        threshold = kwargs.get("threshold", self.options.get("threshold", self.default_threshold))
-        try:
-            cutoff = float(threshold)
-        except (TypeError, ValueError) as e:
-            raise IngredientError(f"{self.name}: threshold={threshold!r} is not a number",
-                                  hint="use a score between 0 and 100, e.g. threshold=85") from e
+        cutoff = float(self.setting(kwargs, "threshold", self.default_threshold))
+        if not 0 <= cutoff <= 100:
+            raise IngredientError(f"{self.name}: threshold={cutoff!r} is not a score",
+                                  hint="use a score between 0 and 100, e.g. threshold=85")
         rights = [r for r in right_values if r is not None]
         keys = [_norm(r) for r in rights]
         out: dict[Any, Any] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from blendsql.errors import IngredientError
+from blendsql.errors import IngredientError, IngredientOptionError
 from ingredients.fuzzy_join import FuzzyJoin
 
 LEFT = ["apple inc", "Microsoft  Corporation", "Oracle"]
@@ -23,8 +23,18 @@ def test_threshold_controls_matches():
 
 
 def test_bad_threshold():
-    with pytest.raises(IngredientError):
+    with pytest.raises(IngredientOptionError, match="threshold='high'"):
         FuzzyJoin().run(LEFT, RIGHT, threshold="high")
+    with pytest.raises(IngredientError, match="not a score"):
+        FuzzyJoin(threshold=120).run(LEFT, RIGHT)
+
+
+def test_a_misspelt_option_is_refused_where_it_is_given():
+    with pytest.raises(IngredientOptionError, match="'treshold'") as e:
+        FuzzyJoin(treshold=90)
+    assert "did you mean 'threshold'?" in (e.value.hint or "")
+    with pytest.raises(IngredientOptionError, match="default_threshold='strict'"):
+        type("Strict", (FuzzyJoin,), {"default_threshold": "strict"})
 
 
 def test_in_query():

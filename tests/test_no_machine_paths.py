@@ -1,4 +1,4 @@
-"""No absolute location of a machine anywhere in the repository (issue 27).
+"""No absolute location of a machine anywhere in the repository.
 
 A reader who clones the repository must reproduce every number without guessing
 where things were on the machine that made them, so no code, test, notebook,

@@ -1,9 +1,9 @@
 """The README's main command: its query, its answer, and how far that answer is from flipping.
 
-Issue 10: the previous demo (``LLMMap('Is this position a pitcher?', ...) = TRUE``)
-returned 10 rows here and 0 on an Intel AMX machine, because its yes/no was a
-near tie (logit margin 0.03). The README's query must therefore be one whose
-every constrained decision wins by a wide margin on the embedded model; the
+A yes/no that is a near tie flips between machines (``LLMMap('Is this position a
+pitcher?', ...) = TRUE`` at a logit margin of 0.03 gives 10 rows on one CPU and 0 on
+an Intel AMX one), so the README's query is one whose every constrained decision
+wins by a wide margin on the embedded model; the
 ``model`` tests measure that with ``benchmarks/demo_margins.py`` and fail if the
 answer changes or a margin drops below ``SAFE_MARGIN``. The other tests check
 the README command is the measured query and that the margin arithmetic is right

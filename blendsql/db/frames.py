@@ -3,8 +3,8 @@
 Why one helper: a query's result must have the same columns whether or not
 it returned rows. ``SELECT x, x FROM t`` has two columns named ``x``; a
 dict-based constructor keeps one of them, and only on the empty path, so
-``df.shape`` used to depend on the data. Columns are therefore always set
-by position, duplicates and order kept as SQLite reports them.
+``df.shape`` would depend on the data. Columns are therefore always set by
+position, duplicates and order kept as SQLite reports them.
 """
 
 from __future__ import annotations

@@ -24,8 +24,3 @@ def leading_keyword(sql: str) -> str:
     pos = start.end() if start else 0
     word = _WORD.match(sql, pos)
     return word.group(0).upper() if word else ""
-
-
-def is_transaction_control(sql: str) -> bool:
-    """True for BEGIN / COMMIT / END / ROLLBACK / SAVEPOINT / RELEASE statements."""
-    return leading_keyword(sql) in TRANSACTION_KEYWORDS

@@ -23,7 +23,6 @@ What needs more than sqlglot's generator:
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -416,11 +415,3 @@ def words_only(expr: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this="regexp_replace", expressions=[
         expr, exp.Literal.string(FTS5_SYNTAX), exp.Literal.string(" "),
         exp.Literal.string("g")])
-
-
-def is_match_error(message: str) -> bool:
-    """True for a driver error about an unknown MATCH operator (FTS5 syntax left in)."""
-    return bool(re.search(r"\bMATCH\b", message))
-
-
-TranslateFn = Callable[[str], tuple[str, list[str | None]]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from blendsql.ingredients.base import (
     AliasIngredient,
     Ingredient,
+    IngredientOption,
     IngredientRegistry,
     JoinIngredient,
     MapIngredient,
@@ -32,6 +33,7 @@ __all__ = [
     "SUMMARY",
     "AliasIngredient",
     "Ingredient",
+    "IngredientOption",
     "IngredientRegistry",
     "JoinIngredient",
     "LLMJoin",

@@ -8,9 +8,7 @@ once and reused by gallery ingredients that want the same behaviour.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -19,6 +17,7 @@ import pandas as pd
 
 from blendsql.errors import IngredientError
 from blendsql.ingredients import prompts
+from blendsql.ingredients.base import IngredientOption
 from blendsql.models.base import Model, Request, Response, check_value
 from blendsql.models.constraints import (
     Bool,
@@ -34,31 +33,56 @@ from blendsql.models.constraints import (
     constraint_from_return_type,
     constraint_source,
 )
+from blendsql.text_values import is_missing, render_scalar
 
 log = logging.getLogger("blendsql.ingredients")
 
 ELLIPSIS = "..."
 
 
+# ---------------------------------------------------------------- declared options
+
+QUESTION = IngredientOption("question", (str,), "the question, when the call writes none")
+INSTRUCTIONS = IngredientOption("instructions", (str,), "replaces the default instructions")
+TEMPLATE = IngredientOption("template", (str,), "the prompt template (str.format fields)",
+                            attribute=True)
+FEW_SHOT = IngredientOption("few_shot", (list, tuple), "worked examples shown before the task")
+MAX_TOKENS = IngredientOption("max_tokens", (int,), "most tokens of one answer")
+CONTEXT = IngredientOption("context", (object,), "a table or text shown with the question")
+CONTEXT_CHARS = IngredientOption("context_chars", (int,), "character budget of the context",
+                                 attribute=True)
+CELL_CHARS = IngredientOption("cell_chars", (int,), "character budget of one context cell",
+                              attribute=True)
+#: the output constraint, also as an instance's setting (``LLMMap(return_type='bool')``)
+CONSTRAINT_OPTIONS = (
+    IngredientOption("options", (object,), "the allowed answers"),
+    IngredientOption("return_type", (str,), "the answer's type: bool, int, float, date, ..."),
+    IngredientOption("example_outputs", (object,), "answers shown as examples of the format"),
+)
+#: class-level defaults a subclass may replace
+DEFAULT_INSTRUCTIONS = IngredientOption(
+    "default_instructions", (str,), "instructions when the call gives none",
+    query=False, init=False, attribute=True)
+EXAMPLE_TEMPLATE = IngredientOption(
+    "example_template", (str,), "the template of one few-shot example",
+    query=False, init=False, attribute=True)
+TEXT_MAX_TOKENS = IngredientOption(
+    "text_max_tokens", (int,), "most tokens of a free-text answer when max_tokens is not given",
+    query=False, init=False, attribute=True)
+
+
 class LLMIngredientMixin:
     """Helpers every built-in LLM ingredient uses (mixed in before the base class).
 
-    Settings resolve in this order: the query's keyword argument, then the
-    option given when the instance was made (``LLMMap(name=..., k=3)``), then
-    the class default. That lets one class serve many configured instances.
+    Settings resolve in this order (``Ingredient.setting``): the query's keyword
+    argument, then the option given when the instance was made
+    (``LLMMap(name=..., k=3)``), then the class default. That lets one class
+    serve many configured instances.
     """
 
     name: str
     options: dict[str, Any]
     needs_model: ClassVar[bool] = True
-
-    def setting(self, kwargs: dict[str, Any], key: str, default: Any = None) -> Any:
-        """Query kwarg > instance option > default (None counts as absent)."""
-        if kwargs.get(key) is not None:
-            return kwargs[key]
-        if self.options.get(key) is not None:
-            return self.options[key]
-        return default
 
     @property
     def last_errors(self) -> list[str]:
@@ -120,18 +144,6 @@ class LLMIngredientMixin:
 
 
 # ---------------------------------------------------------------- values and options
-
-
-def is_missing(v: Any) -> bool:
-    """NULL-like (None / NaN / NaT), without choking on lists."""
-    if v is None:
-        return True
-    if isinstance(v, float):
-        return math.isnan(v)
-    try:
-        return bool(v is pd.NaT or (pd.api.types.is_scalar(v) and pd.isna(v)))
-    except (TypeError, ValueError):
-        return False
 
 
 def as_list(x: Any) -> list[Any] | None:
@@ -348,17 +360,6 @@ def scaled(budget: int, scale: float, floor: int = 40) -> int:
 # ---------------------------------------------------------------- rendering
 
 
-def render_scalar(v: Any) -> str:
-    """A value as prompt text: whole floats without '.0' noise, bytes decoded."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "replace")
-    return str(v)
-
-
 def truncate(text: str, max_chars: int) -> str:
     """Cut ``text`` to ``max_chars`` (marked with '...') so long passages fit the budget."""
     if max_chars <= 0 or len(text) <= max_chars:
@@ -510,31 +511,6 @@ def render_context(context: Any, max_chars: int = 6000, cell_chars: int = 400,
     if not body:
         return ""
     return prompts.CONTEXT_BLOCK.format(table=body)
-
-
-def text_items(value: Any) -> list[str]:
-    """A SUQL text value as a list of documents.
-
-    SUQL columns hold either one text or a JSON array of texts (e.g. all
-    reviews of a restaurant); both are accepted, as is an actual Python list.
-    """
-    if is_missing(value):
-        return []
-    if isinstance(value, (list, tuple)):
-        return [render_scalar(v) for v in value if not is_missing(v) and render_scalar(v).strip()]
-    text = render_scalar(value).strip()
-    if text.startswith("[") and text.endswith("]"):
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, list):
-            return [
-                p if isinstance(p, str) else json.dumps(p, ensure_ascii=False)
-                for p in parsed
-                if p is not None and (not isinstance(p, str) or p.strip())
-            ]
-    return [text] if text else []
 
 
 def render_texts(items: Sequence[str], max_chars: int = 4000) -> str:

@@ -21,9 +21,13 @@ Subclasses ignore what they do not use through ``**kwargs``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pandas as pd
+
+from blendsql.errors import IngredientError, IngredientOptionError
+from blendsql.option_types import describe_types, has_type, unknown_hint
 
 #: keyword arguments the engine itself reads from a call, per ingredient kind (see
 #: ``execute.engine``: ``options=`` / ``return_type=`` / ``example_outputs=`` set the
@@ -34,24 +38,154 @@ ENGINE_QUERY_KWARGS: dict[str, frozenset[str]] = {
     "join": frozenset({"left_on", "right_on", "options", "return_type", "example_outputs"}),
 }
 
+#: where an option may be given, as messages name it
+IN_QUERY, IN_CONSTRUCTOR, AS_ATTRIBUTE = "in a query", "to the constructor", "as a class attribute"
+_LISTED = {IN_QUERY: "query keywords", IN_CONSTRUCTOR: "constructor keywords",
+           AS_ATTRIBUTE: "class attributes"}
+#: class attributes of the framework itself, never options
+FRAMEWORK_ATTRIBUTES = frozenset({"kind", "needs_model", "bare_call", "options_spec"})
+
+
+@dataclass(frozen=True)
+class IngredientOption:
+    """One setting an ingredient reads, its types and where it may be given.
+
+    ``query``: as a keyword argument of a call (``{{LLMMap('q', t.c, max_tokens=8)}}``);
+    ``init``: to the constructor (``LLMMap(name='Short', max_tokens=8)``); ``attribute``:
+    as a class attribute of a subclass (``class Short(LLMMap): value_chars = 200``).
+    ``types``: what a value may be (``object``: anything; ``None`` always means "not set").
+    """
+
+    name: str
+    types: tuple[Any, ...] = (object,)
+    doc: str = ""
+    query: bool = True
+    init: bool = True
+    attribute: bool = False
+
+    def allowed(self, where: str) -> bool:
+        """May the option be given ``where`` (one of IN_QUERY, IN_CONSTRUCTOR, AS_ATTRIBUTE)?"""
+        return {IN_QUERY: self.query, IN_CONSTRUCTOR: self.init, AS_ATTRIBUTE: self.attribute}[where]
+
+    def check(self, value: Any, owner: str, where: str) -> Any:
+        """``value`` if its type is declared, else an :class:`IngredientOptionError`."""
+        if value is not None and not has_type(value, self.types):
+            raise IngredientOptionError(
+                f"{owner}: {self.name}={value!r} ({where}) must be "
+                f"{describe_types(self.types)}, not {type(value).__name__}",
+                hint=f"{self.name}: {self.doc}" if self.doc else None, option=self.name)
+        return value
+
+
+def _places(option: IngredientOption) -> str:
+    places = [w for w in (IN_QUERY, IN_CONSTRUCTOR, AS_ATTRIBUTE) if option.allowed(w)]
+    return " or ".join(places) or "nowhere"
+
 
 class Ingredient:
-    """Base of every ingredient. SQL name = class name unless ``name=`` is given."""
+    """Base of every ingredient. SQL name = class name unless ``name=`` is given.
+
+    Options: a class declares what it reads in ``options_spec`` (a tuple of
+    :class:`IngredientOption`); a subclass adds its own to its parents' (a
+    redeclared name replaces the parent's). Once any class in the hierarchy
+    declares, its options are checked wherever they are given: constructor
+    keywords here, class attributes when a subclass is defined, query keywords
+    when the query is parsed (:func:`accepted_kwargs`) and their values when
+    read (:meth:`setting`). A class that declares nothing (``options_spec`` left
+    ``None`` all the way up) accepts any option, for ingredients that read
+    ``**kwargs`` freely. Public class attributes of a declaring class are its
+    options unless they are methods, constants (``UPPER_CASE``) or the framework's
+    (``kind``, ``needs_model``, ``bare_call``).
+    """
 
     kind: ClassVar[str] = "base"
     needs_model: ClassVar[bool] = False
-    #: keyword arguments a query may give this ingredient, beyond the ones the engine reads
-    #: (:data:`ENGINE_QUERY_KWARGS`). Checked when the query is parsed, so a misspelt
-    #: ``optoins=`` is a ``ParseError`` with a did-you-mean hint instead of being silently
-    #: ignored. ``None`` (the default): any name, for ingredients that read ``**kwargs`` freely.
-    query_kwargs: ClassVar[frozenset[str] | None] = None
+    options_spec: ClassVar[tuple[IngredientOption, ...] | None] = None
+    _declared: ClassVar[dict[str, IngredientOption] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._declared = _merge_declarations(cls)
+        _check_class_attributes(cls)
 
     def __init__(self, name: str | None = None, **options: Any) -> None:
         self.name = name or type(self).__name__
-        self.options = options
+        self.options = {key: self.checked(key, value, IN_CONSTRUCTOR)
+                        for key, value in options.items()}
+
+    @classmethod
+    def declared_options(cls) -> dict[str, IngredientOption] | None:
+        """Every option the class declares, its parents' included (None: it declares none)."""
+        return None if cls._declared is None else dict(cls._declared)
+
+    def checked(self, key: str, value: Any, where: str) -> Any:
+        """``value`` of option ``key`` given ``where``, checked against the declarations."""
+        return check_option(type(self), self.name, key, value, where)
+
+    def setting(self, kwargs: dict[str, Any], key: str, default: Any = None) -> Any:
+        """Query keyword > instance option > ``default`` (None counts as absent).
+
+        A query keyword's value is checked against its declaration here (its name
+        was checked when the query was parsed).
+        """
+        if kwargs.get(key) is not None:
+            return self.checked(key, kwargs[key], IN_QUERY)
+        if self.options.get(key) is not None:
+            return self.options[key]
+        return default
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.kind})>"
+
+
+def _merge_declarations(cls: type[Ingredient]) -> dict[str, IngredientOption] | None:
+    """The options declared along ``cls``'s MRO, base first (None: none declares)."""
+    merged: dict[str, IngredientOption] | None = None
+    for klass in reversed(cls.__mro__):
+        spec = klass.__dict__.get("options_spec")
+        if spec is None:
+            continue
+        merged = merged if merged is not None else {}
+        for option in spec:
+            if not isinstance(option, IngredientOption):
+                raise IngredientError(f"{klass.__name__}.options_spec holds {option!r}",
+                                      hint="declare each option as IngredientOption(name, ...)")
+            merged[option.name] = option
+    return merged
+
+
+def check_option(cls: type[Ingredient], owner: str, key: str, value: Any, where: str) -> Any:
+    """``value`` of option ``key`` given ``where`` to an ingredient of class ``cls``.
+
+    Anything goes for a class that declares nothing; otherwise the name must be
+    declared for that place (a did-you-mean hint otherwise) and the value typed.
+    Query keywords the engine reads itself (``options=`` ...) are not options.
+    """
+    declared = cls._declared
+    if declared is None or (where == IN_QUERY and key in ENGINE_QUERY_KWARGS.get(cls.kind, ())):
+        return value
+    option = declared.get(key)
+    if option is None:
+        places = [o.name for o in declared.values() if o.allowed(where)]
+        raise IngredientOptionError(
+            f"{owner} has no option {key!r}",
+            hint=unknown_hint(key, places, f"{cls.__name__}'s {_LISTED[where]}"), option=key)
+    if not option.allowed(where):
+        raise IngredientOptionError(
+            f"{owner}: option {key!r} cannot be given {where}",
+            hint=f"give it {_places(option)}", option=key)
+    return option.check(value, owner, where)
+
+
+def _check_class_attributes(cls: type[Ingredient]) -> None:
+    """Each public data attribute a declaring subclass sets is one of its options."""
+    if cls._declared is None:
+        return
+    for key, value in vars(cls).items():
+        if (key.startswith("_") or key.isupper() or key in FRAMEWORK_ATTRIBUTES
+                or callable(value) or hasattr(value, "__get__")):
+            continue
+        check_option(cls, cls.__name__, key, value, AS_ATTRIBUTE)
 
 
 class MapIngredient(Ingredient):
@@ -162,13 +296,14 @@ class AliasIngredient(Ingredient):
 def accepted_kwargs(ingredient: Ingredient) -> frozenset[str] | None:
     """The keyword names a query may pass to ``ingredient`` (``None``: any).
 
-    Only a declaration on the ingredient's own class counts: a user's subclass of
-    ``LLMMap`` that reads a new keyword keeps accepting anything until it declares.
+    The declared options that may be given in a query, and the engine's own
+    keywords for the ingredient's kind; ``None`` for a class that declares nothing.
     """
-    declared = type(ingredient).__dict__.get("query_kwargs")
+    declared = type(ingredient).declared_options()
     if declared is None:
         return None
-    return frozenset(declared) | ENGINE_QUERY_KWARGS.get(ingredient.kind, frozenset())
+    own = frozenset(o.name for o in declared.values() if o.query)
+    return own | ENGINE_QUERY_KWARGS.get(ingredient.kind, frozenset())
 
 
 class IngredientRegistry:
@@ -180,8 +315,6 @@ class IngredientRegistry:
             self.add(item)
 
     def add(self, item: type[Ingredient] | Ingredient) -> Ingredient:
-        from blendsql.errors import IngredientError
-
         if isinstance(item, type) and issubclass(item, Ingredient):
             item = item()
         if not isinstance(item, Ingredient):

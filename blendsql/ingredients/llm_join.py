@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from blendsql.ingredients import _llm, prompts
-from blendsql.ingredients.base import JoinIngredient
+from blendsql.ingredients.base import IN_QUERY, IngredientOption, JoinIngredient
 from blendsql.models.base import Request
+from blendsql.text_values import is_missing, render_scalar
 
 
 def normalize_key(v: Any) -> str:
     """Case- and whitespace-insensitive form used for exact matching and fuzzy scoring."""
-    return " ".join(_llm.render_scalar(v).split()).casefold()
+    return " ".join(render_scalar(v).split()).casefold()
 
 
 def shortlist(value: Any, candidates: list[Any], k: int | None) -> list[Any]:
@@ -45,8 +46,12 @@ class LLMJoin(_llm.LLMIngredientMixin, JoinIngredient):
     may be many-to-one.
     """
 
-    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
-    query_kwargs = frozenset({"question", "instructions", "template", "k"})
+    options_spec = (
+        _llm.QUESTION, _llm.INSTRUCTIONS, _llm.TEMPLATE, _llm.DEFAULT_INSTRUCTIONS,
+        IngredientOption("k", (int,), "right values shortlisted per left value (0: all)"),
+        IngredientOption("default_k", (int,), "k when neither the call nor the instance sets "
+                         "it", query=False, init=False, attribute=True),
+    )
 
     needs_model = True
     template: ClassVar[str] = prompts.JOIN_TEMPLATE
@@ -61,11 +66,11 @@ class LLMJoin(_llm.LLMIngredientMixin, JoinIngredient):
         question = question if question is not None else self.setting(kwargs, "question")
         rights: dict[str, Any] = {}
         for r in right_values:
-            if not _llm.is_missing(r):
+            if not is_missing(r):
                 rights.setdefault(normalize_key(r), r)
         mapping: dict[Any, Any] = {}
         pending: list[Any] = []
-        for left in dict.fromkeys(v for v in left_values if not _llm.is_missing(v)):
+        for left in dict.fromkeys(v for v in left_values if not is_missing(v)):
             hit = rights.get(normalize_key(left))
             if hit is not None:
                 mapping[left] = hit
@@ -74,7 +79,8 @@ class LLMJoin(_llm.LLMIngredientMixin, JoinIngredient):
         if not pending or not rights:
             return mapping
         # k=None (or k<=0) means "show every candidate", so None is not "absent" here
-        k = kwargs["k"] if "k" in kwargs else self.options.get("k", self.default_k)
+        k = (self.checked("k", kwargs["k"], IN_QUERY) if "k" in kwargs
+             else self.options.get("k", self.default_k))
         k = None if k is None or int(k) <= 0 else int(k)
         candidates = list(rights.values())
         requests, backs = [], []
@@ -104,7 +110,7 @@ class LLMJoin(_llm.LLMIngredientMixin, JoinIngredient):
             .replace("{none}", none),
             question=f"Task: {question}\n" if question else "",
             candidates="\n".join(f"- {b}" for b in back),
-            value=_llm.render_scalar(left),
+            value=render_scalar(left),
         )
         longest = max(count_tokens(o) for o in choice.options)
         return Request(prompt=prompt, constraint=choice, max_tokens=min(512, 2 * longest + 4)), back

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from blendsql.errors import IngredientError, ModelError
 from blendsql.ingredients import _llm, prompts
-from blendsql.ingredients.base import MapIngredient
+from blendsql.ingredients.base import IngredientOption, MapIngredient
 from blendsql.ingredients.decide import (
     CALIBRATIONS,
     CONTENT_FREE,
@@ -28,6 +28,7 @@ from blendsql.ingredients.decide import (
 from blendsql.models.base import Model, Request, Response
 from blendsql.models.constraints import Bool, Constraint, ListOf, Text
 from blendsql.models.scoring import LOG_FLOOR, answer_text, normalise, scored_answers
+from blendsql.text_values import render_scalar
 
 BATCH_HINT = ("There are {n} values, numbered. Answer with a JSON list of {n} answers, "
               "one per value, in the same order.\n")
@@ -87,10 +88,10 @@ def render_value(value: Any, names: Sequence[str] | None = None) -> str:
     must show the model both values and which is which.
     """
     if not isinstance(value, tuple):
-        return _llm.render_scalar(value)
+        return render_scalar(value)
     labels = list(names or []) + [f"value {i + 1}" for i in range(len(names or []),
                                                                   len(value))]
-    return "\n" + "\n".join(f"{label}: {_llm.render_scalar(v)}"
+    return "\n" + "\n".join(f"{label}: {render_scalar(v)}"
                      for label, v in zip(labels, value, strict=False))
 
 
@@ -136,10 +137,22 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
       ``big_model``; the trace counts the values each model decided.
     """
 
-    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
-    query_kwargs = frozenset({"question", "instructions", "template", "few_shot", "max_tokens",
-                              "value_chars", "context", "context_chars", "values_per_prompt",
-                              "scored", "calibrate", "framing", "labels", "target"})
+    options_spec = (
+        _llm.QUESTION, _llm.INSTRUCTIONS, _llm.TEMPLATE, _llm.FEW_SHOT, _llm.MAX_TOKENS,
+        _llm.CONTEXT, _llm.CONTEXT_CHARS, *_llm.CONSTRAINT_OPTIONS,
+        _llm.DEFAULT_INSTRUCTIONS, _llm.EXAMPLE_TEMPLATE, _llm.TEXT_MAX_TOKENS,
+        IngredientOption("value_chars", (int,), "character budget of one value",
+                         attribute=True),
+        IngredientOption("values_per_prompt", (int,), "values per request, answered as a "
+                         "JSON list (1: one value per request)"),
+        IngredientOption("scored", (bool, int), "decide from each answer's probability"),
+        IngredientOption("calibrate", (str,), "none, contextual or examples"),
+        IngredientOption("framing", (str,), "question, labels or claim"),
+        IngredientOption("labels", (list, tuple, str), "two labels: the TRUE one first"),
+        IngredientOption("target", (float,), "a cascade's target accuracy, between 0 and 1"),
+        IngredientOption("cascade", (Model,), "a second model for the values the first is "
+                         "unsure of", query=False),
+    )
 
     needs_model = True
     template: ClassVar[str] = prompts.MAP_TEMPLATE
@@ -147,6 +160,7 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
     default_instructions: ClassVar[str] = prompts.MAP_INSTRUCTIONS
     text_max_tokens: ClassVar[int] = 48
     value_chars: ClassVar[int] = 2000
+    context_chars: ClassVar[int] = 3000
 
     def run(self, question: str | None, values: list[Any], **kwargs: Any) -> list[Any]:
         model = self.require_model(kwargs)
@@ -241,11 +255,7 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
                 hint="write labels=('POSITIVE', 'NEGATIVE'): the first is the TRUE answer")
         if labels is not None and framing == "question":
             framing = "labels"  # labels= alone asks for label framing
-        cascade = self.options.get("cascade")
-        if cascade is not None and not isinstance(cascade, Model):
-            raise IngredientError(
-                f"cascade={cascade!r} is not a blendsql Model",
-                hint="make the ingredient with LLMMap(cascade=OpenAI(...)) or another Model")
+        cascade = self.options.get("cascade")  # a Model: checked by the constructor
         return DecisionPolicy(
             scored=check_flag("scored", self.setting(kwargs, "scored", False)),
             calibrate=check_choice("calibrate", self.setting(kwargs, "calibrate", "none"),
@@ -376,7 +386,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         ``policy``: its framing picks the default instructions and shows
         few-shot answers as labels; ``few_shot`` replaces the call's examples.
         """
-        context_chars = _llm.scaled(int(self.setting(kwargs, "context_chars", 3000)), scale)
+        context_chars = _llm.scaled(int(self.setting(kwargs, "context_chars", self.context_chars)),
+                                    scale)
         policy = policy or DecisionPolicy()
         examples = normalize_few_shot(self.setting(kwargs, "few_shot")) if few_shot is None \
             else few_shot
@@ -402,8 +413,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         for q, value, answer in examples:
             question_line = f"Question: {q}\n" if q and q != question else ""
             blocks.append(self.example_template.format(
-                question_line=question_line, value=_llm.render_scalar(value),
-                answer=_llm.render_scalar(answer)))
+                question_line=question_line, value=render_scalar(value),
+                answer=render_scalar(answer)))
         return "".join(blocks)
 
 

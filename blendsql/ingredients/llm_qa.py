@@ -11,6 +11,7 @@ from blendsql.ingredients import _llm, prompts
 from blendsql.ingredients.base import QAIngredient
 from blendsql.models.base import Request
 from blendsql.models.constraints import Bool, Text
+from blendsql.text_values import render_scalar
 
 
 def normalize_qa_examples(examples: Any) -> list[tuple[str, Any, Any]]:
@@ -41,8 +42,11 @@ class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
     with its original type.
     """
 
-    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
-    query_kwargs = frozenset({"question", "instructions", "template", "few_shot", "max_tokens", "context", "context_chars", "cell_chars"})
+    options_spec = (
+        _llm.QUESTION, _llm.INSTRUCTIONS, _llm.TEMPLATE, _llm.FEW_SHOT, _llm.MAX_TOKENS,
+        _llm.CONTEXT, _llm.CONTEXT_CHARS, _llm.CELL_CHARS, *_llm.CONSTRAINT_OPTIONS,
+        _llm.DEFAULT_INSTRUCTIONS, _llm.EXAMPLE_TEMPLATE, _llm.TEXT_MAX_TOKENS,
+    )
 
     needs_model = True
     template: ClassVar[str] = prompts.QA_TEMPLATE
@@ -124,7 +128,7 @@ class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
         blocks = []
         for q, answer, ctx in normalize_qa_examples(self.setting(kwargs, "few_shot")):
             blocks.append(_llm.render_context(ctx, 1000) + self.example_template.format(
-                question=q, answer=_llm.render_scalar(answer)))
+                question=q, answer=render_scalar(answer)))
         return "".join(blocks)
 
 
@@ -135,8 +139,10 @@ class LLMValidate(_llm.LLMIngredientMixin, QAIngredient):
     Always a Bool constraint; an unparseable answer is NULL (with a warning).
     """
 
-    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
-    query_kwargs = frozenset({"question", "instructions", "template", "context", "context_chars", "cell_chars"})
+    options_spec = (
+        _llm.QUESTION, _llm.INSTRUCTIONS, _llm.TEMPLATE, _llm.CONTEXT, _llm.CONTEXT_CHARS,
+        _llm.CELL_CHARS, _llm.DEFAULT_INSTRUCTIONS,
+    )
 
     needs_model = True
     template: ClassVar[str] = prompts.VALIDATE_TEMPLATE

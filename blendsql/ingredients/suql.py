@@ -16,14 +16,21 @@ from typing import Any, ClassVar
 
 from blendsql.errors import IngredientError
 from blendsql.ingredients import _llm, prompts
-from blendsql.ingredients.base import MapIngredient
+from blendsql.ingredients.base import IngredientOption, MapIngredient
 from blendsql.ingredients.llm_map import normalize_few_shot
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Constraint, Text
+from blendsql.text_values import render_scalar, text_items
 
 
 class _TextMap(_llm.LLMIngredientMixin, MapIngredient):
     """Shared per-text loop: render each distinct text, ask once, fan answers back."""
+
+    options_spec: ClassVar[tuple[IngredientOption, ...] | None] = (
+        _llm.INSTRUCTIONS, _llm.TEMPLATE, _llm.MAX_TOKENS, _llm.DEFAULT_INSTRUCTIONS,
+        _llm.TEXT_MAX_TOKENS,
+        IngredientOption("text_chars", (int,), "character budget of one text", attribute=True),
+    )
 
     needs_model = True
     bare_call: ClassVar[bool] = True  # SUQL writes ANSWER(...) / SUMMARY(...) without braces
@@ -41,7 +48,7 @@ class _TextMap(_llm.LLMIngredientMixin, MapIngredient):
             kwargs, "max_tokens", _llm.max_tokens_for(constraint, model, self.text_max_tokens)))
         prompt_of: list[str | None] = []
         for v in values:
-            items = _llm.text_items(v)
+            items = text_items(v)
             if not items:
                 prompt_of.append(None)
                 continue
@@ -69,8 +76,7 @@ class ANSWER(_TextMap):
     (``= 'Yes'``, ``= TRUE``) says otherwise.
     """
 
-    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
-    query_kwargs = frozenset({"question", "instructions", "template", "few_shot", "max_tokens", "text_chars"})
+    options_spec = (_llm.QUESTION, _llm.FEW_SHOT, *_llm.CONSTRAINT_OPTIONS)
 
     template: ClassVar[str] = prompts.ANSWER_TEMPLATE
     default_instructions: ClassVar[str] = prompts.ANSWER_INSTRUCTIONS
@@ -98,7 +104,7 @@ class ANSWER(_TextMap):
             examples=self.setting(kwargs, "example_outputs"),
         )
         examples = "".join(
-            f"\nText: {_llm.render_scalar(v)}\nAnswer: {_llm.render_scalar(a)}\n"
+            f"\nText: {render_scalar(v)}\nAnswer: {render_scalar(a)}\n"
             for _, v, a in normalize_few_shot(self.setting(kwargs, "few_shot")))
         template = self.setting(kwargs, "template", self.template)
         fixed = {
@@ -115,9 +121,6 @@ class ANSWER(_TextMap):
 
 class SUMMARY(_TextMap):
     """``SUMMARY(text)``: a one-or-two sentence summary of each text (SUQL's ``summary``)."""
-
-    #: what a query may pass besides the engine's options= / return_type= / ... (checked at parse)
-    query_kwargs = frozenset({"instructions", "template", "max_tokens", "text_chars"})
 
     template: ClassVar[str] = prompts.SUMMARY_TEMPLATE
     default_instructions: ClassVar[str] = prompts.SUMMARY_INSTRUCTIONS

@@ -1,10 +1,17 @@
-"""Model backends behind one contract (see ``base.Model``)."""
+"""Model backends behind one contract (see ``base.Model``).
+
+``LlamaCpp``, ``OpenAI``, ``Recorded``, ``Guidance`` (and a plugin's model
+classes) are the factories of the registered providers
+(:mod:`blendsql.models.providers`), imported on first access so
+``import blendsql`` stays fast.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from blendsql.models.base import FunctionModel, Model, Request, Response, Usage
+from blendsql.models.providers import by_factory_name
 from blendsql.models.scoring import Distribution
 
 __all__ = ["Distribution", "FunctionModel", "LlamaCpp", "Model", "OpenAI", "Recorded", "Request",
@@ -12,17 +19,7 @@ __all__ = ["Distribution", "FunctionModel", "LlamaCpp", "Model", "OpenAI", "Reco
 
 
 def __getattr__(name: str) -> Any:
-    # heavy backends import lazily so `import blendsql` stays fast
-    if name == "LlamaCpp":
-        from blendsql.models.llamacpp import LlamaCpp
-
-        return LlamaCpp
-    if name == "OpenAI":
-        from blendsql.models.openai_compat import OpenAI
-
-        return OpenAI
-    if name == "Recorded":
-        from blendsql.models.recorded import Recorded
-
-        return Recorded
-    raise AttributeError(name)
+    provider = None if name.startswith("_") else by_factory_name(name)
+    if provider is None:
+        raise AttributeError(name)
+    return provider.load()

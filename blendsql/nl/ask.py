@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from blendsql.db.backend import DEFAULT_TIMEOUT
 from blendsql.errors import BlendSQLError
@@ -24,11 +24,8 @@ from blendsql.nl.dberrors import reads_database
 from blendsql.nl.inputs import text_arg
 from blendsql.nl.parser import Parser, ParseResult, Turn
 from blendsql.nl.serialize import list_tables
-from blendsql.nl.source import as_backend, recording, search_passages, table_frame
+from blendsql.nl.source import Session, as_backend, recording, search_passages, table_frame
 from blendsql.smoothie import Smoothie, TraceStep
-
-if TYPE_CHECKING:
-    from blendsql.blend import BlendSQL
 
 _CANNOT = ("cannot answer", "can't answer", "not enough information", "unknown", "no answer")
 
@@ -80,7 +77,7 @@ def is_non_answer(value: Any) -> bool:
 
 @reads_database("reading the database to answer the question")
 def ask(
-    bsql: BlendSQL,
+    bsql: Session,
     question: str,
     *,
     parser: Parser | None = None,
@@ -98,7 +95,7 @@ def ask(
         return _ask(bsql, question, model, parser, fallback, history)
 
 
-def _ask(bsql: BlendSQL, question: str, model: Model, parser: Parser, fallback: bool,
+def _ask(bsql: Session, question: str, model: Model, parser: Parser, fallback: bool,
          history: Sequence[Turn]) -> Answer:
     db = bsql.db
     steps: list[TraceStep] = []

@@ -51,13 +51,11 @@ from blendsql.nl.respond import (
     schema_mentions,
     schema_overview,
 )
-from blendsql.nl.source import recording
+from blendsql.nl.source import Session, recording
 from blendsql.smoothie import Smoothie, TraceStep
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from blendsql.blend import BlendSQL
 
 _QUESTION_START = re.compile(
     r"^(what|which|who|whom|whose|when|where|why|how|list|show|give|find|count|tell|name|"
@@ -130,7 +128,7 @@ def repeats(key: tuple[str, ...] | None, rejected: tuple[str, ...] | None) -> bo
     return key[1] == rejected[1] or key[2] == rejected[2]
 
 
-def sort_clause(program: str, bsql: BlendSQL) -> str | None:
+def sort_clause(program: str, bsql: Session) -> str | None:
     """``program``'s outermost ORDER BY as BlendSQL text (``None``: it does not sort, or does not parse)."""
     try:
         order = bsql.parse(program).args.get("order")
@@ -225,7 +223,7 @@ class Conversation:
     query turns go into the parser prompt.
     """
 
-    def __init__(self, bsql: BlendSQL, parser: Parser | None = None, *,
+    def __init__(self, bsql: Session, parser: Parser | None = None, *,
                  classify_acts: bool = True, history_turns: int = 3,
                  correction_examples: int = 3,
                  correction_pool: Sequence[CorrectionExample] | None = None,
@@ -616,8 +614,3 @@ def _command(conv: Conversation, text: str, out: TextIO) -> bool:
     else:
         print(f"bot: unknown command :{name} (try :help)", file=out)
     return True
-
-
-def run_script(conv: Conversation, utterances: Sequence[str]) -> list[Turn]:
-    """Ask each utterance in order (a scripted dialogue); the turns."""
-    return [conv.ask(u) for u in utterances]

@@ -236,9 +236,9 @@ def _chain(e: exp.Expr, kind: type[exp.Expr]) -> list[exp.Expr]:
 def _connective(e: exp.And | exp.Or) -> str:
     """AND / OR in words, grouped so that no two queries read the same.
 
-    Why: ``(a OR b) AND c`` and ``a OR (b AND c)`` used to read identically, and a
-    chain of three ORs read "either either ...". A correction is written against
-    this text, so an ambiguous explanation invites the wrong fix. A chain of one
+    Why: ``(a OR b) AND c`` and ``a OR (b AND c)`` must not read alike, nor a chain
+    of three ORs as "either either ...". A correction is written against this
+    text, so an ambiguous explanation invites the wrong fix. A chain of one
     connective reads flat ("a, b and c"; "either a or b"; "at least one of: a, b
     or c"); an operand of the other connective is put in brackets.
     """

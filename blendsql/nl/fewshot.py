@@ -16,10 +16,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from blendsql.nl.parser import Example
+from dataclasses import dataclass
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -32,6 +29,21 @@ _SQL_WORDS = frozenset(
     "sum avg min max distinct like between is null union intersect except case when then "
     "else end inner left outer cast t1 t2 t3 t4".split()
 )
+
+
+@dataclass(frozen=True)
+class Example:
+    """An annotated few-shot example: the schema it was written for, question, program.
+
+    ``db`` names the database the example was written on and ``id`` the example
+    itself, so an evaluation can keep an item's own database out of its prompt.
+    """
+
+    question: str
+    program: str
+    schema: str = ""
+    db: str = ""
+    id: str = ""
 
 
 def tokens(text: str) -> list[str]:

@@ -1,9 +1,10 @@
 """Checks of what users hand to the plain-language layer, before any model call.
 
-A question of the wrong type, a parser without a model or a negative retry
-count used to fail deep inside (``'NoneType' object has no attribute
-'lower'``) or, for an empty question, to be answered anyway. Each check
-raises :class:`~blendsql.errors.OptionError` naming the argument, with a hint.
+A question of the wrong type, a parser without a model, a negative retry count
+or an empty question is refused here, before it can fail deep inside
+(``'NoneType' object has no attribute 'lower'``) or be answered anyway. Each
+check raises :class:`~blendsql.errors.OptionError` naming the argument, with a
+hint.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Constraint, Grammar, Text
 from blendsql.nl.dberrors import reads_database
-from blendsql.nl.fewshot import ExampleIndex
+from blendsql.nl.fewshot import Example, ExampleIndex
 from blendsql.nl.inputs import count_arg, model_arg, seconds_arg, text_arg
 from blendsql.nl.repair import repair_names, schema_feedback, value_mismatch
 from blendsql.nl.serialize import (
@@ -86,21 +86,6 @@ PLAIN_GUIDE = "Write one SQLite query that answers the question. Answer with the
 
 EMPTY_RESULT = "the query returned no rows"
 RETRY_TEMPERATURE = 0.7
-
-
-@dataclass(frozen=True)
-class Example:
-    """An annotated few-shot example: the schema it was written for, question, program.
-
-    ``db`` names the database the example was written on and ``id`` the example
-    itself, so an evaluation can keep an item's own database out of its prompt.
-    """
-
-    question: str
-    program: str
-    schema: str = ""
-    db: str = ""
-    id: str = ""
 
 
 @dataclass

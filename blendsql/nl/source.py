@@ -15,16 +15,47 @@ path), so code written against the older ``conn`` arguments keeps working.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
+
+from sqlglot import exp
 
 from blendsql.db.backend import Backend, StatementHook, open_database, quote
 from blendsql.errors import BlendSQLError
-from blendsql.smoothie import TraceStep
+from blendsql.ingredients.base import IngredientRegistry
+from blendsql.models.base import Model
+from blendsql.smoothie import Smoothie, TraceStep
 
 #: ``source`` of a plain-language statement in its trace step's ``details``
 NL_ORIGIN = "nl"
+
+
+class Session(Protocol):
+    """What the layer needs of a ``BlendSQL`` session: its backend, ingredients,
+    options and model, and a way to parse and run a program.
+
+    A protocol, so the layer depends on no engine module: ``blendsql.blend`` reaches
+    the layer (``BlendSQL.ask``), never the other way round.
+    """
+
+    @property
+    def db(self) -> Backend: ...
+
+    @property
+    def registry(self) -> IngredientRegistry: ...
+
+    @property
+    def options(self) -> Mapping[str, Any]: ...
+
+    @property
+    def model(self) -> Model: ...
+
+    def parse(self, query: str) -> exp.Expression: ...
+
+    def execute(self, query: str | exp.Expression,
+                params: Sequence[Any] | Mapping[str, Any] | None = None,
+                **options: Any) -> Smoothie: ...
 
 
 def as_backend(source: Any) -> Backend:

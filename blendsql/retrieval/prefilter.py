@@ -36,6 +36,7 @@ from blendsql.retrieval.embeddings import (
     default_cache_dir,
     default_embedder,
 )
+from blendsql.text_values import text_items
 
 METHODS = ("dense", "bm25", "hybrid")
 RRF_K = 60  # reciprocal-rank fusion constant (the usual value)
@@ -150,9 +151,7 @@ def session_embedder(kind: str = "default") -> Embedder:
 
 def value_text(value: Any) -> str:
     """The text a value stands for (a JSON array of strings becomes its items)."""
-    from blendsql.ingredients import _llm
-
-    items = _llm.text_items(value)
+    items = text_items(value)
     return "\n".join(str(i) for i in items) if items else ("" if value is None else str(value))
 
 

@@ -16,8 +16,16 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from blendsql._display import esc
 from blendsql.errors import ExecutionError
-from blendsql.web.app import MAX_INPUT_CHARS, Engine, Outcome, error_html, guarded, shell
+from blendsql.web.engine import (
+    MAX_INPUT_CHARS,
+    Engine,
+    Outcome,
+    check_length,
+    error_html,
+    guarded,
+)
 from blendsql.web.live import Progress, reporting, respond
+from blendsql.web.page import shell
 
 KINDS = ("say", "correct", "reset")
 
@@ -45,9 +53,7 @@ class Chat:
         if kind == "reset":
             self._conv = None
             return ""
-        if len(text) > MAX_INPUT_CHARS:
-            raise ExecutionError(f"the message is {len(text)} characters long",
-                                 hint=f"the page accepts at most {MAX_INPUT_CHARS} characters")
+        check_length(text, "message")
         if not text.strip():
             raise ExecutionError("the message is empty", hint="type a question or a correction")
         if kind == "correct":

@@ -1,4 +1,4 @@
-"""``python -m benchmarks NAME``: every published number has a command that exists (issue 27).
+"""``python -m benchmarks NAME``: every published number has a command that exists.
 
 Checks the registry of ``benchmarks/published.py`` without running a benchmark:
 each script exists and takes the flags given to it, ``--list`` / ``--dry-run`` /

@@ -1693,7 +1693,7 @@ PAIRS += [
     ),
 ]
 
-# ---------------------------------------------------------------- issue 10
+# ---------------------------------------------------------------- identical calls, constraints, limits
 NLD = "SELECT DISTINCT Name FROM city WHERE CountryCode = 'NLD'"
 RECURSIVE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) "
 PAIRS += [

@@ -68,8 +68,8 @@ def _rows(df: pd.DataFrame) -> list[tuple]:
 ])
 def test_identical_calls_run_once_with_one_constraint(world: Path, query: str,
                                                       twin: str, plain: Any) -> None:
-    """Before: the WHERE copy ran under Int and the SELECT / ORDER BY copy again
-    under no constraint (two runs, outputs free to disagree)."""
+    """The WHERE copy and the SELECT / ORDER BY copy are one run under one constraint
+    (not two runs, one under Int and one under none, free to disagree)."""
     ing = Letters()
     with BlendSQL(str(world), ingredients=[ing], cache=False) as b:
         out = b.execute(query)
@@ -151,7 +151,8 @@ def test_identical_qa_calls_answer_once(world: Path) -> None:
 ])
 def test_where_uses_select_alias_of_a_call(world: Path, plain: Any, query: str,
                                           twin: str) -> None:
-    """Before: no rows under LIMIT, 'no such column: f' without."""
+    """WHERE may name a SELECT alias of a call: the rows of the plain twin, under LIMIT
+    or not (never 'no such column: f')."""
     ing = StartsWith()
     with BlendSQL(str(world), ingredients=[ing], cache=False) as b:
         out = b.execute(query)
@@ -194,7 +195,8 @@ def test_call_argument_uses_plain_alias(world: Path, plain: Any) -> None:
 
 
 def test_options_subquery_becomes_its_values(world: Path) -> None:
-    """Before: run() got ``[DataFrame]`` and the Choice was the frame's printed text."""
+    """run() gets the subquery's values as options (not ``[DataFrame]``, whose printed
+    text would become the Choice)."""
     qa = Answer("Amsterdam", name="Pick")
     seen: list[Any] = []
 
@@ -244,7 +246,7 @@ def test_options_subquery_with_two_columns_is_rejected(world: Path) -> None:
 @pytest.mark.parametrize("form", ["IN {{Pick('q')}}", "IN (<<Pick('q')>>)",
                                   "NOT IN {{Pick('q')}}", "IN ({{Pick('q')}})"])
 def test_in_with_qa_scalar_or_list(world: Path, plain: Any, answer: Any, form: str) -> None:
-    """Before: a scalar answer rendered ``IN :__bsql_qa..`` (invalid SQL)."""
+    """A scalar answer is a set of one, a list answer a set, in every IN form."""
     qa = Answer(answer, name="Pick")
     with BlendSQL(str(world), ingredients=[qa], cache=False) as b:
         out = b.execute(f"SELECT Name FROM city WHERE CountryCode = 'NLD' AND Name {form}")

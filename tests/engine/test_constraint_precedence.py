@@ -1,9 +1,9 @@
 """One precedence for a call's output constraint, in the engine and in the LLM ingredients.
 
-Before: the engine built ``constraint=`` with ``return_type=`` first, while
-``LLMMap`` / ``LLMQA`` re-read their keywords with ``options=`` first, so a
-call giving both reached a custom ingredient as ``Int()`` and ``LLMMap`` as
-a choice. Both now follow ``blendsql.models.constraints.constraint_source``.
+The engine (building ``constraint=``) and ``LLMMap`` / ``LLMQA`` (re-reading their
+keywords) follow one order, ``blendsql.models.constraints.constraint_source``: a call
+giving both ``options=`` and ``return_type=`` reaches a custom ingredient and ``LLMMap``
+under the same constraint.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def test_constraint_source_order() -> None:
 def test_semicolon_options_mean_the_same_for_qa_and_map() -> None:
     """``options='yes;no'`` is two options (BlendSQL's convention) for every kind of call.
 
-    Before: a map call's LLMMap split it, but the engine wrapped a QA call's string in a
-    list first, so LLMQA was constrained to the single answer 'yes;no'.
+    'yes;no' is two options for a QA call as for a map call, never the single answer
+    'yes;no'.
     """
     from blendsql.models.base import FunctionModel, Request
 

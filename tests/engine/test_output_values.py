@@ -1,8 +1,8 @@
-"""Any output an ingredient or model returns is stored, never a raw error (issue 10, finding 6).
+"""Any output an ingredient or model returns is stored, never a raw error.
 
-Integers beyond SQLite's 64-bit range used to raise ``OverflowError`` (bound
-parameter) or ``DataError: string or blob too big`` (registered function);
-NaN, Decimal, numpy scalars, sets and dicts had no defined storage.
+Integers beyond SQLite's 64-bit range (which a bound parameter refuses with
+``OverflowError`` and a registered function with ``DataError: string or blob too
+big``), NaN, Decimal, numpy scalars, sets and dicts each have a defined storage.
 """
 
 from __future__ import annotations

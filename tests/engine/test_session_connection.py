@@ -48,8 +48,8 @@ def _other_process_can_write(path: Path) -> None:
 
 @pytest.mark.parametrize("query", INGREDIENT_QUERIES)
 def test_no_transaction_left_open_on_an_opened_file(world: Path, query: str) -> None:
-    """Before: filling temp tables with INSERT opened Python's implicit transaction,
-    whose shared lock made every other writer fail with 'database is locked'."""
+    """Temp tables are filled without opening Python's implicit transaction, whose
+    shared lock would make every other writer fail with 'database is locked'."""
     b = BlendSQL(str(world), ingredients=INGREDIENTS)
     b.execute(query)
     assert not b.db.conn.in_transaction
@@ -132,9 +132,9 @@ FAILURES: dict[str, tuple[str, dict[str, Any], type[BlendSQLError]]] = {
 @pytest.mark.parametrize("outcome", ["success", *FAILURES])
 def test_handed_in_connection_comes_back_as_it_came(world: Path, pending: bool,
                                                     outcome: str) -> None:
-    """Before: our authorizer stayed installed after close() (the user could no longer
-    write), replaced theirs, and the connection was left in a transaction with
-    total_changes raised and lookup functions registered."""
+    """After close(), on success and after any failure: no authorizer of ours is left
+    installed (the user can still write), theirs is back, no transaction is open,
+    total_changes has not moved and no lookup function is registered."""
     con, rec = _user_connection(world, pending)
     before = _snapshot(con)
     b = BlendSQL(con, ingredients=INGREDIENTS)
@@ -176,8 +176,8 @@ def test_user_authorizer_applies_to_blendsql_queries(world: Path) -> None:
 ], ids=["Row", "bytes text", "dict rows"])
 def test_users_row_and_text_factories_neither_break_queries_nor_get_lost(
         world: Path, factories: tuple[Any, Any]) -> None:
-    """Before: a bytes text_factory gave wrong (empty) results, a dict row_factory a
-    KeyError."""
+    """A bytes text_factory gives the right results and a dict row_factory no KeyError;
+    both are the user's again afterwards."""
     plain = BlendSQL(str(world), ingredients=INGREDIENTS)
     con = sqlite3.connect(world)
     con.row_factory, con.text_factory = factories
@@ -202,7 +202,8 @@ def test_connection_without_authorizer_gets_none_back(world: Path) -> None:
 ], ids=["opened", "handed in"])
 def test_function_registrations_stay_constant(world: Path,
                                               make: Callable[[Path], BlendSQL]) -> None:
-    """Before: two functions per query were left registered (6,000 after 3,000 queries)."""
+    """Registered functions do not pile up with queries: the count stays what the first
+    queries left (nothing at all on a handed-in connection)."""
     b = make(world)
     con = b.db.conn
 

@@ -36,8 +36,8 @@ TRANSACTION_STATEMENTS = [
 @pytest.mark.parametrize("allow_writes", [False, True])
 @pytest.mark.parametrize("sql", TRANSACTION_STATEMENTS)
 def test_transaction_control_is_refused(world: Path, sql: str, allow_writes: bool) -> None:
-    """Before: execute("COMMIT") committed the user's pending writes, "ROLLBACK"
-    discarded them."""
+    """execute("COMMIT") / execute("ROLLBACK") are refused: they would commit or
+    discard the user's pending writes."""
     con = sqlite3.connect(world)
     con.execute("INSERT INTO city (Name, CountryCode, District, Population) "
                 "VALUES ('Pending', 'NLD', 'x', 1)")
@@ -75,8 +75,8 @@ POISON = [
 @pytest.mark.parametrize("sql", POISON)
 def test_a_query_cannot_change_what_the_next_one_sees(world: Path, sql: str,
                                                        allow_writes: bool) -> None:
-    """Before: CREATE TEMP TABLE city AS SELECT 'POISON' ... was accepted and every
-    later SELECT ... FROM city returned POISON."""
+    """CREATE TEMP TABLE city AS SELECT 'POISON' ... is refused, so no later SELECT ...
+    FROM city can return POISON."""
     b = BlendSQL(str(world), ingredients=INGREDIENTS, allow_writes=allow_writes)
     want = b.execute("SELECT Name FROM city ORDER BY ID LIMIT 3").df
     pragmas = b.db.conn.execute("PRAGMA foreign_keys").fetchone()
@@ -156,10 +156,10 @@ def test_allow_writes_on_a_handed_in_connection_commits_only_what_it_began(world
 # -- engine names --------------------------------------------------------------------
 
 def test_user_temp_tables_with_engine_like_names_survive(world: Path) -> None:
-    """Before: a user temp table named like the engine's (__bsql_<run>_m0) made the
-    query fail, and cleanup then dropped the user's table."""
+    """User temp tables named like guessable engine names (__bsql_<run>_m0) neither make a
+    query fail nor get dropped by its cleanup."""
     con = sqlite3.connect(world)
-    # the old scheme: __bsql_<run counter>_<kind><n>, the counter readable from its repr
+    # guesses of the form __bsql_<run counter>_<kind><n>, the counter read from its repr
     counter = re.search(r"\d+", repr(getattr(engine, "_RUN_IDS", "count(0)")))
     start = int(counter.group(0)) if counter else 0
     runs = dict.fromkeys([*range(3), *range(start, start + 4)])
@@ -210,7 +210,7 @@ RECURSIVE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SEL
 ])
 def test_a_query_that_never_ends_stops_at_the_time_limit(world: Path, query: str,
                                                           where: str) -> None:
-    """Before: such a query ran forever (no time limit anywhere)."""
+    """Such a query would run forever without a time limit."""
     opts: dict[str, Any] = {"timeout": 0.3}
     b = BlendSQL(str(world), ingredients=INGREDIENTS, **(opts if where == "session" else {}))
     with pytest.raises(QueryTimeoutError) as info:
@@ -268,8 +268,8 @@ class BadJoin(JoinIngredient):
 ])
 def test_engine_made_values_are_not_blamed_on_params(world: Path, query: str,
                                                      handed_in: bool) -> None:
-    """Before: 'could not bind parameters ... Hint: check params' for a user who
-    passed none."""
+    """A value the engine made is not blamed on params ('could not bind parameters ...
+    Hint: check params') for a user who passed none."""
     db: Any = sqlite3.connect(world) if handed_in else str(world)
     b = BlendSQL(db, ingredients=[BadAnswer, BadMap, BadJoin])
     with pytest.raises(BlendSQLError) as info:
@@ -306,7 +306,7 @@ def test_user_values_are_named_as_the_users(world: Path, params: Any) -> None:
 ])
 def test_duplicate_columns_kept_whether_or_not_rows_come_back(
         world: Path, query: str, columns: list[str], handed_in: bool) -> None:
-    """Before: SELECT x, x returned one column when empty and two otherwise."""
+    """SELECT x, x returns two columns, empty or not."""
     db: Any = sqlite3.connect(world) if handed_in else str(world)
     b = BlendSQL(db, ingredients=INGREDIENTS)
     full = b.execute(query.format(cc="'NLD'")).df

@@ -27,8 +27,8 @@ def _temp_names(con: sqlite3.Connection) -> list[str]:
 
 @pytest.mark.parametrize("query", INGREDIENT_QUERIES)
 def test_user_authorizer_refusing_writes_leaves_no_engine_table(world: Path, query: str) -> None:
-    """Before: the DROP of the engine's temp table was refused by the user's
-    authorizer, silently, and the table stayed on the user's connection."""
+    """The user's authorizer does not get to refuse the DROP of the engine's temp
+    table: no table of ours stays on the user's connection."""
     plain = BlendSQL(str(world), ingredients=INGREDIENTS)
     con = sqlite3.connect(world)
     seen: list[int] = []

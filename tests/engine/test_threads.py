@@ -74,7 +74,7 @@ print(json.dumps({"alive": sum(t.is_alive() for t in threads), "errors": errors[
 
 @pytest.mark.parametrize("source", ["opened", "handed-in"])
 def test_eight_threads_share_one_session(tmp_path: Path, source: str) -> None:
-    """Before: two threads on one session froze the whole process, even for plain SQL."""
+    """Threads on one session take turns; none freezes the process, plain SQL included."""
     script = tmp_path / "stress.py"
     script.write_text(STRESS)
     try:

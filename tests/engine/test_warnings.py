@@ -32,8 +32,8 @@ def test_functionmodel_is_not_cached_across_sessions_by_default():
 
 
 def test_ingredient_warning_names_the_call_once_and_stays_off_stderr(capfd) -> None:
-    """Before: the trace read 'LLMQA: LLMQA: ...' and every unparseable answer was
-    also printed on stderr by logging's last-resort handler."""
+    """The trace names the call once (not 'LLMQA: LLMQA: ...'), and an unparseable
+    answer is not also printed on stderr by logging's last-resort handler."""
     from blendsql import BlendSQL
     from blendsql.models import FunctionModel
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from blendsql.blend import builtin_ingredients
 from blendsql.errors import ParseError
 from blendsql.grammar import IngredientCall, parse, to_blendsql
 from blendsql.grammar.scanner import sqlite_functions
+from blendsql.ingredients import BUILTINS
 from blendsql.ingredients.base import IngredientRegistry, MapIngredient
 
 FIXTURE = Path(__file__).with_name("bare_roundtrip.sql")
@@ -25,7 +25,7 @@ def _blocks() -> list[tuple[str, int]]:
     return out
 
 
-REG = IngredientRegistry(builtin_ingredients())
+REG = IngredientRegistry(BUILTINS)
 
 
 @pytest.mark.parametrize("query,n", _blocks())

@@ -1,4 +1,5 @@
-"""Keyword arguments are checked against what the ingredient reads (``query_kwargs``)."""
+"""Keyword arguments are checked against the options the ingredient declares
+(``options_spec``: the names a query may write)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ import pytest
 
 from blendsql import BlendSQL
 from blendsql.errors import ParseError
-from blendsql.ingredients import MapIngredient, QAIngredient
+from blendsql.ingredients import IngredientOption, MapIngredient, QAIngredient
 from blendsql.ingredients.base import accepted_kwargs
 
 
 class Tag(MapIngredient):
     """Declares what it reads: ``prefix=``."""
 
-    query_kwargs = frozenset({"prefix"})
+    options_spec = (IngredientOption("prefix", (str,)),)
 
     def run(self, question, values, **kwargs):
         return [f"{kwargs.get('prefix', '')}{v}" for v in values]
@@ -28,7 +29,7 @@ class Free(MapIngredient):
 
 
 class Pick(QAIngredient):
-    query_kwargs = frozenset({"style"})
+    options_spec = (IngredientOption("style", (str,)),)
 
     def run(self, question, context, options, **kwargs):
         return (options or ["none"])[0]
@@ -74,20 +75,21 @@ def test_an_ingredient_that_declares_nothing_accepts_anything():
     assert list(df["y"]) == ["z", "z"]
 
 
-def test_a_subclass_of_a_declaring_ingredient_accepts_anything_until_it_declares():
-    class Wider(Tag):
+def test_a_subclass_inherits_its_parents_keywords_and_adds_its_own():
+    class Same(Tag):
         def run(self, question, values, **kwargs):
-            return [f"{kwargs.get('suffix', '')}{v}" for v in values]
+            return [f"{kwargs.get('prefix', '')}{v}" for v in values]
 
     class Declared(Tag):
-        query_kwargs = frozenset({"suffix"})
+        options_spec = (IngredientOption("suffix", (str,)),)
 
         def run(self, question, values, **kwargs):
-            return [f"{v}{kwargs.get('suffix', '')}" for v in values]
+            return [f"{kwargs.get('prefix', '')}{v}{kwargs.get('suffix', '')}" for v in values]
 
-    assert accepted_kwargs(Wider()) is None
-    bsql = BlendSQL({"w": pd.DataFrame({"x": ["a"]})}, ingredients=[Wider, Declared])
-    assert bsql.execute("SELECT {{Wider('t', w.x, suffix='!')}} AS y FROM w").df["y"][0] == "!a"
-    assert bsql.execute("SELECT {{Declared('t', w.x, suffix='!')}} AS y FROM w").df["y"][0] == "a!"
-    with pytest.raises(ParseError, match="no keyword argument 'prefix'"):
-        bsql.execute("SELECT {{Declared('t', w.x, prefix='!')}} AS y FROM w")
+    assert accepted_kwargs(Same()) == accepted_kwargs(Tag())
+    bsql = BlendSQL({"w": pd.DataFrame({"x": ["a"]})}, ingredients=[Same, Declared])
+    assert bsql.execute("SELECT {{Same('t', w.x, prefix='>')}} AS y FROM w").df["y"][0] == ">a"
+    assert bsql.execute("SELECT {{Declared('t', w.x, prefix='<', suffix='!')}} AS y FROM w"
+                        ).df["y"][0] == "<a!"
+    with pytest.raises(ParseError, match="no keyword argument 'suffix'"):
+        bsql.execute("SELECT {{Same('t', w.x, suffix='!')}} AS y FROM w")

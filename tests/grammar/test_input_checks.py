@@ -13,10 +13,10 @@ import time
 import pytest
 from sqlglot import exp
 
-from blendsql.blend import builtin_ingredients
 from blendsql.errors import ParseError, QueryTypeError
 from blendsql.grammar import IngredientCall, parse, to_blendsql
 from blendsql.grammar.parser import check_query_size
+from blendsql.ingredients import BUILTINS
 from blendsql.ingredients.base import IngredientRegistry
 
 # ------------------------------------------------------------ a lone ingredient call
@@ -48,7 +48,7 @@ def test_lone_call_means_select_call(query, call, registry):
 
 
 def test_lone_bare_call_means_select_call():
-    reg = IngredientRegistry(builtin_ingredients())
+    reg = IngredientRegistry(BUILTINS)
     tree = parse(" SUMMARY('long text') ; ", reg)
     assert tree == parse("SELECT SUMMARY('long text')", reg)
     assert tree.find(IngredientCall).brace == ""
@@ -277,7 +277,7 @@ def test_deep_nesting_is_a_clear_error(query, registry):
     "SELECT {{LLMQA('q', /* one */ -- two\n options=('a', 'b'))}}",
 ])
 def test_comment_before_a_keyword_keeps_it_a_keyword(query, registry):
-    # it used to become the positional comparison (options = ('a', 'b'))
+    # a keyword, not the positional comparison (options = ('a', 'b'))
     call = parse(query, registry).find(IngredientCall)
     assert list(call.call_kwargs) == ["options"] and len(call.call_args) == 1
     assert call == parse("SELECT {{LLMQA('q', options=('a', 'b'))}}", registry).find(IngredientCall)

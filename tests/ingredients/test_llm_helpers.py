@@ -19,6 +19,7 @@ from blendsql.models.constraints import (
     Regex,
     Text,
 )
+from blendsql.text_values import render_scalar, text_items
 
 cells = st.one_of(st.none(), st.integers(), st.floats(allow_nan=True), st.text(max_size=300))
 
@@ -61,13 +62,13 @@ def test_as_list_shapes():
 
 
 def test_text_items_shapes():
-    assert _llm.text_items('["a", "", "b"]') == ["a", "b"]
-    assert _llm.text_items("[not json]") == ["[not json]"]
-    assert _llm.text_items('[{"stars": 5}]') == ['{"stars": 5}']
-    assert _llm.text_items(["x", None]) == ["x"]
-    assert _llm.text_items(None) == []
-    assert _llm.text_items(float("nan")) == []
-    assert _llm.text_items("  plain  ") == ["plain"]
+    assert text_items('["a", "", "b"]') == ["a", "b"]
+    assert text_items("[not json]") == ["[not json]"]
+    assert text_items('[{"stars": 5}]') == ['{"stars": 5}']
+    assert text_items(["x", None]) == ["x"]
+    assert text_items(None) == []
+    assert text_items(float("nan")) == []
+    assert text_items("  plain  ") == ["plain"]
 
 
 def test_first_line_and_truncate():
@@ -78,10 +79,10 @@ def test_first_line_and_truncate():
 
 
 def test_render_scalar():
-    assert _llm.render_scalar(3.0) == "3"
-    assert _llm.render_scalar(2.5) == "2.5"
-    assert _llm.render_scalar(True) == "true"
-    assert _llm.render_scalar(b"hi") == "hi"
+    assert render_scalar(3.0) == "3"
+    assert render_scalar(2.5) == "2.5"
+    assert render_scalar(True) == "true"
+    assert render_scalar(b"hi") == "hi"
 
 
 def test_every_constraint_has_a_format_hint():

@@ -1,4 +1,4 @@
-"""LLMMap decisions from the model's probabilities (issue 23).
+"""LLMMap decisions from the model's probabilities.
 
 Every test uses a FunctionModel whose answer probabilities the test sets
 (``Distribution``), so each decision rule (argmax, contextual calibration,
@@ -211,7 +211,8 @@ def test_query_options_reach_the_ingredient_and_are_validated():
     ({"framing": "labels"}, "needs the two labels"),
     ({"labels": ("A", "a")}, "two distinct labels"),
     ({"target": 1.5, "scored": True}, "not an accuracy"),
-    ({"scored": "yes"}, "is not TRUE or FALSE"),
+    ({"scored": "yes"}, "scored='yes' (in a query) must be bool or int"),
+    ({"scored": 2}, "is not TRUE or FALSE"),
     ({"scored": True, "values_per_prompt": 4}, "cannot be combined"),
     ({"framing": "claim", "values_per_prompt": 4}, "cannot be combined"),
 ])
@@ -229,8 +230,9 @@ def test_calibration_and_label_framing_need_a_yes_no_or_choice_answer(recorder):
         LLMMap().run("what?", ["a"], model=rec.model, constraint=Text(), calibrate="contextual")
     with pytest.raises(IngredientError, match="is for a yes/no question"):
         LLMMap().run("what?", ["a"], model=rec.model, constraint=Text(), framing="claim")
-    with pytest.raises(IngredientError, match="is not a blendsql Model"):
-        LLMMap(cascade="gpt-4").run("ok?", ["a"], model=rec.model, constraint=Bool())
+    with pytest.raises(IngredientError, match=r"cascade='gpt-4' \(to the constructor\) "
+                       "must be Model"):
+        LLMMap(cascade="gpt-4")
 
 
 # ---------------------------------------------------------------- the rules themselves

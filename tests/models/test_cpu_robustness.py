@@ -1,4 +1,4 @@
-"""The embedded model on any CPU and any load (issue 10, findings 1 and 2).
+"""The embedded model on any CPU and any load.
 
 The decisions are pure functions tested with fake inputs for both kinds of
 CPU; the ``model`` tests load the real embedded model on the safe path (no

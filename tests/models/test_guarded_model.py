@@ -43,7 +43,7 @@ def test_execute_reports_a_model_error(model: Model, cache: bool) -> None:
 
 @pytest.mark.parametrize("model", [FunctionModel(_boom), Broken()], ids=["function", "custom"])
 def test_ask_and_conversation_report_a_model_error(model: Model) -> None:
-    """Before: the backend's RuntimeError / ConnectionError escaped as is."""
+    """The backend's RuntimeError / ConnectionError reaches the caller as a BlendSQLError."""
     b = BlendSQL(DB, model=model, cache=False)
     with pytest.raises(BlendSQLError):
         b.ask("Which cities are big?")

@@ -1,7 +1,6 @@
 """The ``model_timeout`` option (session or per query) bounds every model request.
 
-Before: the option was validated but read by nothing, so a hung model still
-waited for its backend's own (default 120 s) limit.
+A hung model is stopped at that limit, not at its backend's own (default 120 s).
 """
 
 from __future__ import annotations

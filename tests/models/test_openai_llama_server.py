@@ -1,4 +1,4 @@
-"""``OpenAI(base_url=...)`` against llama.cpp's own ``llama-server`` (issue 15).
+"""``OpenAI(base_url=...)`` against llama.cpp's own ``llama-server``.
 
 llama-server differs from llama-cpp-python's server: several parallel slots,
 ``owned_by: "llamacpp"`` in ``/v1/models``, and its own parsing of ``grammar``,

@@ -1,4 +1,4 @@
-"""Answers of concurrent requests reach the progress callback as they arrive (issue 15).
+"""Answers of concurrent requests reach the progress callback as they arrive.
 
 The scripted server holds the request for value 0 until the progress callback
 has seen another answer: if progress were only reported once the batch (or a

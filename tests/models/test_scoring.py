@@ -1,4 +1,4 @@
-"""Scored requests (issue 23): each allowed answer's log-probability, per backend.
+"""Scored requests: each allowed answer's log-probability, per backend.
 
 FunctionModel (a Distribution the test sets), the response cache and Recorded
 (scores survive storage), the OpenAI-compatible backend (``top_logprobs`` from a

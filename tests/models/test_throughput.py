@@ -1,4 +1,4 @@
-"""Model throughput (issue 15): several values per prompt, prompt order on the wire.
+"""Model throughput: several values per prompt, prompt order on the wire.
 
 Fakes answer instantly and record what they were asked; the one test that
 starts a real llama.cpp server is marked ``server``. No timing assertions.

@@ -1,4 +1,4 @@
-"""A hung model cannot block ``execute()`` forever (issue 10, finding 3).
+"""A hung model cannot block ``execute()`` forever.
 
 The stuck function waits on a ``threading.Event`` that is set only after the
 assertion, so the tests never depend on how fast this (loaded) machine is:

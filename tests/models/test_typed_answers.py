@@ -1,8 +1,8 @@
 """Typed answers obey the constraint like text answers; ``None`` is a warned-about NULL.
 
-Issue 10, findings 4 and 5: a ``FunctionModel`` returning 42 for
-``options=('Europe','Asia')`` used to be kept, and a ``None`` answer became
-NULL without a word in the trace.
+A ``FunctionModel`` returning 42 for ``options=('Europe','Asia')`` is refused like
+the text ``'42'`` would be, and a ``None`` answer becomes NULL with a warning in the
+trace.
 """
 
 from __future__ import annotations

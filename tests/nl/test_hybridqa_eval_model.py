@@ -1,11 +1,11 @@
-"""HybridQA with the evaluation model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M), issue 11.
+"""HybridQA with the evaluation model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
 
 Runs only when the GGUF is present: ``BLENDSQL_EVAL_MODEL`` or the default cache path
 ``~/.cache/blendsql-eval/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`` (assembled by
-``../shared/tools/get_eval_model.sh``); skipped otherwise. Guards the two regressions
-that mattered on the benchmark: programs shaped ``{{LLMQA(..., options='w::c')}} = TRUE``
-(never true; 10 of 12 programs before), and an LLMQA answer lost because the passage
-was cut at its head. Slow (a minute or more per test on a loaded 2-core machine).
+``../shared/tools/get_eval_model.sh``); skipped otherwise. Checks the two failures
+that matter most on the benchmark: programs shaped ``{{LLMQA(..., options='w::c')}} =
+TRUE`` (never true) are not written, and an LLMQA answer is not lost by cutting its
+passage at the head. Slow (a minute or more per test on a loaded 2-core machine).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cleaning classes of unparseable model output before a retry (issue 11, HybridQA findings)."""
+"""Cleaning classes of unparseable model output (as seen on HybridQA) before a retry."""
 
 import sqlite3
 

@@ -1,5 +1,5 @@
-"""Type checks of ingredient outputs in their context (issue 11: 10 of 12 HybridQA programs
-compared an LLMQA answer drawn from a column with TRUE, which never holds).
+"""Type checks of ingredient outputs in their context (e.g. an LLMQA answer drawn from a
+column compared with TRUE, which never holds: a shape small models write on HybridQA).
 
 Each misuse must be rejected by ``validate`` with a message that names the right shape,
 so the parser's retry can repair it; correct shapes must pass untouched.

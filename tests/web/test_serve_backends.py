@@ -1,7 +1,7 @@
 """``blendsql serve`` on DuckDB: the question box and the schema panel use the backend.
 
-They used to refuse anything but SQLite (the plain-language layer read the
-schema through ``sqlite3``); now both read through the session's backend.
+Both read through the session's backend, never through ``sqlite3``, so they work
+on whatever the session was opened on.
 """
 
 from __future__ import annotations

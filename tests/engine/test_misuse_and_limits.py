@@ -1,8 +1,7 @@
-"""Hostile probes of issue 10's findings, by class: each test failed before its fix.
-
-Why a separate file: these are variants a user or an adversary tries after the
-quoted examples were fixed (use after close, odd query text, time limits hit
-inside planning probes, ...); each test names the class it guards.
+"""Misuse and limits end in a clear error and leave the session (and the user's data)
+as they were: use after close, unencodable or malformed query text, time limits hit
+inside planning probes or a user's transaction, row calls in UPDATE / DELETE,
+misspelt keywords of the call itself. Each test names the class of input it covers.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ MAP_QUERY = "SELECT Name FROM city WHERE {{StartsWith('K', city.Name)}} = TRUE"
 ], ids=["map", "plain", "plan", "tables"])
 def test_a_closed_session_is_a_clear_error(world: Path, use: object) -> None:
     """After close() every use is our ExecutionError with a hint, never sqlite3's raw
-    ProgrammingError (a map query used to hit it while registering a collector)."""
+    ProgrammingError (which a map query would meet while registering a collector)."""
     b = BlendSQL(str(world), ingredients=INGREDIENTS, cache=False)
     b.close()
     with pytest.raises(ExecutionError, match="closed") as info:
@@ -67,7 +66,8 @@ def test_unencodable_query_text_is_not_blamed_on_params(world: Path, query: str)
 ])
 def test_a_bare_aliased_call_is_a_parse_error(world: Path, query: str) -> None:
     """Only a lone call means SELECT <call>; an aliased or parenthesised one is not a
-    statement (it used to reach SQLite and fail "near :__bsql_qa..._0")."""
+    statement, refused by the parser before SQLite could fail on engine names
+    ("near :__bsql_qa..._0")."""
     from blendsql.errors import ParseError
 
     from .conftest import PickMax
@@ -90,9 +90,9 @@ ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
     "AND {{StartsWith('11', c.x)}} = TRUE LIMIT 3",
 ], ids=["subquery", "two-filters"])
 def test_one_statement_at_the_time_limit_ends_the_query(world: Path, query: str) -> None:
-    """The ``timeout`` is hit once per query: planning probes that recover from their
-    own failures used to swallow the timeout and start the next endless statement,
-    so a query took two or three times its limit."""
+    """The ``timeout`` is hit once per query: a planning probe that recovers from its own
+    failures does not swallow the timeout and start the next endless statement (which
+    would make a query take two or three times its limit)."""
     from blendsql.errors import QueryTimeoutError
 
     b = BlendSQL(str(world), ingredients=INGREDIENTS, cache=False, timeout=0.3)
@@ -114,8 +114,8 @@ def test_one_statement_at_the_time_limit_ends_the_query(world: Path, query: str)
     "WHERE ID < 3",
 ], ids=["map", "map-empty", "bool-map"])
 def test_the_same_call_twice_names_both_columns_alike(world: Path, query: str) -> None:
-    """SQLite names `SELECT f(x), f(x)` columns alike; the second identical call's column
-    used to be named after its replacement (`Name`), whether or not rows came back."""
+    """SQLite names `SELECT f(x), f(x)` columns alike; so is the second identical call's
+    column (not after its replacement, `Name`), whether or not rows came back."""
     b = BlendSQL(str(world), ingredients=INGREDIENTS, cache=False)
     df = b.execute(query).df
     call = query[query.index("{{"):query.index("}}") + 2]
@@ -144,9 +144,9 @@ def test_a_timed_out_query_does_not_refuse_the_next_one_in_an_outer_session(
 @pytest.mark.parametrize("how", ["execute", "plan"])
 def test_a_row_call_directly_in_update_or_delete_is_a_clear_error(
         world: Path, query: str, how: str) -> None:
-    """A map call straight in UPDATE / DELETE was "no such column: Name in SELECT
-    DISTINCT Name" (text the user never wrote); now an IngredientError whose hint is the
-    subquery form, and nothing is written."""
+    """A map call straight in UPDATE / DELETE is an IngredientError whose hint is the
+    subquery form (not "no such column: Name in SELECT DISTINCT Name", text the user
+    never wrote), and nothing is written."""
     import sqlite3
 
     from blendsql.errors import IngredientError
@@ -180,8 +180,8 @@ def test_the_subquery_form_of_a_row_call_in_delete_works(world: Path) -> None:
 ], ids=["allow_write", "ingredient", "execute-param", "plan-param"])
 def test_a_misspelt_keyword_of_the_call_is_suggested(world: Path, call: object,
                                                       near: str) -> None:
-    """`BlendSQL(db, allow_write=True)` is an unknown option whose hint used to list the
-    options only; it now names the call's own keyword the user meant."""
+    """`BlendSQL(db, allow_write=True)` is an unknown option whose hint names the call's
+    own keyword the user meant, not only the list of options."""
     from blendsql.errors import OptionError
 
     with pytest.raises(OptionError) as info:
@@ -196,8 +196,9 @@ GROUPED_SLOW = ("WITH RECURSIVE c(x, y) AS (SELECT 1, 1 UNION ALL SELECT x + 1, 
 
 def test_a_timeout_never_rolls_back_the_users_pending_writes(world: Path) -> None:
     """A GROUP BY a map call fills a partial table (CREATE TEMP TABLE AS SELECT over the
-    user's rows); interrupted at the time limit inside the user's open transaction,
-    SQLite rolled back the whole transaction: the user's pending UPDATE was lost."""
+    user's rows); interrupted at the time limit inside the user's open transaction, it
+    must not make SQLite roll back the whole transaction: the user's pending UPDATE
+    stays."""
     import sqlite3
 
     from blendsql.errors import QueryTimeoutError
