@@ -437,7 +437,8 @@ def markdown(summary: dict[str, Any]) -> str:
              "interactions right | prompt tokens / q | s / q |", "|---|---:|---|---|---:|---:|---:|"]
     for mode, m in summary["modes"].items():
         acc, vs = m["question_accuracy"], m.get("parser_vs_this")
-        diff = (f"{vs['difference']:+.3f} ({vs['ci95'][0]:+.3f}, {vs['ci95'][1]:+.3f}), p = {vs['mcnemar_p']}"
+        p = f"p = {vs['mcnemar_p']}" if vs and vs.get("mcnemar_p") else "p < 0.0001"
+        diff = (f"{vs['difference']:+.3f} ({vs['ci95'][0]:+.3f}, {vs['ci95'][1]:+.3f}), {p}"
                 if vs and vs.get("n") else "")
         right_i = round(m["interaction_exec_acc"] * m["interactions"]) if m["interactions"] else 0
         tokens = m.get("prompt_tokens_per_question")
