@@ -8,15 +8,16 @@ by SQLite once per row in C) deduplicates by hashing, in first-seen order,
 and costs about as much as DISTINCT when there are few distinct values.
 The values are data read from SQLite, never SQL text.
 
-Faster still for a column with TEXT affinity: one ``json_group_array``
+Faster still for a plain column of one table: one ``json_group_array``
 aggregate builds the whole list in C and Python's C JSON decoder turns it
 into objects (100k values: ~20 ms instead of ~50 ms through the per-row
-function). Such a column holds only text, NULL or BLOB (SQLite converts
-numbers stored into it to text), text survives JSON exactly, and a BLOB
-makes the aggregate fail, which sends the query back to the per-row
-collector. JSON would not keep every REAL (``0.1 + 0.2`` becomes ``0.3``),
-hence the affinity check. The one string holds every row's value, so it is
-used only on tables of at most ``JSON_MAX_ROWS`` rows.
+function). Text and integers survive JSON exactly (and stay apart: ``1``
+and ``'1'``), a BLOB makes the aggregate fail, and a REAL may not survive
+(``0.1 + 0.2`` becomes ``0.3``): a decoded float sends the query back to the
+per-row collector, as the failure does. No probe of the column's type is
+needed first. The one string holds every row's value, so it is used only on
+tables of at most ``JSON_MAX_ROWS`` rows (one probe: the object is a table,
+and its largest rowid).
 """
 
 from __future__ import annotations
@@ -123,11 +124,12 @@ JSON_MAX_ROWS = 2_000_000
 RunSQL = Callable[[str], list[tuple[Any, ...]]]
 
 
-def json_candidate(cand: exp.Select) -> exp.Select | None:
-    """``SELECT json_group_array(<column>) FROM <one table> [WHERE ...]``, or None.
+def json_candidate(cand: exp.Select) -> str | None:
+    """``SELECT json_group_array(<column>) FROM <one table> [WHERE ...]`` as text, or None.
 
     None unless ``cand`` is collectable, selects a plain column and reads
-    one table without joins or CTEs. Does not mutate ``cand``.
+    one table without joins or CTEs. Does not mutate ``cand``: its parts are
+    rendered as they are (no copy of the candidate is made for this).
     """
     if not collectable(cand) or cand.args.get("joins") or cand.args.get("with_"):
         return None
@@ -135,43 +137,45 @@ def json_candidate(cand: exp.Select) -> exp.Select | None:
     value = value.this if isinstance(value, exp.Alias) else value
     if not isinstance(value, exp.Column) or not isinstance(cand.args["from_"].this, exp.Table):
         return None
-    out = cand.copy()
-    out.set("distinct", None)
-    out.set("expressions", [exp.Anonymous(this="json_group_array", expressions=[value.copy()])])
-    return out
+    parts = [f"SELECT JSON_GROUP_ARRAY({_text(value)})", _text(cand.args["from_"])]
+    if cand.args.get("where") is not None:
+        parts.append(_text(cand.args["where"]))
+    return " ".join(parts)
 
 
-def json_ready(run_sql: RunSQL, cand: exp.Select) -> bool:
-    """True when ``json_candidate(cand)``'s column has TEXT affinity and its table is
-    a rowid table of at most ``JSON_MAX_ROWS`` rows (a view: False, its size is unknown)."""
+def json_size_ok(run_sql: RunSQL, cand: exp.Select) -> bool:
+    """True when ``json_candidate(cand)``'s source is a rowid table of at most
+    ``JSON_MAX_ROWS`` rows (a view: False, its size is unknown without running it).
+
+    One probe statement: the object's kind and, for a table only, its largest
+    rowid (the type of the column needs no probe: see :func:`json_values`).
+    """
     src = cand.args["from_"].this
-    value = cand.expressions[0]
-    column = (value.this if isinstance(value, exp.Alias) else value).name.lower()
-    schema = f"{exp.to_identifier(src.db).sql('sqlite')}." if src.db else ""
-    name = exp.to_identifier(src.name).sql("sqlite")
-    try:
-        info = run_sql(f"PRAGMA {schema}table_info({name})")
-        declared = next((str(r[2] or "").upper() for r in info if str(r[1]).lower() == column),
-                        None)
-        if declared is None or not _text_affinity(declared):
-            return False
-        kind = run_sql(f"SELECT type FROM {schema}sqlite_master WHERE name = "
-                       f"{exp.Literal.string(src.name).sql('sqlite')} COLLATE NOCASE")
-        if not kind or kind[0][0] != "table":
-            return False  # a view: its size is not known without running it
-        n = run_sql(f"SELECT MAX(rowid) FROM {schema}{name}")[0][0]
+    schema = f"{exp.to_identifier(src.db).sql('sqlite', copy=False)}." if src.db else ""
+    name = exp.to_identifier(src.name).sql("sqlite", copy=False)
+    lit = exp.Literal.string(src.name).sql("sqlite", copy=False)
+    kind = f"(SELECT type FROM {schema}sqlite_master WHERE name = {lit} COLLATE NOCASE)"
+    try:  # the rowid is read only for a table (CASE runs the subquery only then)
+        n = run_sql(f"SELECT CASE WHEN {kind} = 'table' THEN "
+                    f"coalesce((SELECT MAX(rowid) FROM {schema}{name}), 0) END")[0][0]
     except Exception:  # noqa: BLE001 - a WITHOUT ROWID table, a temp name: not this path
         return False
-    return n is None or (isinstance(n, int) and n <= JSON_MAX_ROWS)
+    return isinstance(n, int) and n <= JSON_MAX_ROWS
 
 
-def _text_affinity(declared: str) -> bool:
-    """SQLite's affinity rules: INT wins, then CHAR / CLOB / TEXT give TEXT."""
-    return "INT" not in declared and any(k in declared for k in ("CHAR", "CLOB", "TEXT"))
+def _text(node: exp.Expression) -> str:
+    """SQLite text of a candidate's part, rendered without copying it."""
+    return str(node.sql(dialect="sqlite", copy=False))
 
 
-def json_values(text: str | None) -> list[Any]:
-    """Distinct non-NULL values of ``json_candidate``'s array, in first-seen order."""
+def json_values(text: str | None) -> list[Any] | None:
+    """Distinct non-NULL values of ``json_candidate``'s array, in first-seen order.
+
+    None when JSON may have changed a value (a REAL: a float came back): the
+    caller collects them row by row instead.
+    """
     seen = dict.fromkeys(json.loads(text or "[]"))
     seen.pop(None, None)  # one O(1) removal instead of a filtering pass over all values
+    if float in set(map(type, seen)):
+        return None
     return list(seen)

@@ -93,6 +93,7 @@ class Executor(Interpreter):
         self.late_plan: LatePlan | None = None
         self.columns: list[str] = []
         self.rows: list[tuple[Any, ...]] = []
+        self.owned = False  # the walk's tree is this run's own copy (see run_prepare)
 
     def ordering_cost(self) -> Callable[[IngredientCall], float] | None:
         return self.engine.ordering_cost()
@@ -112,19 +113,32 @@ class Executor(Interpreter):
         run.note_rules_off()
         planned = plan_tree(run, self.given, self.parse_expr, self.memo)
         self.late, self.late_plan = bind_late_maps(run, planned)
-        state.replace_tree(planned.tree)
-        state.calls = find_calls(planned.tree)
+        tree, calls = planned.tree, find_calls(planned.tree)
+        # texts and keys read on the planned tree, whose nodes keep them (meta) for the
+        # next run of a cached query; by call id for this run's copy
+        texts = [run.call_text(c) for c in calls]
+        for c in calls:
+            run.call_key(c)
+        if calls:  # the one copy of the query: every call step replaces its call in place
+            tree = tree.copy()
+            calls = find_calls(tree)
+            self.owned = True
+        state.replace_tree(tree)
+        state.calls = calls
         state.prepared = True
         state.late_pending = bool(self.late)
-        run.trace.append(TraceStep("plan", f"{len(state.calls)} ingredient call(s) to compute",
+        run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
                                    seconds=time.perf_counter() - t0,
-                                   details={"calls": [run.call_text(c) for c in state.calls]}))
+                                   details={"calls": texts}))
 
     def run_call(self, state: WalkState, step: ExecStep) -> None:
         """Compute one ready call; the tree holds a lookup of its outputs instead."""
         assert step.call is not None
         self.engine.trace_order(step.call)
-        state.replace_tree(self.engine.compute(state.tree, step.call))
+        done: list[int] = self.engine.memo.setdefault("computed", [])
+        before = len(done)
+        tree = self.engine.compute(state.tree, step.call)
+        state.computed(tree, set(done[before:]))  # the call, and any computed first
 
     def run_unordered(self, state: WalkState, step: ExecStep) -> None:
         raise ExecutionError("could not order the ingredient calls of this query",
@@ -138,7 +152,7 @@ class Executor(Interpreter):
             late_plan.sql = late_plan.sql or render(tree)
             self.columns, self.rows = self.engine.sql(late_plan.sql, "final query")
         else:
-            self.columns, self.rows = self.engine.sql(render(tree, copy=tree is self.given),
+            self.columns, self.rows = self.engine.sql(render(tree, copy=not self.owned),
                                                       "final query")
         state.final_done = True
 

@@ -12,7 +12,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 from sqlglot import exp
@@ -38,7 +38,7 @@ from blendsql.models.constraints import (
     constraint_from_return_type,
     constraint_source,
 )
-from blendsql.plan.calls import scope_of, source_names, twins
+from blendsql.plan.calls import group_by_key, scope_of, source_names, twins
 from blendsql.plan.infer import Hint, combine_hints, infer_hint, literal_value
 from blendsql.smoothie import TraceStep
 
@@ -179,7 +179,11 @@ class Evaluator(Session):
         key = self.call_key(call)
         entry = memo.get(key)
         if entry is None:
-            uses = twins(call, self.call_key)
+            root = cast(exp.Expression, call.root())
+            groups = self.memo.get("call_groups")
+            if groups is None or groups[0] is not root:  # grouped once per working tree
+                groups = self.memo["call_groups"] = (root, group_by_key(root, self.call_key))
+            uses = twins(call, self.call_key, groups[1])
             hint, disagreed = combine_hints([infer_hint(c) for c in uses])
             entry = memo[key] = SharedCall(hint=hint, uses=len(uses))
             if len(uses) > 1:

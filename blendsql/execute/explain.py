@@ -120,8 +120,9 @@ class _Planner(Interpreter):
         self.late = [call for _, call in self.late_plan.deferred] if self.late_plan else []
         self.base = tree
         self.cost = (lambda c: call_cost(run, c)) if rule_on(run.options, "cost_order") else None
-        state.replace_tree(tree)
-        state.calls = find_calls(tree)
+        work = tree.copy()  # the walk's own copy: markers replace calls in place
+        state.replace_tree(work)
+        state.calls = find_calls(work)
         for c in state.calls:  # keys from one tree, as the engine's twins() computes them
             run.call_key(c)
         state.prepared = True
@@ -131,8 +132,9 @@ class _Planner(Interpreter):
         """A call's step; a marker stands for its outputs in the tree."""
         assert step.call is not None
         call = self.step_for(state.tree, step.call)
-        state.replace_tree(replace_call(state.tree, call.call_id, exp.Anonymous(
-            this=f"{MARKER}{call.call_id}", expressions=[])))
+        marked = replace_call(state.tree, call.call_id, exp.Anonymous(
+            this=f"{MARKER}{call.call_id}", expressions=[]), in_place=True)
+        state.computed(marked, {call.call_id})
 
     def plan_unordered(self, state: WalkState, step: ExecStep) -> None:
         self.plan.notes.append("the remaining calls cannot be ordered (a correlated "

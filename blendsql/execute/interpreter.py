@@ -16,7 +16,7 @@ runner is an :class:`~blendsql.errors.ExecutionError`, never skipped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -57,11 +57,26 @@ class WalkState:
     final_done: bool = False
     late_pending: bool = False
     steps: list[ExecStep] = field(default_factory=list)
+    order_keys: dict[int, tuple[IngredientCall, tuple[int, int, int]]] = field(
+        default_factory=dict)
 
     def replace_tree(self, tree: exp.Expression) -> None:
         """A runner changed the tree: the calls left are found again."""
         self.tree = tree
         self.calls = None
+
+    def computed(self, tree: exp.Expression, call_ids: Collection[int]) -> None:
+        """A runner replaced the calls ``call_ids`` by their lookups and returned ``tree``.
+
+        The same root means each lookup replaced its call in place (and only
+        the call: a ready call holds no other call, and its filter atom none
+        either), so the calls left are the others; a new root (a rewrite that
+        copied the tree) is walked again.
+        """
+        if tree is self.tree and self.calls is not None:
+            self.calls = [c for c in self.calls if c.call_id not in call_ids]
+        else:
+            self.replace_tree(tree)
 
 
 class Interpreter:
@@ -121,7 +136,8 @@ def next_step(state: WalkState, it: Interpreter) -> ExecStep | None:
         if calls:
             cost = it.ordering_cost()
             call = next_call(state.tree, it.run.registry, it.readiness_candidate, cost=cost,
-                             known_ready=state.ready)
+                             known_ready=state.ready, calls=calls,
+                             order_keys=state.order_keys)
             if call is None:
                 return ExecStep("unordered", condition=f"{len(calls)} call(s) left, none ready")
             return ExecStep("call", call, condition=(

@@ -62,7 +62,7 @@ def cost_estimate(run: RunContext, call: IngredientCall) -> CostEstimate | None:
     cand = run.readiness_candidate(call)
     if cand is None or cand.find(IngredientCall) is not None:
         return None
-    sql = render(cand)
+    sql = render(cand, copy=False)  # built for this estimate (readiness_candidate)
     count_sql = (f"WITH __bsql_cost(__v) AS ({sql}) "
                  "SELECT COUNT(*), AVG(LENGTH(CAST(__v AS TEXT))) FROM __bsql_cost")
     try:

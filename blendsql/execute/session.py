@@ -24,7 +24,7 @@ from blendsql.execute.collect import (
     collectable,
     distinct_values,
     json_candidate,
-    json_ready,
+    json_size_ok,
     json_values,
     without_distinct,
 )
@@ -39,6 +39,7 @@ from blendsql.plan.rules import RULES, rule_on
 from blendsql.smoothie import Meta, TraceStep
 
 _RUN_IDS = itertools.count()
+KEY_META = "bsql_key"  # a call's memoised call_key, kept on the node (and its copies)
 
 
 class Session:
@@ -157,15 +158,15 @@ class Session:
             return first_column(self.sql(render(cand, copy=False), summary)[1])
         assert isinstance(cand, exp.Select)
         as_json = json_candidate(cand) if self.db.json_collect else None
-        if as_json is not None and json_ready(
-                lambda q: self.sql(q, "column type and size (for collecting)", kind="plan")[1],
-                cand):
+        if as_json is not None and json_size_ok(
+                lambda q: self.sql(q, "table size (for collecting)", kind="plan")[1], cand):
             try:
-                _, rows = self.sql(render(as_json, copy=False), summary)
+                _, rows = self.sql(as_json, summary)
             except ExecutionError:
-                pass  # a BLOB in the column: collect row by row below
+                values = None  # a BLOB in the column: collect row by row below
             else:
-                values = json_values(rows[0][0])
+                values = json_values(rows[0][0])  # None: a REAL, or too many rows
+            if values is not None:
                 self.trace[-1].rows_out = len(values)
                 return values
         if self.db.dialect != "sqlite":  # typed backends: their own DISTINCT (no collations)
@@ -255,7 +256,11 @@ class Session:
         keys: dict[int, str] = self.memo.setdefault("call_keys", {})
         key = keys.get(call.call_id)
         if key is None:
-            key = call_key(call)
+            key = call.meta.get(KEY_META)
+            if key is None:
+                key = call_key(call)
+                if "@" not in key:  # names no scope by identity: valid in every copy
+                    call.meta[KEY_META] = key
             if not rule_on(self.options, "share_identical"):  # every call on its own
                 key = f"{key}#{call.call_id}"
             keys[call.call_id] = key

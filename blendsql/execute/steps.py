@@ -42,6 +42,7 @@ from blendsql.plan.lookup import (
     replace_node,
 )
 from blendsql.plan.lookup import temp_table as lookup_table
+from blendsql.plan.relax import AtomTexts
 from blendsql.plan.rules import rule_on
 from blendsql.plan.static_filter import member_lookup, passing_values
 
@@ -78,17 +79,35 @@ class StepRunner(Evaluator):
                      f"{', '.join(f'{c:.3g}' for c in others.values())})",
                      call=self.call_text(chosen), costs=list(others.values()))
 
+    def atom_texts(self) -> AtomTexts:
+        """This run's cache of plain atoms' SQL, for candidate queries (``plan.relax``)."""
+        texts: AtomTexts = self.memo.setdefault("atom_texts", {})
+        return texts
+
     def readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
         """The candidate query(ies) a map / join call would run now (for readiness).
 
         Argument errors are left for :meth:`compute` to report, so such a call
-        counts as ready.
+        counts as ready. Built once per call and tree state: the readiness test
+        and the cost estimate of one step share it (:meth:`compute` changes the
+        tree and starts a new state).
         """
+        version = self.memo.get("tree_version", 0)
+        cached: tuple[int, dict[int, exp.Expression | None]] | None = self.memo.get("readiness")
+        if cached is None or cached[0] != version:
+            cached = self.memo["readiness"] = (version, {})
+        built = cached[1]
+        if call.call_id not in built:
+            built[call.call_id] = self._build_readiness_candidate(call)
+        return built[call.call_id]
+
+    def _build_readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
         ing = self.registry.get(call.key_name)
         try:
             if isinstance(ing, MapIngredient):
                 value = map_value(call, self.registry)
-                return map_candidate(call, value) if value is not None else exp.select(
+                return map_candidate(call, value, self.atom_texts()) if value is not None \
+                    else exp.select(
                     exp.Literal.number(1))
             if isinstance(ing, JoinIngredient):
                 left, right, _ = join_sides(call)
@@ -99,7 +118,23 @@ class StepRunner(Evaluator):
         return exp.select(exp.Literal.number(1))
 
     def compute(self, tree: exp.Expression, call: IngredientCall) -> exp.Expression:
-        """Compute one ready call; return ``tree`` with it replaced by a lookup."""
+        """Compute one ready call; return ``tree`` with it replaced by a lookup.
+
+        ``tree`` is the run's own working copy (``Executor.run_prepare`` copies
+        the planned tree once per query): the lookup replaces the call in place.
+        """
+        self.memo["tree_version"] = self.memo.get("tree_version", 0) + 1
+        done: list[int] = self.memo.setdefault("computed", [])  # see Executor.run_call
+        before = len(done)
+        try:
+            out = self._compute(tree, call)
+        finally:  # the tree changed: readiness candidates are built afresh
+            self.memo["tree_version"] += 1
+        if len(done) == before:  # else pre-aggregation computed a WHERE call first, not this
+            done.append(call.call_id)
+        return out
+
+    def _compute(self, tree: exp.Expression, call: IngredientCall) -> exp.Expression:
         ing = self.registry.get(call.key_name)
         if isinstance(ing, MapIngredient):
             return self.compute_map(tree, ing, call)
@@ -113,7 +148,7 @@ class StepRunner(Evaluator):
                 "cannot be computed here",
                 hint="map, qa and join ingredients run in queries; alias and string "
                 "ingredients expand before planning")
-        return replace_call(tree, call.call_id, repl)
+        return replace_call(tree, call.call_id, repl, in_place=True)
 
     def map_runner(self, ing: MapIngredient, call: IngredientCall,
                    ) -> tuple[exp.Expression, Any, dict[str, Any], Callable[[list[Any]], list[Any]]]:
@@ -184,7 +219,7 @@ class StepRunner(Evaluator):
         if lazy is not None:
             values, outputs = lazy
         else:
-            values = self.candidate_values(map_candidate(call, value_node),
+            values = self.candidate_values(map_candidate(call, value_node, self.atom_texts()),
                                            f"candidate values for {call.name}")
             outputs = run_values(values) if values else []
         stored = outputs_to_sqlite(outputs)
@@ -197,7 +232,8 @@ class StepRunner(Evaluator):
                              f"decided in Python, {len(passing)} of {len(values)} value(s) "
                              "pass", call=self.call_text(call))
                 table = self.temp_table("m", [(None, v) for v in passing], key=False)
-                return replace_node(tree, atom, member_lookup(lookup_table(table), value_node))
+                return replace_node(tree, atom, member_lookup(lookup_table(table),
+                                                              value_node), in_place=True)
         pairs = list(zip(values, stored, strict=True))
         if atom is not None:
             table = self.temp_table("m", pairs, index=False)
@@ -206,8 +242,9 @@ class StepRunner(Evaluator):
                 _, r = self.sql(null_test(atom, call), f"does a NULL output pass for {call.name}")
                 null_passes = bool(r and r[0][0])
             repl = filter_lookup(atom, call, table, value_node, null_passes)
-            return replace_node(tree, atom, repl)
-        return replace_call(tree, call.call_id, self.map_lookup_node(pairs, value_node))
+            return replace_node(tree, atom, repl, in_place=True)
+        return replace_call(tree, call.call_id, self.map_lookup_node(pairs, value_node),
+                            in_place=True)
 
     def compute_qa(self, ing: QAIngredient, call: IngredientCall) -> exp.Expression:
         """QA: evaluated once; scalar answer -> bound parameter, list -> temp table."""

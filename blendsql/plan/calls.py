@@ -179,6 +179,8 @@ def next_call(tree: exp.Expression, registry: IngredientRegistry,
               candidate: Callable[[IngredientCall], exp.Expression | None],
               cost: Callable[[IngredientCall], float] | None = None,
               known_ready: set[int] | None = None,
+              calls: list[IngredientCall] | None = None,
+              order_keys: dict[int, tuple[IngredientCall, tuple[int, int, int]]] | None = None,
               ) -> IngredientCall | None:
     """The next call to compute: one that is ready, in a good order.
 
@@ -196,19 +198,24 @@ def next_call(tree: exp.Expression, registry: IngredientRegistry,
     never adds one), so a ready call is never checked again; with it, the
     whole loop builds each call's candidate once instead of once per step
     (which made n AND-ed filters cost O(n^3)). Only the first group (by the
-    static order) that holds a ready call is examined.
+    static order) that holds a ready call is examined. ``calls``: the calls
+    in ``tree`` when the caller found them already (one walk per step, not two).
+    ``order_keys``: a memo of each call's static order key (kept by the caller
+    across steps; a call's depth does not change while it waits, and walking
+    up from every waiting call at every step made n filters cost n^3).
     """
-    all_calls = find_calls(tree)
+    all_calls = find_calls(tree) if calls is None else calls
     if len(all_calls) == 1:
         return all_calls[0]  # nothing to wait for
+    keys = {} if order_keys is None else order_keys
     groups: dict[tuple[int, int, int], list[IngredientCall]] = {}
     for c in all_calls:
         if any(isinstance(n, IngredientCall) for n in c.walk() if n is not c):
             continue
-        kind = kind_of(c, registry)
-        ing = registry.get(c.key_name)
-        needs = bool(getattr(ing, "needs_model", False))
-        groups.setdefault((0 if kind == "qa" else 1, -depth(c), int(needs)), []).append(c)
+        known = keys.get(c.call_id)
+        if known is None or known[0] is not c:
+            known = keys[c.call_id] = (c, _order_key(c, registry))
+        groups.setdefault(known[1], []).append(c)
 
     def is_ready(c: IngredientCall) -> bool:
         if kind_of(c, registry) not in ("map", "join"):
@@ -229,6 +236,13 @@ def next_call(tree: exp.Expression, registry: IngredientRegistry,
             return min(ready, key=lambda c: (cost(c), c.call_id))
         return min(ready, key=lambda c: c.call_id)
     return None
+
+
+def _order_key(c: IngredientCall, registry: IngredientRegistry) -> tuple[int, int, int]:
+    """QA calls first, then deeper scopes, then calls that need no model."""
+    ing = registry.get(c.key_name)
+    needs = bool(getattr(ing, "needs_model", False))
+    return (0 if kind_of(c, registry) == "qa" else 1, -depth(c), int(needs))
 
 
 def map_ingredient(call: IngredientCall, registry: IngredientRegistry) -> MapIngredient | None:
@@ -320,12 +334,29 @@ def call_key(call: IngredientCall) -> str:
 
 
 def twins(call: IngredientCall,
-          key_of: Callable[[IngredientCall], str] = call_key) -> list[IngredientCall]:
+          key_of: Callable[[IngredientCall], str] = call_key,
+          groups: dict[str, list[IngredientCall]] | None = None) -> list[IngredientCall]:
     """Calls in ``call``'s whole tree with the same :func:`call_key` (``call`` included).
 
     ``key_of``: a (memoised) key function; a call's key never changes, since
     its scope and arguments stay as they are until the call is replaced.
+    ``groups``: the tree's calls grouped by key once (:func:`group_by_key`)
+    and reused for every key, instead of a walk of the whole tree per key
+    (n identical-free calls cost n walks); calls no longer in ``call``'s
+    tree are left out.
     """
     key = key_of(call)
     root = cast(exp.Expression, call.root())
-    return [c for c in find_calls(root) if c is call or key_of(c) == key]
+    if groups is None:
+        return [c for c in find_calls(root) if c is call or key_of(c) == key]
+    same = [c for c in groups.get(key, ()) if c is call or c.root() is root]
+    return same if any(c is call for c in same) else [call, *same]
+
+
+def group_by_key(tree: exp.Expression, key_of: Callable[[IngredientCall], str] = call_key,
+                 ) -> dict[str, list[IngredientCall]]:
+    """The calls of ``tree`` grouped by their key, in text order (see :func:`twins`)."""
+    out: dict[str, list[IngredientCall]] = {}
+    for c in find_calls(tree):
+        out.setdefault(key_of(c), []).append(c)
+    return out

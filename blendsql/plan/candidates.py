@@ -23,7 +23,7 @@ from blendsql.plan.calls import (
     source_names,
     visible_ctes,
 )
-from blendsql.plan.relax import relax_scope
+from blendsql.plan.relax import AtomTexts, relax_predicate, relax_scope
 
 VALUE_ALIAS = "__bsql_v"
 
@@ -42,18 +42,35 @@ def outer_tables(scope: exp.Select) -> frozenset[str]:
     """Table qualifiers used at the scope's own level that name no source of it.
 
     Why: such references are correlations to an outer query; the candidate
-    query runs alone, so predicates using them are relaxed.
+    query runs alone, so predicates using them are relaxed. A scope with no
+    enclosing SELECT has no outer query: nothing to look for (a walk of its
+    whole WHERE per candidate made n AND-ed filters cost n^2 node visits).
     """
+    if scope_of(scope) is None:
+        return frozenset()
     names = set(source_names(scope))
     out: set[str] = set()
     for key in ("where", "having"):
         clause = scope.args.get(key)
         if clause is None:
             continue
-        for col in clause.find_all(exp.Column):
-            if col.table and col.table.lower() not in names and scope_of(col) is scope:
+        for col in own_level(clause, exp.Column):
+            if col.table and col.table.lower() not in names:
                 out.add(col.table.lower())
     return frozenset(out)
+
+
+def own_level(node: exp.Expression, kind: type[exp.Expression]) -> list[Any]:
+    """Nodes of type ``kind`` under ``node`` that belong to its SELECT (no nested SELECT
+    between them): one top-down walk, instead of walking up from every node found."""
+    out: list[Any] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kind):
+            out.append(n)
+        stack.extend(c for c in n.iter_expressions() if not isinstance(c, exp.Select))
+    return out
 
 
 def _order_depends_on_calls(scope: exp.Select) -> bool:
@@ -98,24 +115,32 @@ def _group_covers(scope: exp.Select, value: exp.Expression) -> bool:
     return bool(cols) and all(c.sql().lower() in keys for c in cols)
 
 
-def map_candidate(call: IngredientCall, value: exp.Expression) -> exp.Select:
+def map_candidate(call: IngredientCall, value: exp.Expression,
+                  texts: AtomTexts | None = None) -> exp.Select:
     """``SELECT DISTINCT <value>`` over the call's scope, relaxed: the values to compute.
 
     ``value`` is the call's value argument (a node inside the scope).
     GROUP BY / HAVING are kept only when the value is an aggregate or a
     function of group keys; ORDER BY + LIMIT / OFFSET only when
     :func:`can_keep_limit` says no ingredient decides which rows come first.
+    ``texts``: the run's cache of plain atoms' SQL (see
+    :func:`~blendsql.plan.relax.relax_predicate`).
     """
     scope = effective_scope(call, value)
     if scope is None:
         return exp.select(value.copy()).distinct(copy=False)
-    relaxed, outer_join_relaxed = relax_scope(scope, outer_tables(scope) or None)
+    relaxed, outer_join_relaxed = relax_scope(scope, outer_tables(scope) or None, texts)
     cand = exp.Select()
     for key in ("from_", "joins"):
         if relaxed.args.get(key) is not None:
             cand.set(key, relaxed.args[key])
     if relaxed.args.get("where") is not None and not outer_join_relaxed:
         cand.set("where", relaxed.args["where"])
+        decided = decided_rows(scope, call, outer_tables(scope) or None, texts)
+        if decided is not None:
+            kept = exp.Is(this=exp.Paren(this=decided), expression=exp.true())
+            cand.set("where", exp.Where(this=exp.and_(
+                relaxed.args["where"].this, exp.not_(exp.Paren(this=kept)), copy=False)))
     if has_aggregate(value) or _group_covers(scope, value):
         cand.set("group", relaxed.args.get("group"))
         if not outer_join_relaxed:
@@ -135,6 +160,60 @@ def map_candidate(call: IngredientCall, value: exp.Expression) -> exp.Select:
     cand.set("expressions", [value.copy()])
     cand.set("distinct", exp.Distinct())
     return _with_ctes(cand, scope)
+
+
+def decided_rows(scope: exp.Select, call: IngredientCall, outer_refs: frozenset[str] | None,
+                 texts: AtomTexts | None = None) -> exp.Expression | None:
+    """The rows ``scope``'s WHERE keeps whatever ``call`` returns, when there can be any.
+
+    Why: under ``A OR {{M(x)}}`` a row where ``A`` holds is kept whatever
+    ``M`` says, so ``M`` need not see its value; the same for ``{{M1(x)}} OR
+    {{M2(y)}}`` once the cheaper ``M1`` is computed (its lookup is then plain
+    SQL). The WHERE with every uncomputed call's atom at its *least* passing
+    constant (:func:`~blendsql.plan.relax.relax_predicate` with ``least``)
+    is TRUE exactly on rows kept for any outputs: AND / OR / NOT are
+    monotone, so larger outputs only keep more. The candidate leaves those
+    rows out; the final query's lookup there (no output computed) cannot
+    change the result.
+
+    None unless ``call`` is in ``scope``'s own WHERE (not in the SELECT list,
+    GROUP BY, ORDER BY, HAVING, nor a nested SELECT: there every row's value
+    is needed) and an OR or a NOT lies between the WHERE and the call's atom
+    (under AND alone no row is kept whatever the call says).
+    """
+    where = scope.args.get("where")
+    if where is None or scope_of(call) is not scope:
+        return None
+    node: Any = call
+    path: list[exp.Expression] = []
+    while node is not None and node is not where:
+        path.append(node)
+        node = node.parent
+    if node is None:
+        return None
+    if not any(isinstance(n, (exp.Or, exp.Not)) for n in path):
+        return None
+    decided = relax_predicate(where.this, outer_refs, least=True, texts=texts)
+    return None if _constant(decided) is False else decided
+
+
+def _constant(node: Any) -> bool | None:
+    """The truth value of a predicate made only of TRUE / FALSE, AND, OR, NOT and
+    parentheses (``NOT TRUE`` is FALSE), or None when it depends on a row."""
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Paren):
+        return _constant(node.this)
+    if isinstance(node, exp.Not):
+        inner = _constant(node.this)
+        return None if inner is None else not inner
+    if isinstance(node, (exp.And, exp.Or)):
+        left, right = _constant(node.left), _constant(node.right)
+        absorbing = isinstance(node, exp.Or)  # TRUE absorbs OR, FALSE absorbs AND
+        if absorbing in (left, right):
+            return absorbing
+        return None if None in (left, right) else not absorbing
+    return None
 
 
 def null_calls(projection: exp.Expression) -> exp.Expression:

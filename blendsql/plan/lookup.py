@@ -47,28 +47,31 @@ def qa_list(table: str) -> exp.Expression:
 
 
 def replace_call(tree: exp.Expression, call_id: int, replacement: exp.Expression,
-                 ) -> exp.Expression:
+                 in_place: bool = False) -> exp.Expression:
     """Copy of ``tree`` with call ``call_id`` replaced by ``replacement``.
 
     A list-valued replacement under ``IN`` (``x IN <<QA()>>``) becomes the
-    IN's subquery.
+    IN's subquery. ``in_place``: ``tree`` is the caller's own working copy
+    and ``replacement`` a node built for this one use, so neither is copied
+    (the engine copies a query's tree once, not once per computed call).
     """
-    out = tree.copy()
+    out = tree if in_place else tree.copy()
+    new = replacement if in_place else replacement.copy()
     for c in out.find_all(IngredientCall):
         if c.call_id != call_id:
             continue
         target = in_target(c)
         if target is not None:  # x IN <<QA()>>: the answer is the set
             target.set("field", None)
-            if isinstance(replacement, exp.Subquery):
+            if isinstance(new, exp.Subquery):
                 target.set("expressions", [])
-                target.set("query", replacement.copy())
+                target.set("query", new)
             else:
-                target.set("expressions", [replacement.copy()])
+                target.set("expressions", [new])
         elif c is out:
-            return replacement.copy()
+            return new
         else:
-            c.replace(replacement.copy())
+            c.replace(new)
         break
     return out
 
@@ -205,12 +208,18 @@ def null_test(atom: exp.Expression, call: IngredientCall) -> exp.Expression:
 
 
 def replace_node(tree: exp.Expression, target: exp.Expression,
-                 replacement: exp.Expression) -> exp.Expression:
+                 replacement: exp.Expression, in_place: bool = False) -> exp.Expression:
     """Copy of ``tree`` with the node at ``target``'s position replaced.
 
     Why positions: rules must not mutate their input; the target is found
-    in the copy by its path of argument keys from the root.
+    in the copy by its path of argument keys from the root. ``in_place``
+    (as for :func:`replace_call`): ``target`` itself is replaced in ``tree``.
     """
+    if in_place:
+        if target is tree:
+            return replacement
+        target.replace(replacement)
+        return tree
     path: list[tuple[str, int | None]] = []
     n: Any = target
     while n.parent is not None:

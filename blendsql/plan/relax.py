@@ -51,59 +51,79 @@ def polarity(node: exp.Expression, root: exp.Expression) -> bool:
     return neg % 2 == 0
 
 
+#: rendered text of plain atoms, by ``id``, with the atom (so an id is never reused)
+AtomTexts = dict[int, tuple[exp.Expression, str]]
+
+
 def relax_predicate(pred: exp.Expression, outer_refs: frozenset[str] | None = None,
-                    copy: bool = True) -> exp.Expression:
+                    least: bool = False, texts: AtomTexts | None = None) -> exp.Expression:
     """Copy of boolean ``pred`` with each uncomputed call's atom made a constant.
 
-    A call inside a subquery relaxes the predicate around that subquery. With ``outer_refs`` (table names not in this scope), atoms that
-    reference such a table (a correlated predicate, which cannot run on its
-    own) are relaxed the same way. ``copy=False``: ``pred`` is the caller's
-    own copy, relaxed in place (it must then not be used but for the result).
+    A call inside a subquery relaxes the predicate around that subquery. With
+    ``outer_refs`` (table names not in this scope), atoms that reference such
+    a table (a correlated predicate, which cannot run on its own) are relaxed
+    the same way. ``least``: each such atom takes the constant that lets the
+    *fewest* rows through (FALSE in positive position, TRUE under an odd
+    number of NOTs): where that copy is TRUE, ``pred`` is TRUE whatever the
+    calls return (see :func:`blendsql.plan.candidates.decided_rows`).
+
+    Built top-down in one pass: the AND / OR / NOT / parentheses from the
+    root are rebuilt, each atom below them (:func:`predicate_atom`) is either
+    copied or, when it holds a call, replaced by its constant without being
+    copied. Why not copy everything and then replace: a WHERE of n
+    ingredient filters made every candidate copy n calls only to drop them
+    (n AND-ed filters cost n^2 copied nodes).
+
+    ``texts``: a run's cache of plain atoms' SQL. With it a plain atom (a
+    user's predicate, a computed call's lookup) is not copied but stands in
+    the copy as its text (``exp.Var``), rendered once per run: a cascade of n
+    filters puts up to n lookups in every later candidate. The caller owns
+    the tree and never changes a plain atom in place (a computed call's
+    lookup replaces the call's atom, never a plain one).
     """
-    out = pred.copy() if copy else pred
-    wrapper = exp.Paren(this=out)
-    # found once: replacing an atom only removes nodes, so every node still to
-    # relax is in this list (a tree walk per replacement made n calls cost n^2)
-    todo: list[exp.Expression] = list(wrapper.find_all(IngredientCall))
-    if outer_refs:
-        todo += [c for c in wrapper.find_all(exp.Column)
-                 if c.table and c.table.lower() in outer_refs
-                 and same_scope(c, wrapper)]
-    for c in todo:
-        if not _attached(c, wrapper):
-            continue  # inside an atom relaxed already
-        atom = predicate_atom(_scope_level(c, wrapper), wrapper)
-        atom.replace(exp.true() if polarity(atom, wrapper) else exp.false())
+    wrapper = exp.Paren()
+    stack: list[tuple[exp.Expression, exp.Expression, str, bool]] = [
+        (pred, wrapper, "this", True)]
+    while stack:
+        node, parent, key, positive = stack.pop()
+        out: exp.Expression
+        if isinstance(node, _CONNECTIVES):
+            out = node.__class__()
+            for k, v in node.args.items():
+                if isinstance(v, exp.Expression):
+                    stack.append((v, out, k, positive != isinstance(node, exp.Not)))
+                elif v is not None:
+                    out.set(k, v)
+        elif texts is not None and texts.get(id(node), (None,))[0] is node:
+            out = exp.Var(this=texts[id(node)][1])
+        elif _relaxes(node, outer_refs):
+            out = exp.true() if positive != least else exp.false()
+        elif texts is not None:
+            text = str(node.sql(dialect="sqlite"))
+            texts[id(node)] = (node, text)
+            out = exp.Var(this=text)
+        else:
+            out = node.copy()
+        parent.set(key, out)
     return wrapper.this
 
 
-def _attached(node: exp.Expression, root: exp.Expression) -> bool:
-    """True while ``node`` is still part of ``root``'s tree."""
-    p: Any = node
-    while p is not None:
-        if p is root:
-            return True
-        p = p.parent
-    return False
-
-
-def _scope_level(node: exp.Expression, root: exp.Expression) -> exp.Expression:
-    """``node`` itself, or the outermost subquery of ``root``'s scope that holds it.
-
-    Why: a call inside a subquery (``(SELECT COUNT(*) ... WHERE {{M()}}) > 0``)
-    decides the truth of the predicate around that subquery.
-    """
-    top = node
-    p = node.parent
-    while p is not None and p is not root:
-        if isinstance(p, (exp.Subquery, exp.Select)):
-            top = p
-        p = p.parent
-    return top
+def _relaxes(atom: exp.Expression, outer_refs: frozenset[str] | None) -> bool:
+    """True when ``atom`` holds an uncomputed call, or a column of ``outer_refs``
+    at its own level (not inside a nested SELECT)."""
+    if isinstance(atom, IngredientCall) or any(  # the common atoms first: M(x), M(x) = v
+            isinstance(c, IngredientCall) for c in atom.iter_expressions()):
+        return True
+    if atom.find(IngredientCall) is not None:
+        return True
+    if not outer_refs:
+        return False
+    return any(c.table and c.table.lower() in outer_refs and same_scope(c, atom)
+               for c in atom.find_all(exp.Column))
 
 
 def relax_scope(select: exp.Select, outer_refs: frozenset[str] | None = None,
-                ) -> tuple[exp.Select, bool]:
+                texts: AtomTexts | None = None) -> tuple[exp.Select, bool]:
     """Relax uncomputed calls in a SELECT's WHERE, HAVING and JOIN ... ON.
 
     Returns a SELECT holding relaxed copies of FROM / JOIN / WHERE / GROUP BY /
@@ -113,22 +133,46 @@ def relax_scope(select: exp.Select, outer_refs: frozenset[str] | None = None,
     caller must then also drop WHERE to stay a superset.
     """
     out = exp.Select()
-    for key in ("from_", "joins", "where", "group", "having"):
+    outer_relaxed = False
+    for key in ("from_", "group"):
         part = select.args.get(key)
         if part is not None:
-            out.set(key, [j.copy() for j in part] if isinstance(part, list) else part.copy())
-    outer_relaxed = False
+            out.set(key, part.copy())
     for key in ("where", "having"):
-        clause = out.args.get(key)
-        if clause is not None and (_has_local_call(clause.this) or outer_refs):
-            clause.set("this", relax_predicate(clause.this, outer_refs, copy=False))
-    for j in out.args.get("joins") or []:
+        clause = select.args.get(key)
+        if clause is not None and (texts is not None or outer_refs
+                                   or _has_local_call(clause.this)):
+            out.set(key, clause.__class__(this=relax_predicate(clause.this, outer_refs,
+                                                               texts=texts)))
+        elif clause is not None:
+            out.set(key, clause.copy())
+    joins = []
+    for j in select.args.get("joins") or []:
         on = j.args.get("on")
         if on is not None and _has_local_call(on):
-            j.set("on", relax_predicate(on, outer_refs, copy=False))
+            joins.append(_copy_with(j, "on", relax_predicate(on, outer_refs, texts=texts)))
             if (j.side or "").upper() in ("LEFT", "RIGHT", "FULL"):
                 outer_relaxed = True
+        else:
+            joins.append(j.copy())
+    if joins:
+        out.set("joins", joins)
     return out, outer_relaxed
+
+
+def _copy_with(node: exp.Expression, key: str, value: exp.Expression) -> exp.Expression:
+    """Copy of ``node`` whose ``key`` argument is ``value`` (the old one is not copied)."""
+    out = node.__class__()
+    for k, v in node.args.items():
+        if k == key:
+            out.set(k, value)
+        elif isinstance(v, exp.Expression):
+            out.set(k, v.copy())
+        elif isinstance(v, list):
+            out.set(k, [x.copy() if isinstance(x, exp.Expression) else x for x in v])
+        elif v is not None:
+            out.set(k, v)
+    return out
 
 
 def _has_local_call(e: exp.Expression) -> bool:

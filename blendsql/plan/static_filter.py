@@ -95,5 +95,5 @@ def passing_values(atom: exp.Expression, call: IngredientCall, values: list[Any]
 
 def member_lookup(table: exp.Table, value: exp.Expression) -> exp.Expression:
     """``(<value> IN (SELECT v FROM <table>))``: the row's value is one that passed."""
-    sub = exp.select(exp.column("v")).from_(table, copy=False)
+    sub = exp.Select(expressions=[exp.column("v")], from_=exp.From(this=table))
     return exp.Paren(this=exp.In(this=value.copy(), query=exp.Subquery(this=sub)))
