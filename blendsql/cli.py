@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="an option, as for run (repeatable)")
 
     schema = sub.add_parser("schema", help="list the tables and columns of a database")
-    schema.add_argument("db", help="SQLite file, CSV file, or 'example'")
+    schema.add_argument("db", help="SQLite / DuckDB file, Parquet / CSV file, postgresql:// URL, "
+                                   "or 'example'")
     schema.add_argument("--all", action="store_true",
                         help="also show metadata tables (_columns, _tables)")
     _add_chat_parser(sub)
@@ -490,51 +491,75 @@ def _shadow_tables(names: Sequence[str], fts: Sequence[str]) -> set[str]:
     return {f"{t}{s}" for t in fts for s in suffixes} & set(names)
 
 
-def describe_schema(conn: sqlite3.Connection, show_meta: bool = False) -> str:
-    """Tables, their row counts and columns (with types and original headers)."""
-    from blendsql.db.documents import fts_tables, quote_ident
-    from blendsql.db.loaders import META_COLUMNS, META_TABLES, column_map
+def _original_headers(db: Any) -> dict[str, dict[str, str]]:
+    """table -> SQL column name -> original header text, from a loader's ``_columns`` table."""
+    from blendsql.db.backend import quote
+    from blendsql.db.loaders import META_COLUMNS
 
-    names = [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
-        "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-    fts = fts_tables(conn)
-    hidden = _shadow_tables(names, fts)
-    if not show_meta:
-        hidden |= {META_COLUMNS, META_TABLES}
-    lines: list[str] = []
-    for name in names:
-        if name in hidden:
-            continue
-        n = conn.execute(f"SELECT COUNT(*) FROM {quote_ident(name)}").fetchone()[0]
-        kind = "FTS5 documents, " if name in fts else ""
-        lines.append(f"{name} ({kind}{n} rows)")
-        originals = column_map(conn, name)
-        for col in conn.execute(f"PRAGMA table_info({quote_ident(name)})"):
-            col_name, col_type = col[1], col[2] or ""
-            original = originals.get(col_name)
-            note = f"  -- {original!r}" if original is not None and original != col_name else ""
-            lines.append(f"  {col_name} {col_type}".rstrip() + note)
+    try:
+        _, rows = db.execute(f"SELECT table_name, name, original FROM {quote(META_COLUMNS)} "
+                             "ORDER BY table_name, position")
+    except BlendSQLError:  # not the loader's layout: no original headers to show
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for table, name, original in rows:
+        out.setdefault(str(table), {})[str(name)] = original
+    return out
+
+
+def describe_schema(db: Any, show_meta: bool = False) -> str:
+    """Tables, their row counts and columns (with types and original headers).
+
+    ``db``: a ``Backend`` or anything ``blendsql.db.backend.open_database``
+    takes (a SQLite path or connection, a DuckDB file, Parquet / CSV, a
+    PostgreSQL URL); read through the backend's traced, read-only path. A
+    backend opened here is closed again; one passed in (or a handed-in
+    connection) stays open.
+    """
+    from blendsql.db.backend import Backend, open_database
+    from blendsql.db.loaders import META_COLUMNS, META_TABLES
+
+    backend = open_database(db)
+    try:
+        with backend.session():
+            try:
+                names = backend.tables()
+            except ExecutionError as e:  # the first read: the file is not this kind of database
+                where = db if isinstance(db, (str, Path)) and "://" not in str(db) else (
+                    f"the {backend.name} database")  # a URL may hold a password: not shown
+                raise ExecutionError(f"cannot read {where}: {e.message.splitlines()[0]}",
+                                     hint=f"is it a {backend.name} database?") from e
+            fts = set(backend.fts_tables())
+            hidden = _shadow_tables(names, sorted(fts))
+            if not show_meta:
+                hidden |= {META_COLUMNS, META_TABLES}
+            originals = _original_headers(backend) if META_COLUMNS in names else {}
+            lines: list[str] = []
+            for name in names:
+                if name in hidden:
+                    continue
+                kind = "FTS5 documents, " if name in fts else ""
+                lines.append(f"{name} ({kind}{backend.row_count(name)} rows)")
+                headers = originals.get(name, {})
+                for col_name, col_type in backend.table_columns(name):
+                    original = headers.get(col_name)
+                    note = (f"  -- {original!r}"
+                            if original is not None and original != col_name else "")
+                    lines.append(f"  {col_name} {col_type}".rstrip() + note)
+    finally:
+        if not isinstance(db, Backend):
+            backend.close()
     return "\n".join(lines) if lines else "(no tables)"
 
 
 def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``blendsql schema``: list tables and columns, opened read-only."""
+    """``blendsql schema``: list tables and columns, opened read-only (any backend ``run`` takes)."""
     db = open_source(args.db)
-    if isinstance(db, str) or (isinstance(db, Path) and db.suffix.lower() in (
-            ".duckdb", ".ddb", ".parquet")):
-        raise ExecutionError("blendsql schema reads SQLite databases only",
-                             hint="run: blendsql run DB \"SELECT * FROM information_schema.columns\"")
     try:
-        conn = db if isinstance(db, sqlite3.Connection) else sqlite3.connect(
-            f"file:{db}?mode=ro", uri=True)
-        try:
-            print(describe_schema(conn, args.all), file=out)
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as e:
-        raise ExecutionError(f"cannot read {db}: {e}",
-                             hint="is it a SQLite database file?") from e
+        print(describe_schema(str(db) if isinstance(db, Path) else db, args.all), file=out)
+    finally:
+        if isinstance(db, sqlite3.Connection):  # a CSV loaded in memory by open_source
+            db.close()
     return 0
 
 

@@ -1,7 +1,7 @@
 """The known session / execute options, typed and validated in one place.
 
-Why: ``BlendSQL(db, lazzy=False)`` used to be accepted silently, so a typo
-quietly ran the query with the default behaviour. Every option the engine
+Why: a mistyped option (``BlendSQL(db, lazzy=False)``) must fail, not
+quietly run the query with the default behaviour. Every option the engine
 reads (``run.options.get(name, default)``) is declared here with its type
 and a one-line meaning; ``BlendSQL(...)`` keyword options and
 ``execute(query, **options)`` are both checked against this table, and an

@@ -144,6 +144,67 @@ def test_describe_schema_meta_tables_on_request() -> None:
     assert cli.describe_schema(sqlite3.connect(":memory:")) == "(no tables)"
 
 
+def _schema_lines(*argv: str) -> list[str]:
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["schema", *argv], stdout=out, stderr=err) == 0, err.getvalue()
+    return out.getvalue().splitlines()
+
+
+@pytest.fixture
+def loaded_sqlite(tmp_path: Path) -> Path:
+    """A SQLite file as the loader writes it (a typed table + its original headers)."""
+    path = tmp_path / "players.db"
+    frame = pd.DataFrame({"Player Name": ["Ann", "Bo"], "Goals": [1203, 7]})
+    from_frames({"players": frame}, None, path).close()
+    return path
+
+
+def test_schema_of_a_duckdb_file(loaded_sqlite: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    from blendsql.db.transfer import sqlite_to_duckdb
+
+    target = sqlite_to_duckdb(loaded_sqlite, loaded_sqlite.with_suffix(".duckdb"))
+    con = duckdb.connect(str(target))
+    con.execute("CREATE VIEW scorers AS SELECT player_name FROM players WHERE goals > 100")
+    con.close()
+    assert _schema_lines(str(target)) == [
+        "players (2 rows)",
+        "  player_name VARCHAR  -- 'Player Name'",
+        "  goals BIGINT  -- 'Goals'",
+        "scorers (1 rows)",
+        "  player_name VARCHAR",
+    ]
+    assert "_columns (2 rows)" in _schema_lines(str(target), "--all")
+    # the same listing, read-only, when a Parquet file opens an in-memory DuckDB
+    parquet = loaded_sqlite.with_suffix(".parquet")
+    con = duckdb.connect(str(target), read_only=True)
+    con.execute(f"COPY players TO '{parquet}' (FORMAT parquet)")
+    con.close()
+    assert _schema_lines(str(parquet)) == [
+        "players (2 rows)", "  player_name VARCHAR", "  goals BIGINT"]
+
+
+def test_schema_of_a_file_that_is_no_duckdb_database(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    bogus = tmp_path / "x.duckdb"
+    bogus.write_text("this is not duckdb")
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["schema", str(bogus)], stdout=out, stderr=err) == 2
+    assert err.getvalue().startswith("error: ") and "Hint:" in err.getvalue()
+
+
+def test_schema_of_a_postgres_database(loaded_sqlite: Path, postgres_server: Any) -> None:
+    from blendsql.db.transfer import sqlite_to_postgres
+
+    url = str(postgres_server.create_db("cli_schema"))
+    sqlite_to_postgres(loaded_sqlite, url)
+    assert _schema_lines(url) == [
+        "players (2 rows)",
+        "  player_name text  -- 'Player Name'",
+        "  goals bigint  -- 'Goals'",
+    ]
+
+
 # ------------------------------------------------------------ resolution helpers
 
 

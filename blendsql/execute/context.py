@@ -1,9 +1,9 @@
 """What the rule helpers and the planner may use of a run: a Protocol, nothing concrete.
 
 Why: ``execute.lazy``, ``execute.preagg``, ``execute.project``,
-``execute.optimise`` and ``execute.explain`` used to import the engine's
-``Run`` back (for typing, and inside functions), an import cycle. They
-depend on this Protocol instead; :class:`blendsql.execute.engine.Run`
+``execute.optimise`` and ``execute.explain`` are imported by the engine, so
+importing its ``Run`` back (for typing, or inside a function) would be an
+import cycle. They depend on this Protocol instead; :class:`blendsql.execute.engine.Run`
 satisfies it (``tests/engine/test_import_graph.py`` keeps ``execute`` and
 ``plan`` free of cycles).
 """

@@ -1,7 +1,7 @@
 """The interpreter: a query runs (or is planned) as a sequence of typed steps.
 
-Why: the engine's loop and ``BlendSQL.plan()``'s dry run used to walk the
-query each in its own way, so the plan could drift from what runs. Here one
+Why: the engine's loop and ``BlendSQL.plan()``'s dry run walk the query
+through the same steps, so the plan cannot drift from what runs. One
 function, :func:`next_step`, decides what happens next from the walk's
 state (prepare the tree, compute the next ready call under cost order, the
 final query, the late maps), and :func:`interpret` dispatches each step to

@@ -199,8 +199,9 @@ def check_nesting(text: str, limit: int = MAX_NESTING) -> None:
     """Refuse parentheses nested deeper than ``limit``, pointing at the first too deep.
 
     Why: the scanner, sqlglot and the planner recurse once (or more) per
-    level; 10,000 nested parentheses used to end in a RecursionError deep
-    inside a library. Real queries nest a handful of levels.
+    level, so very deep nesting (10,000 parentheses) would end in a
+    RecursionError deep inside a library; this check stops it first with a
+    ParseError at the spot. Real queries nest a handful of levels.
     """
     depth = 0
     for m in _NEST_RE.finditer(text):
@@ -745,8 +746,9 @@ def _ancestors(node: exp.Expression, stop: exp.Expression) -> list[Any]:
 def _check_column_ref(ctx: _Ctx, arg: Arg, s: str) -> None:
     """A string that is shaped like ``'table::column'`` but is not a valid one.
 
-    Why: ``'city::'`` used to reach the ingredient as the literal text, so a
-    typo silently changed the query's meaning. A string is a column-reference
+    Why: a malformed reference such as ``'city::'`` would otherwise reach the
+    ingredient as literal text, and a typo would silently change the query's
+    meaning; it is a ParseError (``code="column_ref"``). A string is a column-reference
     *attempt* when it contains ``::`` and what precedes the first ``::`` is
     empty or one identifier-like word (``'What is 10::20?'`` is not: its head
     has spaces / starts with a digit, so it stays a string).

@@ -64,16 +64,6 @@ def scope_of(node: exp.Expression) -> exp.Select | None:
     return p
 
 
-def nested_calls(node: exp.Expression, scope: exp.Select) -> list[IngredientCall]:
-    """Calls under ``node`` whose scope is a SELECT nested inside ``scope``.
-
-    Why: a candidate query may relax calls of its own scope, but calls in
-    nested SELECTs (derived tables, subqueries, CTEs) cannot be relaxed
-    soundly (aggregates, LIMIT), so they must be computed first.
-    """
-    return [c for c in find_calls(node) if scope_of(c) is not scope]
-
-
 def has_aggregate(e: exp.Expression) -> bool:
     """True when ``e`` contains an aggregate function outside nested SELECTs."""
     for n in e.walk():

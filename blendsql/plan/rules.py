@@ -1,8 +1,8 @@
 """The planning rules, in the order they apply: one list, each rule named and switchable.
 
-Why a list: the order of the rewrites used to live in the engine's control
-flow, so reading, testing or switching off one rule meant reading the whole
-loop. As sqlglot's optimizer lists its rules, :data:`RULES` holds them here
+Why a list: the order of the rewrites is data, not the engine's control
+flow, so one rule can be read, tested or switched off without reading the
+whole loop. As sqlglot's optimizer lists its rules, :data:`RULES` holds them here
 in order; the engine applies the tree rules by iterating it
 (:func:`apply_stage`) and asks :func:`rule_on` before each per-call
 decision. Every rule has a golden fixture (``tests/plan_rules/fixtures/

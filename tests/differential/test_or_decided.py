@@ -1,4 +1,4 @@
-"""Under OR, no value reaches an ingredient from a row another branch already keeps (issue 26).
+"""Under OR, no value reaches an ingredient from a row another branch already keeps.
 
 Each case is a BlendSQL query with deterministic recording ingredients, its
 plain-SQL twin, and for each ingredient (``Name`` or ``Name:question``) the

@@ -1,4 +1,4 @@
-"""The engine's hot path, by counts (issue 26): tree copies per query, planning work per filter.
+"""The engine's hot path, by counts: tree copies per query, planning work per filter.
 
 No timings here (the machine is shared); ``benchmarks/hot_path.py`` and
 ``benchmarks/many_filters.py`` record the seconds.

@@ -1,8 +1,8 @@
 """No import cycles inside ``blendsql/execute`` and ``blendsql/plan``.
 
-Why: ``execute/engine.py``'s ``Run`` used to be imported back by the helper
-modules it imports (under ``TYPE_CHECKING`` and inside functions), so no
-part could be read, tested or replaced without the whole engine. Every
+Why: a helper module that imports ``execute/engine.py``'s ``Run`` back
+(under ``TYPE_CHECKING`` or inside a function) ties itself to the whole
+engine, so it cannot be read, tested or replaced on its own. Every
 import statement counts here, wherever it stands (module level, a
 ``TYPE_CHECKING`` block, a function body): a cycle hidden in a function is
 still a cycle in the design.
