@@ -73,12 +73,15 @@ def twin_connection(db: Path) -> sqlite3.Connection:
 
 @contextmanager
 def counting_copies() -> Iterator[Counter[str]]:
-    """Count sqlglot tree copies (``Expression.__deepcopy__``, which ``copy()`` calls)."""
+    """Count sqlglot copies (``Expression.__deepcopy__``, which ``copy()`` calls): ``copies``
+    all of them, ``trees`` those of a whole query (no parent)."""
     counts: Counter[str] = Counter()
     original = exp.Expression.__deepcopy__
 
     def counted(self: exp.Expression, memo: Any) -> exp.Expression:
         counts["copies"] += 1
+        if self.parent is None and isinstance(self, exp.Query):
+            counts["trees"] += 1
         return original(self, memo)
 
     exp.Expression.__deepcopy__ = counted  # type: ignore[method-assign]

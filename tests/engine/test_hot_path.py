@@ -7,18 +7,18 @@ No timings here (the machine is shared); ``benchmarks/hot_path.py`` and
 from __future__ import annotations
 
 import sqlite3
-from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlglot import exp
 
 from blendsql import BlendSQL
 from blendsql.ingredients.base import MapIngredient
-from blendsql.plan import candidates
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.hot_path import counting_copies  # noqa: E402 - the benchmark's own counters
+from benchmarks.many_filters import counting_builds  # noqa: E402
 
 WORLD = Path(__file__).resolve().parents[1] / "data" / "spider" / "world_1" / "world_1.sqlite"
 ONE_MAP = ("SELECT Name FROM city WHERE CountryCode = 'NLD' "
@@ -39,42 +39,6 @@ class Has(MapIngredient):
         return [str(question)[-1] not in str(v) for v in values]
 
 
-@contextmanager
-def counting_copies() -> Iterator[Counter[str]]:
-    """Count ``Expression`` copies: all of them, and those of a whole tree (no parent)."""
-    counts: Counter[str] = Counter()
-    original = exp.Expression.__deepcopy__
-
-    def counted(self: exp.Expression, memo: Any) -> exp.Expression:
-        counts["all"] += 1
-        if self.parent is None and isinstance(self, exp.Query):
-            counts["trees"] += 1
-        return original(self, memo)
-
-    exp.Expression.__deepcopy__ = counted  # type: ignore[method-assign]
-    try:
-        yield counts
-    finally:
-        exp.Expression.__deepcopy__ = original  # type: ignore[method-assign]
-
-
-@contextmanager
-def counting_builds() -> Iterator[list[int]]:
-    """Count candidate queries built (``relax_scope`` calls from ``map_candidate``)."""
-    count = [0]
-    original = candidates.relax_scope
-
-    def counted(*a: Any, **kw: Any) -> Any:
-        count[0] += 1
-        return original(*a, **kw)
-
-    candidates.relax_scope = counted  # type: ignore[assignment]
-    try:
-        yield count
-    finally:
-        candidates.relax_scope = original
-
-
 def test_one_map_query_copies_its_tree_once() -> None:
     with BlendSQL(WORLD, ingredients=[StartsWith], cache=False) as b:
         b.execute(ONE_MAP)  # warm: the parse and the prepared tree are cached
@@ -82,7 +46,7 @@ def test_one_map_query_copies_its_tree_once() -> None:
             s = b.execute(ONE_MAP)
     assert len(s.df) == 6
     assert counts["trees"] == 1, counts
-    assert counts["all"] <= 6, counts  # the tree, FROM / WHERE parts of the candidate, values
+    assert counts["copies"] <= 6, counts  # the tree, FROM / WHERE parts of the candidate, values
 
 
 def test_tree_copies_do_not_grow_with_calls() -> None:
