@@ -213,13 +213,13 @@ BENCHES: tuple[Bench, ...] = (
           _accuracies("scores.all.execution", ("edit", "fresh", "combined")),
           "hours (2 processes)", ("eval-model", "data:splash", "data:spider"), pending=True),
     Bench("hybridqa", "HybridQA report questions, 150: program + fallback, program alone, "
-          "end-to-end", "benchmarks/README.md (quality: not yet measured again)",
+          "end-to-end", "README.md, benchmarks/README.md (HybridQA)",
           (_shards("hybridqa.py", "hybridqa_report", "--n", "150"),
            one(cmd("hybridqa.py", "--combine", *_parts("hybridqa_report"), "--out",
                    "benchmarks/results/hybridqa_report.jsonl"))),
           "benchmarks/results/hybridqa_report.summary.json",
           _accuracies("modes", ("blendsql_fallback", "blendsql", "end_to_end")),
-          "hours (2 processes)", ("eval-model", "data:hybridqa"), pending=True),
+          "~1.5 h (2 processes)", ("eval-model", "data:hybridqa")),
     Bench("sembench", "SemBench's movie queries Q1-Q10 on the report movies, in every LLMMap "
           "decision mode side by side (default, scored, contextual, labels, claim, examples, "
           "cascade from SmolLM2)", "benchmarks/README.md (quality: not yet measured again)",
