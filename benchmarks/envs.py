@@ -44,6 +44,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.request
 import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -481,6 +482,39 @@ def describe(name: str) -> str:
         return "Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF from 22 PyPI chunks (1.1 GB)"
     peer = _peer(name)
     return f"{' '.join(peer.requirements)}: {peer.note}"
+
+
+# ---------------------------------------------------------------- servers the benchmarks start
+
+
+def wait_until_up(proc: subprocess.Popen[bytes], base: str, timeout: float, log: Path) -> None:
+    """Until ``base``/models answers 200; an error with the log's tail if the server exits
+    or stays silent past ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited {proc.returncode}:\n{log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(base + "/models", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the server did not answer within {timeout:.0f} s:\n"
+                               f"{log.read_text()[-2000:]}")
+        time.sleep(0.2)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate the process we started; kill it if it does not end in 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -54,7 +54,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -202,26 +201,10 @@ def running_server(cmd: list[str], port: int, timeout: float = 120) -> Iterator[
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
     base = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited {proc.returncode}:\n{log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(base + "/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"server not up in {timeout}s:\n{log.read_text()[-2000:]}") from None
-                time.sleep(0.25)
+        envs.wait_until_up(proc, base, timeout, log)
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        envs.stop(proc)
 
 
 # ----------------------------------------------------------------------------- runs

@@ -40,7 +40,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -89,38 +88,10 @@ def llama_server(cmd: Sequence[str], port: int, timeout: float = 300.0) -> Itera
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:
-        wait_until_up(proc, base, timeout, log)
+        envs.wait_until_up(proc, base, timeout, log)
         yield base
     finally:
-        stop(proc)
-
-
-def wait_until_up(proc: subprocess.Popen[bytes], base: str, timeout: float, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited {proc.returncode}:\n{log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(base + "/models", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the server did not answer within {timeout:.0f} s:\n"
-                               f"{log.read_text()[-2000:]}")
-        time.sleep(0.2)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Terminate the process we started; kill it if it does not end in 10 s."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        envs.stop(proc)
 
 
 # ---------------------------------------------------------------- metering
