@@ -1,6 +1,6 @@
 """blendsql.db: the backends the engine runs on (SQLite, DuckDB, PostgreSQL), plus data loaders."""
 
-from blendsql.db.backend import Backend, open_database
+from blendsql.db.backend import Backend, open_database, register_backend
 from blendsql.db.database import Database
 from blendsql.db.documents import build_fts, search
 from blendsql.db.duck import DuckDBDatabase
@@ -18,5 +18,6 @@ __all__ = [
     "hybridqa_to_sqlite",
     "load_hybridqa",
     "open_database",
+    "register_backend",
     "search",
 ]

@@ -263,8 +263,6 @@ class Backend(ABC):
 
     def columns(self, table: str) -> list[str]:
         """Column names of a table or view (in order)."""
-        from blendsql.db.temp_rows import quote
-
         cols, _ = self.execute(f"SELECT * FROM {quote(table)} LIMIT 0")
         return cols
 
@@ -357,74 +355,131 @@ class Backend(ABC):
         return False
 
 
-def _suffix(source: str | Path) -> str:
-    return Path(str(source)).suffix.lower()
-
-
 def open_database(source: Any, *, allow_writes: bool = False) -> Backend:
-    """The backend for ``source``.
+    """The backend for ``source``: the first of :data:`BACKENDS` that accepts it.
 
     - a ``Backend`` (returned as is);
-    - a SQLite path or ``sqlite3.Connection`` (SQLite), a dict of DataFrames
-      (an in-memory SQLite, as before);
+    - whatever a backend added with :func:`register_backend` accepts (asked first);
+    - a ``postgresql://`` / ``postgres://`` URL or a ``psycopg.Connection``;
     - a ``.duckdb`` path or a ``duckdb.DuckDBPyConnection`` (DuckDB);
     - a ``.parquet`` / ``.csv`` path, a pandas / polars DataFrame, or
       ``{"name": path-or-frame}`` with any Parquet / CSV / polars value (an
       in-memory DuckDB);
-    - ``postgresql://`` / ``postgres://`` URLs or a ``psycopg.Connection``.
+    - anything else: SQLite (a path, a ``sqlite3.Connection``, a dict of
+      DataFrames loaded into an in-memory SQLite; what it cannot open is
+      an ``ExecutionError``).
     """
     if isinstance(source, Backend):
         return source
     return implementation(backend_kind(source))(source, allow_writes=allow_writes)
 
 
-#: backend kind -> ``module:Class`` of its implementation, imported on first use.
-#: Why by name: the implementations import this module, never the other way round
-#: (no import cycle), and a new backend is one line here (see docs/ARCHITECTURE.md).
-IMPLEMENTATIONS: dict[str, str] = {
-    "sqlite": "blendsql.db.database:Database",
-    "duckdb": "blendsql.db.duck:DuckDBDatabase",
-    "postgres": "blendsql.db.postgres:PostgresDatabase",
-}
+@dataclass(frozen=True)
+class BackendEntry:
+    """One backend :func:`open_database` can pick.
+
+    ``kind``: its name; ``implementation``: its class, or ``"module:Class"``
+    imported on first use (why by name: the implementations import this
+    module, never the other way round, so no import cycle and no driver
+    imported before it is needed); ``accepts(source)``: True for a source
+    it opens (cheap, and without importing a driver).
+    """
+
+    kind: str
+    implementation: str | Callable[..., Backend]
+    accepts: Callable[[Any], bool]
 
 
-def implementation(kind: str) -> Callable[..., Backend]:
-    """The backend class of ``kind`` (a key of :data:`IMPLEMENTATIONS`)."""
-    import importlib
+def _module(source: Any) -> str:
+    """The top-level module of a source's type (DuckDB's is ``_duckdb``: ``duckdb``)."""
+    return type(source).__module__.split(".")[0].lstrip("_")
 
-    module, _, name = IMPLEMENTATIONS[kind].partition(":")
-    cls: Callable[..., Backend] = getattr(importlib.import_module(module), name)
-    return cls
+
+def _suffix(source: str | Path) -> str:
+    return Path(str(source)).suffix.lower()
 
 
 _DUCK_FILES = (".duckdb", ".ddb", ".parquet", ".csv", ".tsv")
 
 
-def backend_kind(source: Any) -> str:
-    """``sqlite`` / ``duckdb`` / ``postgres`` for a database source (see open_database)."""
-    module = type(source).__module__.split(".")[0].lstrip("_")  # DuckDB's is "_duckdb"
-    if module == "duckdb":
-        return "duckdb"
-    if module == "psycopg":
-        return "postgres"
-    if isinstance(source, str) and source.split("://", 1)[0] in ("postgresql", "postgres"):
-        return "postgres"
+def _postgres_source(source: Any) -> bool:
+    """A psycopg connection or a ``postgresql://`` / ``postgres://`` URL."""
+    if _module(source) == "psycopg":
+        return True
+    return isinstance(source, str) and source.split("://", 1)[0] in ("postgresql", "postgres")
+
+
+def _duck_source(source: Any) -> bool:
+    """A DuckDB connection, a DuckDB / Parquet / CSV path, a DataFrame, or a dict with
+    a value only DuckDB reads."""
+    if _module(source) == "duckdb":
+        return True
     if isinstance(source, (str, Path)):
-        return "duckdb" if _suffix(source) in _DUCK_FILES else "sqlite"
-    if module == "polars" or isinstance(source, pd.DataFrame):
-        return "duckdb"
+        return _suffix(source) in _DUCK_FILES
+    if _module(source) == "polars" or isinstance(source, pd.DataFrame):
+        return True
     if isinstance(source, Mapping):
-        values = list(source.values())
-        if values and any(_duck_value(v) for v in values):
-            return "duckdb"
-    return "sqlite"
+        return any(_duck_value(v) for v in source.values())
+    return False
 
 
 def _duck_value(value: Any) -> bool:
     """A dict value only DuckDB can read (a Parquet / CSV path or a polars frame)."""
     if isinstance(value, (str, Path)):
         return _suffix(value) in _DUCK_FILES
-    return type(value).__module__.split(".")[0] == "polars"
+    return _module(value) == "polars"
+
+
+def _any_source(source: Any) -> bool:
+    return True
+
+
+#: the backends, in the order :func:`open_database` asks them; SQLite, last, takes
+#: whatever no other one accepts. A new backend is one entry here (or one
+#: :func:`register_backend` call from outside blendsql; see docs/ARCHITECTURE.md).
+BACKENDS: list[BackendEntry] = [
+    BackendEntry("postgres", "blendsql.db.postgres:PostgresDatabase", _postgres_source),
+    BackendEntry("duckdb", "blendsql.db.duck:DuckDBDatabase", _duck_source),
+    BackendEntry("sqlite", "blendsql.db.database:Database", _any_source),
+]
+
+
+def register_backend(kind: str, implementation: str | Callable[..., Backend],
+                     accepts: Callable[[Any], bool]) -> None:
+    """Add a backend :func:`open_database` (and so ``BlendSQL(...)``) picks for the
+    sources ``accepts`` says yes to; asked before those already registered. A
+    ``kind`` registered again replaces the earlier entry.
+
+    ``implementation(source, allow_writes=...)`` must return a :class:`Backend`
+    (typically a :class:`blendsql.db.guarded.GuardedBackend` subclass).
+    """
+    entry = BackendEntry(kind, implementation, accepts)
+    BACKENDS[:] = [entry, *(b for b in BACKENDS if b.kind != kind)]
+
+
+def backend_kind(source: Any) -> str:
+    """The kind of the first of :data:`BACKENDS` that accepts ``source``."""
+    for entry in BACKENDS:
+        if entry.accepts(source):
+            return entry.kind
+    raise ExecutionError(f"cannot open a database from {type(source).__name__}",
+                         hint="pass a file path, a connection, a postgresql:// URL or a "
+                         "dict of DataFrames")
+
+
+def implementation(kind: str) -> Callable[..., Backend]:
+    """The backend class of ``kind`` (see :data:`BACKENDS`)."""
+    import importlib
+
+    entry = next((b for b in BACKENDS if b.kind == kind), None)
+    if entry is None:
+        raise ExecutionError(f"no backend named {kind!r}",
+                             hint=f"known: {', '.join(b.kind for b in BACKENDS)}")
+    if not isinstance(entry.implementation, str):
+        return entry.implementation
+    module, _, name = entry.implementation.partition(":")
+    cls: Callable[..., Backend] = getattr(importlib.import_module(module), name)
+    return cls
 
 
 def require(module: str, package: str) -> Any:

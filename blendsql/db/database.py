@@ -1,4 +1,4 @@
-"""The database wrapper: one SQLite connection, read-only unless told otherwise.
+"""The SQLite backend: one SQLite connection, read-only unless told otherwise.
 
 Why a wrapper: the engine needs (1) a guarantee that a user's query never
 changes the user's data, enforced by SQLite itself through an authorizer
@@ -7,7 +7,11 @@ intermediate results (the session's ``temp`` schema, under names nobody
 can guess), cleaned up after every query, and (3) one place that makes a
 session safe: a lock for use from several threads, a time limit on every
 statement, no transaction left open between queries, and a connection
-handed in given back exactly as it came.
+handed in given back exactly as it came. (3) and the traced path are the
+shared :class:`blendsql.db.guarded.GuardedBackend`'s; this module holds what
+is SQLite's own: the authorizer, the error wording, giving a handed-in
+connection back, untyped temp tables, FTS5 and Python functions as SQL
+functions.
 
 What a user statement may do (the engine's own statements run in "engine
 mode", which may create and drop temp objects):
@@ -27,47 +31,40 @@ mode", which may create and drop temp objects):
 
 from __future__ import annotations
 
-import itertools
-import secrets
 import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from blendsql.db.backend import (  # noqa: F401 - defaults and helpers re-exported here
+from blendsql.db.backend import (  # noqa: F401 - the defaults are re-exported here
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     INGREDIENT_VALUE_HINT,
     Backend,
     ParamOrigin,
-    StatementHook,
     TableSchema,
     engine_value,
+    quote,
     short,
     user_param,
 )
-from blendsql.db.frames import rows_to_frame
+from blendsql.db.guarded import GuardedBackend
 from blendsql.db.handover import Borrowed
 from blendsql.db.statements import TRANSACTION_KEYWORDS, leading_keyword
-from blendsql.db.temp_rows import quote, row_selects
-from blendsql.db.watchdog import WATCHDOG
+from blendsql.db.temp_rows import row_selects
 from blendsql.errors import (  # noqa: F401 - the three session errors are re-exported here
-    BlendSQLError,
     ExecutionError,
     QueryTimeoutError,
     SessionBusyError,
     TooManyRowsError,
     UnsafeQueryError,
 )
-
-_CHUNK = 65536
 
 # Authorizer action codes that write to a schema.
 _WRITE_ACTIONS = {
@@ -152,7 +149,7 @@ def _forget_connection_lock(key: int) -> None:
             _CONN_LOCKS[key] = (lock, n - 1)
 
 
-class Database(Backend):
+class Database(GuardedBackend):
     """A SQLite connection with write protection, a session lock and engine temp tables.
 
     ``source`` is a path (opened read-only with ``mode=ro``), an open
@@ -165,26 +162,17 @@ class Database(Backend):
     dialect = "sqlite"
     name = "SQLite"
     json_collect = True
+    still_refused = "temp objects, ATTACH, transaction control and setting PRAGMAs"
+    # untyped columns: values keep their storage class and compare equal to the
+    # expressions they came from
+    typed_temp_columns = False
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
-        self.allow_writes = allow_writes
-        self.timeout: float | None = DEFAULT_TIMEOUT  # per statement; see session()
-        self.lock_timeout = DEFAULT_LOCK_TIMEOUT
-        self.max_rows = DEFAULT_MAX_ROWS
-        self.token = secrets.token_hex(6)  # makes engine object names unguessable
-        self._lock = threading.RLock()
-        self._depth = 0
-        self._owner: int | None = None  # thread holding the session
-        self._engine = False
+        super().__init__(allow_writes=allow_writes, dialect="sqlite")
         self._denied: str | None = None
         self._borrowed: Borrowed | None = None
-        self._names = itertools.count()
-        # the statement that ran past the time limit in this use (see _run_statement)
-        self._expired: str | None = None
         self._free_functions: list[str] = []
         self._owns = True
-        # called after every statement (see tracing()): the one traced path to SQLite
-        self.tracer: StatementHook | None = None
         self.path: str | None = None
         self.conn: sqlite3.Connection
         if isinstance(source, Database):
@@ -194,7 +182,7 @@ class Database(Backend):
             self._owns = False
             self._lock = _connection_lock(source)  # shared with other sessions over it
             weakref.finalize(self, _forget_connection_lock, id(source))
-            return  # guarded per session use: see session()
+            return  # guarded per session use: see _begin_use()
         if isinstance(source, Mapping):
             self.conn = self._from_frames(source)
         elif isinstance(source, (str, Path)):
@@ -236,59 +224,20 @@ class Database(Backend):
         except sqlite3.Error as e:
             raise ExecutionError(f"cannot open {path}: {e}", hint="is it a SQLite file?") from e
 
-    @property
-    def borrowed(self) -> bool:
-        """True for a connection the user handed in (returned as it came)."""
-        return not self._owns
+    # -- sessions: the outermost use of the connection --------------------------------
 
-    # -- sessions -----------------------------------------------------------------
-
-    @contextmanager
-    def session(self, timeout: float | None | str = "keep") -> Iterator[Database]:
-        """Hold the connection for one use (a query, a plan, a question).
-
-        Why: SQLite's connection mutex and Python's GIL deadlock when two
-        threads use one connection with Python callbacks, so every use is
-        serialised here; waiting is time-limited (``lock_timeout``). Nested
-        uses in the same thread are fine. ``timeout``: the per-statement
-        time limit in seconds for this use (None: no limit; "keep": as set).
-        A borrowed connection gets the write guard for the outermost use
-        only and is given back as it came (authorizer, transaction state).
-        """
-        if not self._lock.acquire(timeout=self.lock_timeout):
-            raise SessionBusyError(
-                f"this BlendSQL session was busy in another thread for more than "
-                f"{self.lock_timeout:g} s",
-                hint="a session runs one query at a time; use one BlendSQL per thread, "
-                "or raise db.lock_timeout")
-        saved, expired = self.timeout, self._expired
+    def _begin_use(self) -> None:
+        """Our own connection: still open; a borrowed one: the write guard installed for
+        this use only (given back as it came by :meth:`_end_use`)."""
+        if self._owns:
+            self._check_open()
+            return
         try:
-            if timeout != "keep":
-                self.timeout = timeout  # type: ignore[assignment]
-            self._depth += 1
-            self._owner = threading.get_ident()
-            if self._depth == 1 or timeout != "keep":
-                self._expired = None  # a query with its own time limit starts afresh
-            if self._depth == 1 and self._owns:
-                self._check_open()
-            if self._depth == 1 and not self._owns:
-                try:
-                    self._borrowed = Borrowed(self.conn, self._authorize)
-                except sqlite3.ProgrammingError as e:  # e.g. the user closed it
-                    raise ExecutionError(f"cannot use the connection handed to BlendSQL: {e}",
-                                         hint="keep the sqlite3.Connection open while the "
-                                         "BlendSQL session uses it") from None
-            yield self
-        finally:
-            self._depth -= 1
-            self.timeout = saved
-            if timeout != "keep":
-                # e.g. ask(): its program timed out; its fallback's statements still run
-                self._expired = expired
-            if self._depth == 0:
-                self._owner = None
-                self._give_back()
-            self._lock.release()
+            self._borrowed = Borrowed(self.conn, self._authorize)
+        except sqlite3.ProgrammingError as e:  # e.g. the user closed it
+            raise ExecutionError(f"cannot use the connection handed to BlendSQL: {e}",
+                                 hint="keep the sqlite3.Connection open while the "
+                                 "BlendSQL session uses it") from None
 
     def _check_open(self) -> None:
         """A session used after ``close()`` fails here, with our error.
@@ -304,7 +253,7 @@ class Database(Backend):
                                  hint="create a new BlendSQL(...) to run more queries "
                                  "(close() ends a session for good)") from None
 
-    def _give_back(self) -> None:
+    def _end_use(self) -> None:
         """End of the outermost use: no transaction of ours open, the user's guard back."""
         borrowed, self._borrowed = self._borrowed, None
         began = not (borrowed.in_transaction if borrowed else False)
@@ -316,16 +265,6 @@ class Database(Backend):
             pass  # closed meanwhile, or nothing to roll back
         if borrowed is not None:
             borrowed.restore()
-
-    @contextmanager
-    def engine(self) -> Iterator[None]:
-        """Engine mode: the statements inside are the engine's own (temp objects,
-        commits of what it began), not the user's."""
-        was, self._engine = self._engine, True
-        try:
-            yield
-        finally:
-            self._engine = was
 
     # -- safety -----------------------------------------------------------------
 
@@ -387,104 +326,22 @@ class Database(Backend):
             raise UnsafeQueryError(f"refused to run VACUUM:\n  {sql}",
                                    hint="run VACUUM on your own connection, outside blendsql")
 
-    # -- running SQL --------------------------------------------------------------
+    # -- running SQL: the driver hooks of GuardedBackend ------------------------------
 
-    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None,
-                *, origin: ParamOrigin = user_param,
-                ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """Run one user-side statement; return (column names, rows).
+    def _translate(self, sql: str, params: Any) -> tuple[str, Any]:
+        """BlendSQL's SQL is SQLite's: run as written, parameters as given."""
+        return sql, params
 
-        Errors become ExecutionError; a statement past the time limit a
-        QueryTimeoutError. ``origin(name)`` says who made a parameter's value,
-        for the message when it cannot be bound.
-        """
-        if not self._engine:
-            self._refuse_by_keyword(sql)
-        if self._owner == threading.get_ident():  # inside this thread's session already
-            return self._run(sql, params if params is not None else (), origin)
-        with self.session():
-            return self._run(sql, params if params is not None else (), origin)
+    def _explain(self, sql: str) -> None:
+        """``EXPLAIN`` of the statement as written (its parameters unbound)."""
+        Backend._explain(self, sql)
 
-    def _run_statement(self, sql: str, params: Any, origin: ParamOrigin,
-                       ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """One statement under the time limit; commit only what it began."""
-        conn = self.conn
-        if self._expired is not None:
-            raise self._expired_error()
-        began_outside = not conn.in_transaction
+    def _statement_starts(self) -> bool:
+        """Whether the statement starts outside a transaction (see _statement_ends)."""
         self._denied = None
-        ticket = (WATCHDOG.arm(conn, self.timeout)
-                  if self.timeout and not self._in_users_transaction() else None)
-        try:
-            cur = conn.execute(sql, params)
-            rows = self._fetch(cur, sql)
-            cols = [d[0] for d in cur.description] if cur.description else []
-        except TooManyRowsError:
-            if ticket is not None:
-                WATCHDOG.disarm(ticket)
-            self._end_ours(began_outside, ok=False)
-            raise
-        except sqlite3.Error as e:
-            fired = ticket is not None and WATCHDOG.disarm(ticket)
-            self._end_ours(began_outside, ok=False)
-            if "binding parameter" in str(e):  # a value of a type sqlite3 cannot bind
-                raise self._bind_error(e, sql, params, origin) from None
-            if fired:
-                self._expired = sql
-            raise self._error(e, sql, timed_out=fired) from None
-        except (OverflowError, ValueError, TypeError) as e:
-            if ticket is not None:
-                WATCHDOG.disarm(ticket)
-            self._end_ours(began_outside, ok=False)
-            raise self._bind_error(e, sql, params, origin) from None
-        if ticket is not None:
-            WATCHDOG.disarm(ticket)
-        self._end_ours(began_outside, ok=True)
-        return cols, rows
+        return not self.conn.in_transaction
 
-    def _in_users_transaction(self) -> bool:
-        """An engine write (a temp table from rows it holds) inside the user's transaction.
-
-        Why no time limit for it: SQLite rolls back the whole transaction when a
-        write inside it is interrupted, which would discard the user's pending
-        writes. Such a statement only stores rows already read (under the limit)
-        or indexes them, so its work is bounded without one.
-        """
-        return self._engine and self.conn.in_transaction
-
-    def _fetch(self, cur: sqlite3.Cursor, sql: str) -> list[tuple[Any, ...]]:
-        """All rows, refusing more than ``max_rows`` (memory runs out long before a
-        time limit on a query that never ends, e.g. an unbounded recursive CTE)."""
-        rows: list[tuple[Any, ...]] = cur.fetchmany(_CHUNK)
-        if len(rows) < _CHUNK:
-            return rows
-        while True:
-            more = cur.fetchmany(_CHUNK)
-            rows.extend(more)
-            if len(more) < _CHUNK:
-                return rows
-            if len(rows) > self.max_rows:
-                cur.close()
-                raise TooManyRowsError(
-                    f"the statement returned more than {self.max_rows:,} rows and was "
-                    f"stopped:\n  {short(sql)}",
-                    hint="add a LIMIT or a tighter WHERE (or raise db.max_rows)")
-
-    def _expired_error(self) -> QueryTimeoutError:
-        """A statement after one that hit the time limit in the same use.
-
-        Why refuse it: the engine's planning probes (cost estimates, samples)
-        recover from their own failures, so a probe stopped at the limit was
-        followed by the real statement, stopped at the limit again: a query
-        took two or three times the ``timeout`` it was given.
-        """
-        return QueryTimeoutError(
-            f"a SQL statement of this query ran longer than the time limit of "
-            f"{self.timeout:g} s and was stopped:\n  {short(self._expired or '')}",
-            hint="add a LIMIT or a tighter WHERE, or raise the limit with "
-            "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)")
-
-    def _end_ours(self, began_outside: bool, ok: bool) -> None:
+    def _statement_ends(self, started: Any, ok: bool) -> None:
         """Commit (or roll back) a transaction the statement itself opened.
 
         Python's sqlite3 opens one before INSERT / UPDATE / DELETE on a
@@ -492,31 +349,45 @@ class Database(Backend):
         other processes out of the file. A transaction the user had opened
         before is theirs and is left alone.
         """
-        if began_outside and self.conn.in_transaction:
+        if started and self.conn.in_transaction:
             with self.engine():
                 try:
                     self.conn.commit() if ok else self.conn.rollback()
                 except sqlite3.Error as e:
                     raise self._error(e, "COMMIT") from None
 
-    def _error(self, e: sqlite3.Error, sql: str, timed_out: bool = False) -> ExecutionError:
+    def _interrupter(self) -> sqlite3.Connection | None:
+        """The connection (``interrupt()`` stops its statement); None for an engine
+        write inside the user's transaction.
+
+        Why no time limit for that: SQLite rolls back the whole transaction when
+        a write inside it is interrupted, which would discard the user's pending
+        writes. Such a statement only stores rows already read (under the limit)
+        or indexes them, so its work is bounded without one.
+        """
+        return None if self._engine and self.conn.in_transaction else self.conn
+
+    def _driver_run(self, text: str, binds: Any, user: bool,
+                    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """One statement (the authorizer judges it); all its rows, at most ``max_rows``
+        (memory runs out long before a time limit on a query that never ends, e.g. an
+        unbounded recursive CTE)."""
+        cur = self.conn.execute(text, binds if binds is not None else ())
+        try:
+            rows = self.fetch_limited(cur.fetchmany, text)
+        except TooManyRowsError:
+            cur.close()
+            raise
+        return ([d[0] for d in cur.description] if cur.description else []), rows
+
+    def _driver_error(self, e: Exception, sql: str) -> ExecutionError | None:
+        return self._error(e, sql) if isinstance(e, sqlite3.Error) else None
+
+    def _error(self, e: sqlite3.Error, sql: str) -> ExecutionError:
         """Turn a sqlite error into ours, naming the statement and a hint."""
-        if timed_out:
-            return QueryTimeoutError(
-                f"a SQL statement ran longer than the time limit of {self.timeout:g} s "
-                f"and was stopped:\n  {short(sql)}",
-                hint="add a LIMIT or a tighter WHERE, or raise the limit with "
-                "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)")
         if self._denied is not None:
             what, self._denied = self._denied, None
-            return UnsafeQueryError(
-                f"refused to run a statement that would change the database or the "
-                f"session ({what}):\n  {short(sql)}",
-                hint="blendsql opens databases read-only and keeps each query from "
-                "changing what the next one sees; pass allow_writes=True to BlendSQL to "
-                "change your own tables (temp objects, ATTACH, transaction control and "
-                "setting PRAGMAs stay refused)",
-            )
+            return self.refused(what, sql)
         msg = str(e)
         hint = "check the table and column names" if "no such" in msg else "check the SQL"
         if "readonly" in msg:
@@ -527,9 +398,15 @@ class Database(Backend):
                     "the connection); run it again once nothing interrupts it")
         return ExecutionError(f"SQLite error: {msg}\n  in: {short(sql)}", hint=hint)
 
-    def _bind_error(self, e: Exception, sql: str, params: Any,
-                    origin: ParamOrigin) -> ExecutionError:
+    def _bind_error(self, e: Exception, sql: str, binds: Any,
+                    origin: ParamOrigin) -> ExecutionError | None:
         """A value SQLite cannot store, worded by who made it (the user or the engine)."""
+        if isinstance(e, sqlite3.Error):
+            if "binding parameter" not in str(e):  # else a type sqlite3 cannot bind
+                return None
+        elif not isinstance(e, (OverflowError, ValueError, TypeError)):
+            return None
+        params = binds if binds is not None else ()
         items = (params.items() if isinstance(params, Mapping)
                  else ((f"?{i + 1}", v) for i, v in enumerate(params)))
         bad = next(((k, v) for k, v in items if _unbindable(v)), None)
@@ -549,32 +426,12 @@ class Database(Backend):
             hint="pass None, an int within 64 bits, a float, str or bytes"
             if who.startswith("the value you passed") else INGREDIENT_VALUE_HINT)
 
-    def query_df(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None,
-                 ) -> pd.DataFrame:
-        """Run a query and return a DataFrame (columns in query order, duplicates kept)."""
-        cols, rows = self.execute(sql, params)
-        return rows_to_frame(cols, rows)
-
     # -- engine temp objects ---------------------------------------------------------
 
-    def temp_name(self, kind: str) -> str:
-        """A fresh engine object name: ``__bsql_<session token>_<kind><n>``."""
-        return f"__bsql_{self.token}_{kind}{next(self._names)}"
-
-    def create_temp_table(self, name: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
-                          primary_key: str | None = None) -> float:
-        """Create ``temp.<name>`` holding ``rows`` (data bound, never SQL text).
-
-        Columns carry no declared type, so values keep their storage class and
-        compare equal to the expressions they came from. With ``primary_key``,
-        the first row of each key is kept and the key column is indexed.
-        Returns seconds taken. Raises if ``name`` exists (never replaces it).
-        """
-        t0 = time.perf_counter()
-        rows = list(rows)
-        if primary_key is not None:
-            at = list(columns).index(primary_key)
-            rows = list({r[at]: r for r in reversed(rows)}.values())[::-1]
+    def _store(self, name: str, columns: list[str], types: list[str],
+               rows: list[Sequence[Any]], primary_key: str | None) -> None:
+        """``temp.<name>`` from the rows as data (bound, never SQL text), untyped columns;
+        with ``primary_key`` its column indexed. Raises if ``name`` exists."""
         limit = self.conn.getlimit(_VAR_LIMIT) if hasattr(self.conn, "getlimit") else 999
         parts = row_selects(columns, rows, limit)
         if sum(len(p) for _, p in parts) <= limit:
@@ -583,9 +440,8 @@ class Database(Backend):
         else:
             self._create_from_parts(name, parts)
         if primary_key is not None:
-            self._engine_sql(f"CREATE INDEX temp.{quote(name + '_' + primary_key)} "
-                             f"ON {quote(name)} ({quote(primary_key)})", (), name)
-        return time.perf_counter() - t0
+            self._engine_statement(f"CREATE INDEX temp.{quote(name + '_' + primary_key)} "
+                                   f"ON {quote(name)} ({quote(primary_key)})")
 
     def _create_from_parts(self, name: str, parts: list[tuple[str, list[Any]]]) -> None:
         """Beyond the parameter limit: one helper table per part, then their union."""
@@ -609,32 +465,25 @@ class Database(Backend):
         ``select_sql`` must be a SELECT the engine built; engine mode lets it
         create the temp table and nothing else a SELECT could not do anyway.
         """
-        t0 = time.perf_counter()
         if self.conn.in_transaction:
             # a handed-in connection inside the user's transaction: SQLite rolls the whole
             # transaction back when a write is interrupted (our time limit), so the rows
             # are read first (a read may be interrupted safely) and then stored
-            with self.session():
-                cols, rows = self._run(select_sql, params, origin)
-            self.create_temp_table(name, cols, rows)
-        else:
-            self._create_as(name, select_sql, params, origin)
+            return super().create_temp_table_as(name, select_sql, params, origin)
+        t0 = time.perf_counter()
+        self._create_as(name, select_sql, params, origin)
         return time.perf_counter() - t0
 
     def _create_as(self, name: str, select_sql: str, params: Any,
-                   origin: ParamOrigin | None = None) -> None:
-        self._engine_sql(f"CREATE TEMP TABLE {quote(name)} AS {select_sql}", params, name,
-                         origin)
-
-    def _engine_sql(self, sql: str, params: Any, name: str,
-                    origin: ParamOrigin | None = None) -> None:
-        """Run one of the engine's own statements about ``temp.<name>`` (engine mode)."""
-        with self.session(), self.engine():
-            self._run(sql, params, origin or engine_value)
+                   origin: ParamOrigin = engine_value) -> None:
+        self._engine_statement(f"CREATE TEMP TABLE {quote(name)} AS {select_sql}", params,
+                               origin)
 
     def drop_temp_table(self, name: str) -> None:
         """Drop an engine temp table; never raises (used in cleanup paths).
 
+        Run on the connection directly (traced), not through the guarded path:
+        a cleanup must still run after a statement of the use hit the time limit.
         Only call it with names this engine created (a failed CREATE created
         nothing, so its name must not be dropped: it may be a user's table).
         """
@@ -648,6 +497,10 @@ class Database(Backend):
                 error = str(e)
             if self.tracer is not None:
                 self.tracer(sql, None if error else 0, time.perf_counter() - t0, True, error)
+
+    def declares_collation(self, names: Sequence[str]) -> bool:
+        """False: the engine reads SQLite's declared collations itself (``execute/preagg.py``)."""
+        return False
 
     # -- engine functions -------------------------------------------------------------
 

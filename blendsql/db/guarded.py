@@ -1,12 +1,15 @@
-"""What DuckDB and PostgreSQL backends share: the session, the traced path, limits.
+"""What every backend shares (SQLite, DuckDB, PostgreSQL): the session, the traced
+path, the limits.
 
 Why a shared base: the session guarantees (one thread at a time, a time
 limit on every statement, a row limit, a query after a timed-out statement
 refused, every statement traced, errors as ``blendsql.errors``) are the
 same whatever the driver; only running one statement, storing rows in a
 temp table and telling the user's statements from the engine's differ.
-SQLite keeps its own implementation (``database.py``), whose authorizer
-and handed-in-connection rules are SQLite-specific.
+A backend supplies those through the hooks below (``_driver_run``,
+``_interrupter``, ``_driver_error``, ``_store``; optionally
+``_begin_use`` / ``_end_use``, ``_statement_starts`` / ``_statement_ends``,
+``_bind_error``, ``_check_user_statement``, ``_translate``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from blendsql.db.backend import (  # noqa: F401 - defaults and helpers re-export
     ParamOrigin,
     StatementHook,
     engine_value,
+    quote,
     short,
     user_param,
 )
@@ -52,10 +56,17 @@ _CHUNK = 65536
 class GuardedBackend(Backend):
     """Session lock, time limits, row limits and tracing around a driver's ``execute``."""
 
-    def __init__(self, *, allow_writes: bool, dialect: str, transpiler: Transpiler) -> None:
+    #: the tail of the hint of :meth:`refused`: what ``allow_writes=True`` still refuses
+    still_refused = "temp objects and transaction control"
+    #: False: temp tables get untyped columns (``_store`` receives '' for each type)
+    typed_temp_columns = True
+
+    def __init__(self, *, allow_writes: bool, dialect: str,
+                 transpiler: Transpiler | None = None) -> None:
         self.allow_writes = allow_writes
         self.dialect = dialect
-        self.transpile = transpiler
+        # None: sqlglot's own translation to ``dialect`` (a backend may override _translate)
+        self.transpile = transpiler if transpiler is not None else Transpiler(dialect)
         self.timeout: float | None = DEFAULT_TIMEOUT
         self.lock_timeout = DEFAULT_LOCK_TIMEOUT
         self.max_rows = DEFAULT_MAX_ROWS
@@ -78,11 +89,32 @@ class GuardedBackend(Backend):
 
     @abstractmethod
     def _interrupter(self) -> Any:
-        """An object whose ``interrupt()`` stops the running statement from another thread."""
+        """An object whose ``interrupt()`` stops the running statement from another thread
+        (None: this statement runs without a time limit)."""
 
     @abstractmethod
     def _driver_error(self, e: Exception, sql: str) -> ExecutionError | None:
         """The driver's exception as ours, or None when ``e`` is not a driver error."""
+
+    def _bind_error(self, e: Exception, sql: str, binds: Any,
+                    origin: ParamOrigin) -> ExecutionError | None:
+        """A parameter value the driver could not take, worded by who made it
+        (``origin``), or None when ``e`` is not that (checked before a time-out)."""
+        return None
+
+    def _statement_starts(self) -> Any:
+        """Before one statement; what it returns goes to :meth:`_statement_ends`."""
+        return None
+
+    def _statement_ends(self, started: Any, ok: bool) -> None:
+        """After one statement, its time limit disarmed (e.g. commit what it began)."""
+
+    def _translate(self, sql: str, params: Any) -> tuple[str, Any]:
+        """BlendSQL's SQL and its parameters as the driver's (text, binds)."""
+        from blendsql.db.transpile import bind
+
+        text, names = self.transpile(sql)
+        return text, bind(names, params)
 
     def _begin_use(self) -> None:
         """Start of the outermost use (e.g. put a handed-in connection in shape)."""
@@ -97,7 +129,17 @@ class GuardedBackend(Backend):
 
     @contextmanager
     def session(self, timeout: float | None | str = "keep") -> Iterator[GuardedBackend]:
-        """Hold the connection for one use; ``timeout`` per statement ("keep": as set)."""
+        """Hold the connection for one use (a query, a plan, a question).
+
+        Why: a driver's connection is not safe to use from two threads at once
+        (SQLite's connection mutex and Python's GIL deadlock with Python
+        callbacks), so every use is serialised here; waiting is time-limited
+        (``lock_timeout``). Nested uses in the same thread are fine.
+        ``timeout``: the per-statement time limit in seconds for this use
+        (None: no limit; "keep": as set). The outermost use starts with
+        :meth:`_begin_use` and ends with :meth:`_end_use` (a handed-in
+        connection is given back as it came).
+        """
         if not self._lock.acquire(timeout=self.lock_timeout):
             raise SessionBusyError(
                 f"this BlendSQL session was busy in another thread for more than "
@@ -122,6 +164,7 @@ class GuardedBackend(Backend):
             self._depth -= 1
             self.timeout = saved
             if timeout != "keep":
+                # e.g. ask(): its program timed out; its fallback's statements still run
                 self._expired = expired
             if self._depth == 0:
                 self._owner = None
@@ -134,6 +177,8 @@ class GuardedBackend(Backend):
 
     @contextmanager
     def engine(self) -> Iterator[None]:
+        """Engine mode: the statements inside are the engine's own (temp objects,
+        commits of what it began), not the user's."""
         was, self._engine = self._engine, True
         try:
             yield
@@ -148,6 +193,9 @@ class GuardedBackend(Backend):
         """Run one statement of BlendSQL's SQL (translated); (column names, rows)."""
         if not self._engine:
             self._refuse_by_keyword(sql)
+        if self._owner == threading.get_ident() and not self._closed:
+            # inside this thread's session already: no second use to enter
+            return self._run(sql, params if params is not None else (), origin)
         with self.session():
             return self._run(sql, params if params is not None else (), origin)
 
@@ -161,17 +209,15 @@ class GuardedBackend(Backend):
 
     def _run_statement(self, sql: str, params: Any, origin: ParamOrigin,
                        ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        from blendsql.db.transpile import bind
-
         self._check_expired()
-        text, names = self.transpile(sql)
-        return self._guarded_run(sql, text, bind(names, params))
+        text, binds = self._translate(sql, params)
+        return self._guarded_run(sql, text, binds, origin)
 
     def _run_native(self, sql: str, params: Any, origin: ParamOrigin,
                     ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """A statement already in the backend's SQL: no translation, the same guards."""
         self._check_expired()
-        return self._guarded_run(sql, sql, params if params else None)
+        return self._guarded_run(sql, sql, params if params else None, origin)
 
     def _check_expired(self) -> None:
         if self._expired is not None:
@@ -192,20 +238,29 @@ class GuardedBackend(Backend):
             self._run(f"EXPLAIN {text}", bind(names, nulls) or (), user_param, native=True)
 
     def _guarded_run(self, sql: str, text: str, binds: Any,
+                     origin: ParamOrigin = user_param,
                      ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Run translated ``text`` (of ``sql``) under the time limit and the user's rules."""
         user = not self._engine
         if user:
             self._check_user_statement(sql)
-        ticket = WATCHDOG.arm(self._interrupter(), self.timeout) if self.timeout else None
+        started = self._statement_starts()
+        timeout = self.timeout
+        target = self._interrupter() if timeout else None
+        ticket = WATCHDOG.arm(target, timeout) if target is not None and timeout else None
         try:
             cols, rows = self._driver_run(text, binds, user)
         except BlendSQLError:
             if ticket is not None:
                 WATCHDOG.disarm(ticket)
+            self._statement_ends(started, ok=False)
             raise
         except Exception as e:  # noqa: BLE001 - driver errors become ours below
             fired = ticket is not None and WATCHDOG.disarm(ticket)
+            self._statement_ends(started, ok=False)
+            bad = self._bind_error(e, sql, binds, origin)
+            if bad is not None:
+                raise bad from None
             if fired:
                 self._expired = sql
                 raise QueryTimeoutError(
@@ -220,6 +275,7 @@ class GuardedBackend(Backend):
             raise err from None
         if ticket is not None:
             WATCHDOG.disarm(ticket)
+        self._statement_ends(started, ok=True)
         return cols, rows
 
     def fetch_limited(self, fetchmany: Any, sql: str) -> list[tuple[Any, ...]]:
@@ -244,7 +300,7 @@ class GuardedBackend(Backend):
             f"session ({what}):\n  {short(sql)}",
             hint="blendsql opens databases read-only and keeps each query from changing "
             "what the next one sees; pass allow_writes=True to BlendSQL to change your own "
-            "tables (temp objects and transaction control stay refused)")
+            f"tables ({self.still_refused} stay refused)")
 
     # -- engine temp objects -----------------------------------------------------------
 
@@ -273,7 +329,8 @@ class GuardedBackend(Backend):
         if primary_key is not None:
             at = list(columns).index(primary_key)
             rows = list({r[at]: r for r in reversed(rows)}.values())[::-1]
-        types = [column_type(r[i] for r in rows) for i in range(len(columns))]
+        types = ([column_type(r[i] for r in rows) for i in range(len(columns))]
+                 if self.typed_temp_columns else [""] * len(columns))
         with self.session(), self.engine():
             self._store(name, list(columns), types, rows, primary_key)
         return time.perf_counter() - t0
@@ -281,16 +338,16 @@ class GuardedBackend(Backend):
     @abstractmethod
     def _store(self, name: str, columns: list[str], types: list[str],
                rows: list[Sequence[Any]], primary_key: str | None) -> None:
-        """Create the temp table ``name`` with these columns and rows (engine mode)."""
+        """Create the temp table ``name`` with these columns and rows (engine mode);
+        ``types``: :func:`column_type` of each column ('' without ``typed_temp_columns``)."""
 
-    def _engine_statement(self, sql: str) -> None:
-        """One of the engine's own statements, traced."""
+    def _engine_statement(self, sql: str, params: Any = (),
+                          origin: ParamOrigin = engine_value) -> None:
+        """One of the engine's own statements, traced (its parameters: ``origin``)."""
         with self.session(), self.engine():
-            self._run(sql, (), user_param)
+            self._run(sql, params, origin)
 
     def drop_temp_table(self, name: str) -> None:
-        from blendsql.db.temp_rows import quote
-
         self.transpile.null_columns = {p for p in self.transpile.null_columns if p[0] != name}
         try:
             self._engine_statement(f"DROP TABLE IF EXISTS temp.{quote(name)}")
