@@ -440,8 +440,9 @@ class Database(GuardedBackend):
         else:
             self._create_from_parts(name, parts)
         if primary_key is not None:
-            self._engine_statement(f"CREATE INDEX temp.{quote(name + '_' + primary_key)} "
-                                   f"ON {quote(name)} ({quote(primary_key)})")
+            with self._dropped_on_failure(name):
+                self._engine_statement(f"CREATE INDEX temp.{quote(name + '_' + primary_key)} "
+                                       f"ON {quote(name)} ({quote(primary_key)})")
 
     def _create_from_parts(self, name: str, parts: list[tuple[str, list[Any]]]) -> None:
         """Beyond the parameter limit: one helper table per part, then their union."""
@@ -478,25 +479,6 @@ class Database(GuardedBackend):
                    origin: ParamOrigin = engine_value) -> None:
         self._engine_statement(f"CREATE TEMP TABLE {quote(name)} AS {select_sql}", params,
                                origin)
-
-    def drop_temp_table(self, name: str) -> None:
-        """Drop an engine temp table; never raises (used in cleanup paths).
-
-        Run on the connection directly (traced), not through the guarded path:
-        a cleanup must still run after a statement of the use hit the time limit.
-        Only call it with names this engine created (a failed CREATE created
-        nothing, so its name must not be dropped: it may be a user's table).
-        """
-        sql = f"DROP TABLE IF EXISTS temp.{quote(name)}"
-        with self.session(), self.engine():
-            t0 = time.perf_counter()
-            error = None
-            try:
-                self.conn.execute(sql)
-            except sqlite3.Error as e:
-                error = str(e)
-            if self.tracer is not None:
-                self.tracer(sql, None if error else 0, time.perf_counter() - t0, True, error)
 
     def declares_collation(self, names: Sequence[str]) -> bool:
         """False: the engine reads SQLite's declared collations itself (``execute/preagg.py``)."""

@@ -267,20 +267,19 @@ class DuckDBDatabase(GuardedBackend):
             cols = ", ".join(f"NULL AS {quote(c)}" if i in nulls else quote(c)
                              for i, c in enumerate(columns))
             self._views[name] = table
-            self._run(f"CREATE TEMP VIEW {quote(name)} AS SELECT {cols} FROM "
-                      f"temp.{quote(table)}", (), engine_value)
+            with self._dropped_on_failure(name):
+                self._run(f"CREATE TEMP VIEW {quote(name)} AS SELECT {cols} FROM "
+                          f"temp.{quote(table)}", (), engine_value)
 
     def drop_temp_table(self, name: str) -> None:
+        """As :meth:`GuardedBackend.drop_temp_table`; a table with a column of NULLs
+        only is a view over ``<name>_rows`` (see :meth:`_store`): both are dropped."""
         table = self._views.pop(name, None)
         if table is None:
             super().drop_temp_table(name)
             return
-        for sql in (f"DROP VIEW IF EXISTS temp.{quote(name)}",
-                    f"DROP TABLE IF EXISTS temp.{quote(table)}"):
-            try:
-                self._engine_statement(sql)
-            except ExecutionError:
-                pass
+        self._drop_objects([f"DROP VIEW IF EXISTS temp.{quote(name)}",
+                            f"DROP TABLE IF EXISTS temp.{quote(table)}"])
 
     # -- misc ----------------------------------------------------------------------------
 

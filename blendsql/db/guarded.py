@@ -51,6 +51,9 @@ from blendsql.errors import (
 )
 
 _CHUNK = 65536
+#: time limit (seconds) of one statement dropping an engine temp object (see
+#: :meth:`GuardedBackend.drop_temp_table`), whatever the session's ``timeout``
+CLEANUP_TIMEOUT = 10.0
 
 
 class GuardedBackend(Backend):
@@ -60,6 +63,8 @@ class GuardedBackend(Backend):
     still_refused = "temp objects and transaction control"
     #: False: temp tables get untyped columns (``_store`` receives '' for each type)
     typed_temp_columns = True
+    #: the time limit of each cleanup statement (see :meth:`drop_temp_table`)
+    cleanup_timeout: float = CLEANUP_TIMEOUT
 
     def __init__(self, *, allow_writes: bool, dialect: str,
                  transpiler: Transpiler | None = None) -> None:
@@ -77,6 +82,7 @@ class GuardedBackend(Backend):
         self._owner: int | None = None
         self._engine = False
         self._expired: str | None = None
+        self._cleaning = False
         self._names = itertools.count()
         self._closed = False
 
@@ -185,6 +191,24 @@ class GuardedBackend(Backend):
         finally:
             self._engine = was
 
+    @contextmanager
+    def _cleanup(self) -> Iterator[None]:
+        """Cleanup mode: engine statements that drop the engine's own temp objects.
+
+        Why a mode of its own: after a statement of this use hit the time limit,
+        every further statement is refused (:meth:`_check_expired`), but a
+        cleanup must still run, or the engine's temp table stays on the user's
+        connection. Its statements are bounded by ``cleanup_timeout`` instead of
+        the session's limit (which may be None, or so small that a DROP could
+        not finish), and one that hits it does not mark the use as timed out.
+        """
+        with self.session(), self.engine():
+            was, self._cleaning = self._cleaning, True
+            try:
+                yield
+            finally:
+                self._cleaning = was
+
     # -- running SQL -------------------------------------------------------------------
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None,
@@ -220,7 +244,7 @@ class GuardedBackend(Backend):
         return self._guarded_run(sql, sql, params if params else None, origin)
 
     def _check_expired(self) -> None:
-        if self._expired is not None:
+        if self._expired is not None and not self._cleaning:
             raise QueryTimeoutError(
                 f"a SQL statement of this query ran longer than the time limit of "
                 f"{self.timeout:g} s and was stopped:\n  {short(self._expired)}",
@@ -245,7 +269,7 @@ class GuardedBackend(Backend):
         if user:
             self._check_user_statement(sql)
         started = self._statement_starts()
-        timeout = self.timeout
+        timeout = self.cleanup_timeout if self._cleaning else self.timeout
         target = self._interrupter() if timeout else None
         ticket = WATCHDOG.arm(target, timeout) if target is not None and timeout else None
         try:
@@ -262,9 +286,10 @@ class GuardedBackend(Backend):
             if bad is not None:
                 raise bad from None
             if fired:
-                self._expired = sql
+                if not self._cleaning:
+                    self._expired = sql
                 raise QueryTimeoutError(
-                    f"a SQL statement ran longer than the time limit of {self.timeout:g} s "
+                    f"a SQL statement ran longer than the time limit of {timeout:g} s "
                     f"and was stopped:\n  {short(sql)}",
                     hint="add a LIMIT or a tighter WHERE, or raise the limit with "
                     "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)",
@@ -339,7 +364,23 @@ class GuardedBackend(Backend):
     def _store(self, name: str, columns: list[str], types: list[str],
                rows: list[Sequence[Any]], primary_key: str | None) -> None:
         """Create the temp table ``name`` with these columns and rows (engine mode);
-        ``types``: :func:`column_type` of each column ('' without ``typed_temp_columns``)."""
+        ``types``: :func:`column_type` of each column ('' without ``typed_temp_columns``).
+        When it raises, it leaves nothing behind (see :meth:`_dropped_on_failure`)."""
+
+    @contextmanager
+    def _dropped_on_failure(self, name: str) -> Iterator[None]:
+        """Around the steps of :meth:`_store` after ``name`` was created (rows, an
+        index, a view): if one fails (e.g. at the time limit), ``name`` is dropped.
+
+        Why: the engine drops only the tables it created successfully (a failed
+        CREATE made nothing of its), so a half-made table would stay on the
+        user's connection.
+        """
+        try:
+            yield
+        except BaseException:
+            self.drop_temp_table(name)
+            raise
 
     def _engine_statement(self, sql: str, params: Any = (),
                           origin: ParamOrigin = engine_value) -> None:
@@ -348,11 +389,25 @@ class GuardedBackend(Backend):
             self._run(sql, params, origin)
 
     def drop_temp_table(self, name: str) -> None:
+        """Drop an engine temp table; never raises (used in cleanup paths).
+
+        Runs in cleanup mode (:meth:`_cleanup`): still after a statement of this
+        use hit the time limit, itself limited to ``cleanup_timeout``. Only call
+        it with names this engine created (a failed CREATE created nothing, so
+        its name must not be dropped: it may be a user's table).
+        """
         self.transpile.null_columns = {p for p in self.transpile.null_columns if p[0] != name}
-        try:
-            self._engine_statement(f"DROP TABLE IF EXISTS temp.{quote(name)}")
-        except BlendSQLError:
-            pass
+        self._drop_objects([f"DROP TABLE IF EXISTS temp.{quote(name)}"])
+
+    def _drop_objects(self, statements: Sequence[str]) -> None:
+        """Run engine DROP statements in cleanup mode, each on its own; never raises
+        (a DROP that fails or hits ``cleanup_timeout`` does not stop the next)."""
+        for sql in statements:
+            try:
+                with self._cleanup():
+                    self._run(sql, (), engine_value)
+            except BlendSQLError:
+                pass
 
     def declares_collation(self, names: Sequence[str]) -> bool:
         """Always "cannot tell": the pre-aggregation rewrite (SQLite's bare columns in

@@ -212,14 +212,15 @@ class PostgresDatabase(GuardedBackend):
                 self.transpile.null_columns.add((name, c))
         cols = ", ".join(f"{quote(c)} {_TYPES[t]}" for c, t in zip(columns, types, strict=True))
         self._run(f"CREATE TEMP TABLE {quote(name)} ({cols})", (), engine_value)
-        with self.conn.cursor() as cur, cur.copy(
-                f"COPY pg_temp.{quote(name)} FROM STDIN") as copy:
-            for r in rows:
-                copy.write_row([as_type(v, t) for v, t in zip(r, types, strict=True)])
-        if primary_key is not None:
-            self._run(f"CREATE INDEX ON temp.{quote(name)} ({quote(primary_key)})", (),
-                      engine_value)
-        self.conn.execute(f"ANALYZE pg_temp.{quote(name)}")
+        with self._dropped_on_failure(name):
+            with self.conn.cursor() as cur, cur.copy(
+                    f"COPY pg_temp.{quote(name)} FROM STDIN") as copy:
+                for r in rows:
+                    copy.write_row([as_type(v, t) for v, t in zip(r, types, strict=True)])
+            if primary_key is not None:
+                self._run(f"CREATE INDEX ON temp.{quote(name)} ({quote(primary_key)})", (),
+                          engine_value)
+            self.conn.execute(f"ANALYZE pg_temp.{quote(name)}")
 
     # -- schema --------------------------------------------------------------------------
 
