@@ -69,6 +69,9 @@ class MeteredModel(Model):
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 
+    def context_window(self) -> int | None:
+        return self.inner.context_window()
+
     def record_decisions(self, decisions: Sequence[dict[str, Any]]) -> None:
         self.decision_log.extend(decisions)
 

@@ -122,6 +122,12 @@ class Model(ABC):
         """Token count of ``text``; backends with a tokenizer override this."""
         return max(1, len(text) // 4)
 
+    def context_window(self) -> int | None:
+        """Tokens of prompt plus answer one request may take (None: unknown or no limit).
+
+        Prompt builders with optional parts (worked examples) drop them to fit."""
+        return None
+
     def record_decisions(self, decisions: Sequence[dict[str, Any]]) -> None:
         """Keep an ingredient's per-value decisions (answer, probability, margin) for the trace.
 

@@ -35,6 +35,9 @@ class GuardedModel(Model):
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 
+    def context_window(self) -> int | None:
+        return self.inner.context_window()
+
     @property
     def streams_results(self) -> bool:  # type: ignore[override]
         return self.inner.streams_results

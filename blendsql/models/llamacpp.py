@@ -362,6 +362,9 @@ class LlamaCpp(Model):
                               f"seed={self.seed}:llama_cpp={version}{kernels}")
         return self._identity
 
+    def context_window(self) -> int | None:
+        return int(self.n_ctx)
+
     def count_tokens(self, text: str) -> int:
         return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 

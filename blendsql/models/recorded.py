@@ -85,6 +85,19 @@ class Recorded(Model):
                 self._dirty = True
         return n
 
+    def context_window(self) -> int | None:
+        """The real model's window while recording (kept in the file); the kept one on replay,
+        so a prompt fitted to the window is built the same way again."""
+        if self.inner is None:
+            kept = self._data.get("context_window")
+            return int(kept) if kept is not None else None
+        window = self.inner.context_window()
+        with self._lock:
+            if self._data.get("context_window") != window:
+                self._data["context_window"] = window
+                self._dirty = True
+        return window
+
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         keys = [request_key(r) for r in requests]
         answers: dict[str, Any] = self._data["answers"]

@@ -7,9 +7,18 @@
   program) as history so a follow-up like "what about in 2010?" edits the
   last query, runs it, and answers with a template response that says what
   was searched and what came back (``respond``);
-- asks a clarifying question naming candidate columns (``ambiguous``); the
-  user's next turn is combined with the pending question and parsed;
-- or replies without a query (greetings, thanks, unrelated requests).
+- asks a clarifying question when the schema shows the turn could mean
+  several things that give different answers ("the biggest country": by
+  population, by area or by GNP, each naming the row it puts first); the
+  user's next turn picks one and the question is parsed with it;
+- or replies without a query: greetings and thanks, and turns the database
+  cannot answer. A turn is refused only when it names no table or column, is
+  not a follow-up, and the model is sure (its probability that these tables
+  cannot answer it, from a scored yes/no, ``grounding.RelevanceJudge``); a
+  model whose probabilities do not separate questions about the schema from
+  questions about nothing in it is not asked, and then a turn that names
+  nothing in the database is refused. Trying beats refusing: every other
+  turn is parsed.
 
 ``.correct(feedback)`` corrects the last query from plain-language feedback:
 candidate queries written in up to three ways (the question alone, when
@@ -33,6 +42,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from sqlglot import exp
+
 from blendsql.db.backend import DEFAULT_TIMEOUT, Backend
 from blendsql.errors import BlendSQLError, OptionError
 from blendsql.grammar.nodes import to_blendsql
@@ -40,17 +51,26 @@ from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
 from blendsql.nl.ask import answer_value
 from blendsql.nl.correct import CorrectionExample, correct_query, explanation_lines, sql_diff
 from blendsql.nl.dberrors import reads_database
+from blendsql.nl.grounding import (
+    Reading,
+    RelevanceJudge,
+    anchor_questions,
+    is_follow_up,
+    measure_ambiguity,
+    pick_reading,
+    schema_mentions,
+    tables_text,
+)
 from blendsql.nl.inputs import count_arg, text_arg
 from blendsql.nl.parser import Parser, ParseResult
 from blendsql.nl.parser import Turn as ParserTurn
 from blendsql.nl.respond import (
     SOCIAL,
     answer_response,
-    clarify_question,
     out_of_scope_response,
-    schema_mentions,
     schema_overview,
 )
+from blendsql.nl.serialize import list_tables
 from blendsql.nl.source import Session, recording
 from blendsql.smoothie import Smoothie, TraceStep
 
@@ -61,6 +81,9 @@ _QUESTION_START = re.compile(
     r"^(what|which|who|whom|whose|when|where|why|how|list|show|give|find|count|tell|name|"
     r"return|display|sort|order|of these|and|also|only|what about)\b", re.I)
 _SOCIAL_ACTS = frozenset({"greeting", "goodbye", "thank_you", "affirm", "negate"})
+_REFUSALS = ("not_related", "cannot_answer", "cannot_understand")
+#: the model's probability that the tables cannot answer a turn, above which it is sure
+REFUSE_PROBABILITY = 0.6
 
 
 #: Where a correction's candidate queries can come from (see ``Conversation``).
@@ -195,7 +218,9 @@ class Turn:
     answer: Any = None
     question: str | None = None
     error: str | None = None
-    options: list[str] = field(default_factory=list)  # candidate columns of a clarification
+    options: list[str] = field(default_factory=list)  # the readings a clarification offers
+    readings: list[Reading] = field(default_factory=list, repr=False)
+    reason: str | None = None  # why the turn was answered, refused or asked back
     previous_program: str | None = None  # for corrections: the query that was corrected
     diff: str | None = None  # for corrections: what changed
     source: str | None = None  # who wrote ``program``: "parser", "correction:<source>", None (given)
@@ -253,6 +278,7 @@ class Conversation:
         self.classify_acts = classify_acts
         self.history: list[Turn] = []
         self.pending: Turn | None = None  # an ambiguous turn waiting for the user's answer
+        self._judge: RelevanceJudge | None = None
         self._steps: list[TraceStep] = []  # the trace of the turn being handled
 
     @property
@@ -309,8 +335,8 @@ class Conversation:
         utterance = utterance.strip()
         turn = self._resolve_pending(utterance) if self.pending is not None else None
         if turn is None:
-            act = self._act(utterance)
-            turn = self._dispatch(utterance, act)
+            act, reason = self._act(utterance)
+            turn = self._dispatch(utterance, act, reason)
         self.history.append(turn)
         return turn
 
@@ -444,55 +470,107 @@ class Conversation:
             return None
         return result_key(turn.smoothie, sort_clause(turn.program, self.bsql))
 
-    def _act(self, utterance: str) -> str:
-        """Shortcut, else the model's act, with two deterministic overrules.
+    def _act(self, utterance: str) -> tuple[str, str]:
+        """The turn's act and why: a social shortcut, a question, or a refusal.
 
-        Social acts and yes/no are what the deterministic shortcuts cover;
-        when the model picks one for a turn that reads like a question (a '?'
-        or a question word first), the model is wrong far more often than not.
-        And a turn that names a table or column of this database is not
-        unrelated or unintelligible, whatever a small model says.
+        A question is parsed unless the database surely cannot answer it (see the
+        module docstring): a turn that names a table or column, or follows up an
+        earlier query, is a question whatever a model says. Otherwise the model
+        judges (``RelevanceJudge``); the refusal's kind (unrelated, not held,
+        not understood) is then the model's act choice among the three.
         """
         fast = shortcut_act(utterance)
         if fast is not None:
-            return fast
+            return fast, "a fixed phrase"
+        asked = "infer_sql" if self.last_query_turn() is not None else "inform_sql"
         if not self.classify_acts:
-            return "infer_sql" if self.history else "inform_sql"
+            return asked, "every turn is a question (classify_acts=False)"
+        tables = list_tables(self.db)
+        named = schema_mentions(self.db, utterance, tables=tables)
+        if named:
+            return asked, f"it names {', '.join(named[:4])}"
+        if asked == "infer_sql" and is_follow_up(utterance):
+            return asked, "it follows up the earlier query"
+        rel = self._relevance_judge(tables).judge(utterance)
+        if rel.informative and rel.p_unanswerable is not None and rel.p_unanswerable < REFUSE_PROBABILITY:
+            return asked, f"it names nothing in the schema, but the model judges it answerable: {rel.note}"
+        why = (f"it names no table or column, and the model is sure the tables cannot answer it: {rel.note}"
+               if rel.informative else
+               f"it names no table or column, and the model cannot judge it: {rel.note}")
         earlier = [t.utterance for t in self.history]
         act = classify_act(self.bsql.model, utterance, schema_overview(self.db), earlier)
-        if act in _SOCIAL_ACTS and (utterance.endswith("?") or _QUESTION_START.match(utterance)):
-            return "inform_sql"
-        if act in ("not_related", "cannot_understand") and schema_mentions(self.db, utterance):
-            return "inform_sql"
-        return act
+        return (act if act in _REFUSALS else "not_related"), why
 
-    def _dispatch(self, utterance: str, act: str) -> Turn:
+    def _relevance_judge(self, tables: Sequence[Any]) -> RelevanceJudge:
+        """The judge of this conversation's database (its anchors scored once)."""
+        if self._judge is None:
+            self._judge = RelevanceJudge(self.bsql.model, tables_text(tables), anchor_questions(tables))
+        return self._judge
+
+    def _dispatch(self, utterance: str, act: str, reason: str) -> Turn:
         if act in SQL_ACTS:
-            return self._answer(Turn(utterance, act, "", question=utterance))
-        if act == "ambiguous":
-            text, cols = clarify_question(self.db, utterance)
-            turn = Turn(utterance, act, text, question=utterance, options=cols)
-            self.pending = turn
-            return turn
+            turn = Turn(utterance, act, "", question=utterance, reason=reason)
+            if self.classify_acts:
+                clarification = self._clarification(turn)
+                if clarification is not None:
+                    return clarification
+            return self._answer(turn)
         if act in SOCIAL:
-            return Turn(utterance, act, SOCIAL[act])
-        return Turn(utterance, act, out_of_scope_response(self.db, act))
+            return Turn(utterance, act, SOCIAL[act], reason=reason)
+        return Turn(utterance, act, out_of_scope_response(self.db, act), reason=reason)
+
+    def _clarification(self, turn: Turn) -> Turn | None:
+        """A clarifying question when the turn's vague ranking word has readings that put
+        different rows first (``grounding.measure_ambiguity``); the turn becomes pending."""
+        last = self.last_query_turn()
+        subject = self._tables_read(last.program) if last is not None and last.program else []
+        readings = measure_ambiguity(self.db, turn.utterance, subject)
+        if not readings:
+            return None
+        options = [f"{r.label} ({r.top} first)" for r in readings]
+        listed = ", ".join(options[:-1]) + f" or {options[-1]}"
+        turn.act, turn.readings, turn.options = "ambiguous", readings, [r.label for r in readings]
+        turn.response = f"That could mean several things. Did you mean ranked by {listed}?"
+        turn.reason = (f"{turn.reason}; its ranking word names no column, and "
+                       f"{len(readings)} columns put a different row first")
+        self.pending = turn
+        return turn
+
+    def _tables_read(self, program: str) -> list[str]:
+        """The tables ``program`` reads (the subject of a follow-up), in order."""
+        try:
+            tree = self.bsql.parse(program)
+        except BlendSQLError:
+            return []
+        return list(dict.fromkeys(t.name for t in tree.find_all(exp.Table) if t.name))
 
     def _resolve_pending(self, utterance: str) -> Turn | None:
         """Combine the pending ambiguous question with the user's answer (None: not an answer)."""
         pending = self.pending
         assert pending is not None
+        self.pending = None
         fast = shortcut_act(utterance)
         if fast in ("greeting", "thank_you", "goodbye", "negate"):
-            self.pending = None
             return None
-        self.pending = None
-        if fast == "affirm" and pending.options:
-            meaning = pending.options[0]
+        chosen = pick_reading(utterance, pending.readings) if pending.readings else None
+        if chosen is None and fast == "affirm" and pending.readings:
+            chosen = pending.readings[0]
+        if chosen is not None:
+            question = f"{pending.utterance} (ranked by {chosen.label})"
+        elif fast is None and (schema_mentions(self.db, utterance) or not pending.readings):
+            question = f"{pending.utterance} (I mean {utterance})"
         else:
-            meaning = utterance
-        question = f"{pending.utterance} (I mean {meaning})"
-        return self._answer(Turn(utterance, "inform_sql", "", question=question))
+            return None  # not an answer to the question asked: a new turn
+        turn = Turn(utterance, "inform_sql", "", question=question,
+                    reason=f"the answer to the clarifying question: {question}")
+        self._answer(turn)
+        if turn.program is None and chosen is not None and chosen.sql:
+            # the parser wrote nothing valid: answer with the ranking the user just chose
+            turn.reason = f"{turn.reason}; the parser wrote no valid query, so the chosen ranking answers"
+            turn.error = None
+            self._run(turn, chosen.sql)
+            turn.source = "clarification"
+        return turn
 
     def _answer(self, turn: Turn) -> Turn:
         """Parse ``turn.question`` with history, run it and fill in the response."""

@@ -28,13 +28,14 @@ import difflib
 import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from blendsql.db.backend import Backend
 from blendsql.ingredients.base import IngredientRegistry
+from blendsql.models.base import Model
 from blendsql.nl.dberrors import reads_database
 from blendsql.nl.explain import explain
 from blendsql.nl.fewshot import BM25, tokens
@@ -182,6 +183,8 @@ def _correct(parser: Parser, db: Backend, registry: IngredientRegistry, question
     chosen = index.select(question, feedback, n_examples)
     shots = [e.render(registry) for e in chosen] if chosen else [DEFAULT_EXAMPLE_TEXT]
     guide = INGREDIENT_GUIDE if registry.names() else PLAIN_GUIDE  # as Parser.parse chooses
+    shots = fitting_shots(parser.model, shots, parser.max_tokens, lambda kept: correction_prompt(
+        schema, question, program, explanation, feedback, None, kept, guide))
     return generate_program(
         parser.model,
         lambda retry: correction_prompt(schema, question, program, explanation, feedback, retry,
@@ -189,6 +192,26 @@ def _correct(parser: Parser, db: Backend, registry: IngredientRegistry, question
         constraint, db, registry, Correction(None),
         tries=retries + 1, max_tokens=parser.max_tokens,
     )
+
+
+#: tokens kept free beyond the answer for a retry's error message
+RETRY_TOKENS = 160
+
+
+def fitting_shots(model: Model, shots: Sequence[str], max_tokens: int,
+                  prompt: Callable[[Sequence[str]], str]) -> list[str]:
+    """The first of ``shots`` (best first) whose ``prompt`` leaves room for the answer and
+    a retry's error in the model's context window (all of them when it has none).
+
+    Why: the embedded model's window is 2,048 tokens; three worked corrections and a
+    schema overflow it, and a correction with fewer examples beats none at all."""
+    window = model.context_window()
+    kept = list(shots)
+    if window is None:
+        return kept
+    while kept and model.count_tokens(prompt(kept)) + max_tokens + RETRY_TOKENS > window:
+        kept.pop()
+    return kept
 
 
 def sql_diff(old: str, new: str) -> str:

@@ -3,8 +3,7 @@
 Responses are built from the program and its result, never by a model, so
 they cannot invent values: they say what was searched (from ``explain``),
 how many rows came back and the first few values, and say plainly when
-nothing was found. Clarifying questions name candidate columns picked by
-fuzzy matching of the utterance's words against the schema's column names.
+nothing was found.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rapidfuzz import fuzz
 from sqlglot import exp
 
 from blendsql.nl.explain import explain
@@ -35,6 +33,19 @@ def _tables_of(tree: exp.Expr) -> list[str]:
     return list(dict.fromkeys(t.name for t in tree.find_all(exp.Table) if t.name))
 
 
+def without_aliases(tree: exp.Expr) -> exp.Expr:
+    """A copy of ``tree`` whose columns name their tables, not the query's aliases
+    (``T2.Name`` → ``country.Name``): a reply speaks the user's schema."""
+    aliases = {t.alias: t.name for t in tree.find_all(exp.Table) if t.alias and t.name}
+    if not aliases:
+        return tree
+    tree = tree.copy()
+    for col in tree.find_all(exp.Column):
+        if col.table in aliases:
+            col.set("table", exp.to_identifier(aliases[col.table]))
+    return tree
+
+
 def describe_search(program: str, tree: exp.Expr | None = None) -> str:
     """One sentence: which tables were searched and for which rows (from ``explain``)."""
     if tree is None:
@@ -44,6 +55,7 @@ def describe_search(program: str, tree: exp.Expr | None = None) -> str:
             tree = _parse(program, None)
         except Exception:  # noqa: BLE001 - a description must never break a reply
             return f"I ran: {program}"
+    tree = without_aliases(tree)
     tables = _tables_of(tree)
     where = "the table " + tables[0] if len(tables) == 1 else "the tables " + ", ".join(tables)
     steps = [_STEP.sub("", s) for s in explain(tree)]
@@ -106,60 +118,6 @@ def out_of_scope_response(db: Any, act: str) -> str:
         "cannot_understand": "Sorry, I did not understand that.",
     }.get(act, "Sorry, I cannot answer that.")
     return f"{lead} I can answer questions about these tables: {schema_overview(db)}."
-
-
-def candidate_columns(db: Any, utterance: str, k: int = 3,
-                      threshold: float = 70.0) -> list[str]:
-    """``table.column`` names that the utterance's words fuzzily mention, best first.
-
-    With fewer than ``k`` matches the list is padded with other columns of the
-    matched tables (numeric ones first: vague words like "best" or "top"
-    usually mean a measure), or of the first table when nothing matched, so
-    a clarifying question always offers concrete choices.
-    """
-    words = [w.lower() for w in _WORD.findall(utterance) if w.lower() not in _STOP and len(w) >= 3]
-    scored: dict[str, float] = {}
-    by_table: dict[str, list[tuple[str, bool]]] = {}
-    for t in list_tables(db):
-        if t.is_documents:
-            continue
-        for c in t.columns:
-            name = f"{t.name}.{c}"
-            numeric = any(x in t.type_of(c) for x in ("INT", "REAL", "NUM", "FLOA", "DOUB", "DEC"))
-            by_table.setdefault(t.name, []).append((name, numeric))
-            label = f"{t.name} {c}".replace("_", " ").lower()
-            col_words = c.replace("_", " ").lower()
-            best = max((max(fuzz.ratio(w, col_words), fuzz.partial_ratio(w, label) - 10)
-                        for w in words), default=0.0)
-            if best >= threshold:
-                scored[name] = best
-    ranked = sorted(scored, key=lambda n: (-scored[n], n))[:k]
-    tables = list(dict.fromkeys(n.split(".", 1)[0] for n in ranked)) or list(by_table)[:1]
-    pool = [(n, num) for t in tables for n, num in by_table.get(t, []) if n not in ranked]
-    pool.sort(key=lambda p: not p[1])  # stable: numeric columns first, schema order kept
-    return ranked + [n for n, _ in pool[: k - len(ranked)]]
-
-
-def schema_mentions(db: Any, utterance: str, threshold: float = 85.0) -> list[str]:
-    """Tables and ``table.column`` names that a word of the utterance names (near-exactly)."""
-    words = [w.lower() for w in _WORD.findall(utterance) if w.lower() not in _STOP and len(w) >= 3]
-    found = []
-    for t in list_tables(db):
-        for name, label in [(t.name, t.name), *((f"{t.name}.{c}", c) for c in t.columns)]:
-            label = label.replace("_", " ").lower()
-            if any(fuzz.ratio(w, label) >= threshold or fuzz.ratio(w.rstrip("s"), label) >= threshold
-                   for w in words):
-                found.append(name)
-    return found
-
-
-def clarify_question(db: Any, utterance: str) -> tuple[str, list[str]]:
-    """A clarifying question naming candidate columns, and those columns."""
-    cols = candidate_columns(db, utterance)
-    if len(cols) == 1:
-        return f"Do you mean {cols[0]}? Please tell me which column or meaning you have in mind.", cols
-    options = ", ".join(cols[:-1]) + f" or {cols[-1]}"
-    return f"Your question could mean several things. Which do you mean: {options}?", cols
 
 
 SOCIAL = {

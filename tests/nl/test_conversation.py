@@ -9,11 +9,13 @@ import pytest
 
 from blendsql import BlendSQL
 from blendsql.models.base import FunctionModel, Request
+from blendsql.models.scoring import Distribution
 from blendsql.nl import Conversation, Parser
 from blendsql.nl.acts import ACTS, classify_act, shortcut_act
 from blendsql.nl.conversation import chat
+from blendsql.nl.grounding import UNRELATED_ANCHORS, measure_ambiguity
 from blendsql.nl.parser import Example
-from blendsql.nl.respond import candidate_columns, summarise_result
+from blendsql.nl.respond import summarise_result
 
 EXAMPLES = [Example("Who was picked 5th?", "SELECT w.player FROM w WHERE w.pick = 5",
                     "CREATE TABLE w (player TEXT, pick INTEGER);")]
@@ -41,8 +43,14 @@ def last_line(prompt: str, label: str) -> str:
 class Script:
     """Acts, programs and corrections looked up by the turn / question / feedback in the prompt."""
 
-    def __init__(self, acts=None, programs=None, corrections=None) -> None:
+    def __init__(self, acts=None, programs=None, corrections=None, unanswerable=None,
+                 default_unanswerable=0.2, anchor_unanswerable=0.1) -> None:
         self.acts = acts or {}
+        # the model's P("no") to "can these tables answer it?", by question; the schema's
+        # anchors get 0.1 and the unrelated anchors 0.9 unless given
+        self.unanswerable = {**dict.fromkeys(UNRELATED_ANCHORS, 0.9), **(unanswerable or {})}
+        self.default_unanswerable = default_unanswerable
+        self.anchor_unanswerable = anchor_unanswerable
         self.programs = programs or {}
         self.corrections = corrections or {}
         self.requests: list[Request] = []
@@ -52,6 +60,10 @@ class Script:
         p = req.prompt.rstrip()
         if p.endswith("Act:"):
             return self.acts.get(last_line(p, "Turn:"), "inform_sql")
+        if p.endswith("Answerable:"):
+            q = last_line(p, "Question:")
+            no = self.unanswerable.get(q, self.anchor_unanswerable if q.startswith("How many entries are in the") else self.default_unanswerable)
+            return Distribution({"yes": 1 - no, "no": no})
         if p.endswith("Corrected query:"):
             return self.corrections[last_line(p, "Feedback:")]
         if p.endswith("BlendSQL:"):
@@ -108,49 +120,95 @@ def test_context_dependent_parse_sees_history_in_prompt():
     assert second_prompt.index("Earlier question") < second_prompt.rindex(f"Question: {q2}")
 
 
-def test_ambiguous_turn_asks_which_column_and_the_answer_resolves_it():
-    q = "Show me the best teams"
-    combined = f"{q} (I mean the most wins)"
-    s = Script(acts={q: "ambiguous"},
-               programs={combined: "SELECT games.team FROM games ORDER BY games.wins DESC LIMIT 1"})
+def test_vague_ranking_asks_which_measure_and_the_answer_resolves_it():
+    q = "Show me the best games"
+    combined = f"{q} (ranked by games.wins)"
+    s = Script(programs={combined: "SELECT games.team FROM games ORDER BY games.wins DESC LIMIT 1"})
     conv = make_conv(s)
     t1 = conv.ask(q)
     assert t1.act == "ambiguous" and t1.program is None and t1.needs_clarification
     assert t1.response.endswith("?")
-    assert t1.options and all(o.startswith("games.") for o in t1.options)
-    assert any(o in t1.response for o in t1.options)
+    # each measure of games, with the team it puts first: they differ, so the turn is ambiguous
+    assert t1.options == ["games.season", "games.wins", "games.losses"]
+    assert "games.losses (Cubs first)" in t1.response and "games.wins (Giants first)" in t1.response
     assert conv.pending is t1
-    t2 = conv.ask("the most wins")
+    assert "BlendSQL:" not in s.kinds()  # nothing parsed before the user says which
+    t2 = conv.ask("the wins")
     assert conv.pending is None
     assert t2.question == combined
     assert t2.answer == "Giants"
-    assert "Giants" in t2.response
 
 
-def test_clarification_affirm_picks_the_offered_column():
-    q = "List teams by their record"
-    s = Script(acts={q: "ambiguous"}, programs={})
+def test_clarification_affirm_or_ordinal_picks_an_offered_reading():
+    q = "Which games are the worst?"
+    s = Script(programs={f"{q} (ranked by games.season)": "SELECT games.team FROM games WHERE games.season = 2009",
+                         f"{q} (ranked by games.losses)": "SELECT games.team FROM games ORDER BY games.losses LIMIT 1"})
     conv = make_conv(s)
-    t1 = conv.ask(q)
-    combined = f"{q} (I mean {t1.options[0]})"
-    s.programs[combined] = "SELECT games.team FROM games WHERE games.season = 2009 ORDER BY games.wins DESC"
-    t2 = conv.ask("yes")
-    assert t2.question == combined
-    assert t2.answer == ["Giants", "Cubs"]
+    assert conv.ask(q).options[0] == "games.season"
+    assert conv.ask("yes").answer == ["Giants", "Cubs"]
+    conv.ask(q)
+    assert conv.ask("the third one").answer == "Giants"
 
 
-def test_candidate_columns_follow_the_utterance_words():
-    cols = candidate_columns(make_conn(), "how many losses did each coach have")
-    assert cols[:2] == ["games.coach", "games.losses"] or cols[:2] == ["games.losses", "games.coach"]
+def test_no_clarification_when_a_column_is_named_or_the_readings_agree():
+    conn = make_conn()
+    assert measure_ambiguity(conn, "Which team has the most wins?") == []
+    assert measure_ambiguity(conn, "Show the games of the Cubs") == []  # no ranking word
+    conn.execute("CREATE TABLE coach (name TEXT, age INTEGER, titles INTEGER)")
+    conn.execute("INSERT INTO coach VALUES ('Bochy', 60, 3), ('Piniella', 70, 1)")
+    conn.execute("CREATE TABLE team (id INTEGER, name TEXT, coach_rank INTEGER)")
+    conn.execute("INSERT INTO team VALUES (1, 'Giants', 2), (2, 'Cubs', 1)")
+    assert measure_ambiguity(conn, "Who is the biggest coach?") != []  # age and titles disagree
+    conn.execute("UPDATE coach SET titles = 4 WHERE name = 'Piniella'")
+    assert measure_ambiguity(conn, "Who is the biggest coach?") == []  # both put Piniella first
+    # a follow-up's subject is the earlier query's table
+    assert [r.column for r in measure_ambiguity(conn, "which one is the best?", ["games"])] == [
+        "season", "wins", "losses"]
 
 
-def test_unrelated_turn_gets_polite_reply_naming_tables_without_a_query():
+def test_unrelated_turn_is_refused_when_the_model_is_sure():
     q = "What's the weather in Paris?"
-    s = Script(acts={q: "not_related"})
+    s = Script(acts={q: "not_related"}, unanswerable={q: 0.85})
     turn = make_conv(s).ask(q)
     assert turn.act == "not_related" and turn.program is None
     assert "games (team, season, wins, losses, ...)" in turn.response
-    assert s.kinds() == ["Act:"]  # no parse was attempted
+    assert "sure" in turn.reason
+    assert "BlendSQL:" not in s.kinds()  # no parse was attempted
+
+
+def test_a_turn_naming_nothing_is_parsed_when_the_model_is_not_sure():
+    q = "Who did best in the year Obama was elected?"
+    s = Script(acts={q: "not_related"}, unanswerable={q: 0.45},
+               programs={q: "SELECT games.team FROM games WHERE games.season = 2009 ORDER BY games.wins DESC LIMIT 1"})
+    turn = make_conv(s).ask(q)
+    assert turn.act == "inform_sql" and turn.answer == "Giants"
+    assert "judges it answerable" in turn.reason
+
+
+def test_uninformative_model_refuses_only_turns_naming_nothing():
+    """A model whose probabilities do not tell the schema's anchors from unrelated ones
+    (here 0.5 for everything) is not asked: a turn naming a column is answered, one
+    naming nothing in the database is refused."""
+    named, unnamed = "How many losses in total?", "What is the weather tomorrow in Paris?"
+    unrelated = dict.fromkeys(UNRELATED_ANCHORS, 0.5)
+    s = Script(unanswerable=unrelated, default_unanswerable=0.5, anchor_unanswerable=0.5,
+               programs={named: "SELECT SUM(games.losses) FROM games"})
+    conv = make_conv(s)
+    assert conv.ask(named).answer == 309
+    turn = conv.ask(unnamed)
+    assert turn.program is None and turn.act in ("not_related", "cannot_answer", "cannot_understand")
+    assert "cannot judge" in turn.reason
+
+
+def test_follow_up_is_parsed_without_asking_the_model_about_relevance():
+    q1, q2 = "Which teams played in 2010?", "And which of those had a coach older than 70?"
+    s = Script(programs={q1: "SELECT games.team FROM games WHERE games.season = 2010",
+                         q2: "SELECT games.team FROM games WHERE games.season = 2010 AND games.coach = 'X'"})
+    conv = make_conv(s)
+    conv.ask(q1)
+    turn = conv.ask(q2)
+    assert turn.act == "infer_sql" and turn.program is not None
+    assert "Answerable:" not in s.kinds()
 
 
 def test_greeting_thanks_goodbye_are_shortcuts_without_a_model_call():
@@ -255,7 +313,7 @@ def test_model_not_related_on_a_turn_naming_schema_columns_is_overruled():
 
 
 def test_schema_mentions():
-    from blendsql.nl.respond import schema_mentions
+    from blendsql.nl.grounding import schema_mentions
 
     assert set(schema_mentions(make_conn(), "which coaches had most losses")) == {"games.losses", "games.coach"}
     assert schema_mentions(make_conn(), "what's the weather in Paris") == []

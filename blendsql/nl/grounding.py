@@ -1,0 +1,350 @@
+"""What a user turn names in the database, and whether the database can answer it.
+
+The conversation refuses a turn only when it is sure the database cannot
+answer it, and asks back only when the schema shows that the turn could mean
+several things that give different answers. Both decisions start here:
+
+- :func:`schema_mentions`: the tables and columns a turn names (plurals,
+  ``CamelCase`` and ``snake_case`` names and two-word names matched), the
+  strongest evidence that a turn is about the database;
+- :class:`RelevanceJudge`: the model's probability that a turn is *not*
+  answerable from these tables (a scored yes/no), and whether the model's
+  judgement is informative at all on this database: it must tell apart
+  anchor questions built from the schema from anchors about nothing in it;
+- :func:`measure_ambiguity`: a vague superlative ("the biggest country")
+  over a table with several measures that rank a different row first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from blendsql.db.backend import quote
+from blendsql.errors import BlendSQLError
+from blendsql.models.base import Model, Request
+from blendsql.models.constraints import Choice
+from blendsql.nl.serialize import TableInfo, list_tables
+from blendsql.nl.source import as_backend
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_']*")
+_STOP = frozenset({
+    "the", "and", "was", "who", "what", "which", "when", "where", "how", "many", "much", "for",
+    "from", "with", "that", "this", "did", "does", "are", "all", "show", "list", "give", "tell",
+    "about", "their", "there", "those", "these", "have", "has", "one", "ones", "find", "please",
+    "can", "you", "each", "every", "its", "his", "her", "they", "them", "than", "more", "less",
+    "is", "of", "in", "on", "at", "to", "by", "an", "or", "be", "do", "me", "my", "it", "as",
+    "any", "some", "number", "name", "names", "names'", "get", "want", "would", "like", "know",
+})
+#: words that make a turn refer back to the previous result ("which one is the biggest?")
+_REFERRING = frozenset({
+    "one", "ones", "it", "its", "they", "them", "their", "those", "these", "that", "this",
+    "he", "she", "his", "her", "same", "above", "previous", "former", "latter",
+})
+_FOLLOW_UP_START = re.compile(r"^(and|also|only|just|now|then|what about|how about|of (these|those|them))\b",
+                              re.I)
+#: vague superlatives: they rank rows without saying by what (``desc``: largest first)
+_VAGUE_SUPERLATIVES: dict[str, bool] = {
+    **dict.fromkeys(("biggest", "largest", "greatest", "highest", "top", "best", "most",
+                     "major", "leading", "bigger", "larger", "greater", "higher"), True),
+    **dict.fromkeys(("smallest", "tiniest", "lowest", "least", "worst", "bottom",
+                     "smaller", "lower", "fewest"), False),
+}
+_NUMERIC_TYPES = ("INT", "REAL", "NUM", "FLOA", "DOUB", "DEC")
+_ID_LIKE = re.compile(r"(^id$|_id$|id$|code\d*$|_key$|^key$|_no$|year$)", re.I)
+
+
+# ---------------------------------------------------------------- names
+
+
+def singular(word: str) -> str:
+    """English singular of a lower-case noun (enough for matching schema names)."""
+    for plural, single in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh")):
+        if word.endswith(plural) and len(word) > len(plural) + 1:
+            return word[: -len(plural)] + single
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def name_words(name: str) -> str:
+    """A schema name as lower-case words: ``SurfaceArea`` → ``surface area``, ``song_name`` →
+    ``song name``; each word singular."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
+    return " ".join(singular(w) for w in spaced.lower().split())
+
+
+def content_words(utterance: str) -> list[str]:
+    """The utterance's words that could name something (lower-case, singular, no stop words)."""
+    words = [w.lower().strip("'") for w in _WORD.findall(utterance)]
+    return [singular(w) for w in words if len(w) >= 3 and w not in _STOP]
+
+
+def _phrases(utterance: str) -> list[str]:
+    """Content words and adjacent pairs (``life expectancy`` names ``LifeExpectancy``)."""
+    words = content_words(utterance)
+    return words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+
+
+def _names(label: str, phrases: Sequence[str], threshold: float) -> bool:
+    """Whether one of ``phrases`` names ``label`` (both in :func:`name_words` form)."""
+    joined = label.replace(" ", "")
+    return any(fuzz.ratio(p, label) >= threshold or fuzz.ratio(p.replace(" ", ""), joined) >= threshold
+               for p in phrases)
+
+
+def schema_mentions(db: Any, utterance: str, threshold: float = 85.0,
+                    tables: Sequence[TableInfo] | None = None) -> list[str]:
+    """Tables and ``table.column`` names that a word (or two adjacent words) of the
+    utterance names, near-exactly: "cities" names ``city``, "life expectancy"
+    names ``country.LifeExpectancy``."""
+    phrases = _phrases(utterance)
+    if not phrases:
+        return []
+    found = []
+    for t in tables if tables is not None else list_tables(db):
+        if _names(name_words(t.name), phrases, threshold):
+            found.append(t.name)
+        found += [f"{t.name}.{c}" for c in t.columns if _names(name_words(c), phrases, threshold)]
+    return found
+
+
+def is_follow_up(utterance: str) -> bool:
+    """Whether the turn refers back to an earlier result ("which one is the biggest?",
+    "and in 2010?", "what about those in Asia?")."""
+    if _FOLLOW_UP_START.match(utterance.strip()):
+        return True
+    return any(w.lower() in _REFERRING for w in _WORD.findall(utterance))
+
+
+# ---------------------------------------------------------------- relevance
+
+RELEVANCE_PROMPT = """\
+Decide whether a database with the given tables can answer the question.
+
+Tables: singer (name, country, age, song); concert (concert_name, year, stadium)
+Question: How many singers are from France?
+Answerable: yes
+Question: What is the weather like in London today?
+Answerable: no
+Question: Which stadium held the most concerts?
+Answerable: yes
+Question: Tell me a joke about cats.
+Answerable: no
+Question: What is the average age of the singers?
+Answerable: yes
+Question: Who is the president of the United States?
+Answerable: no
+
+"""
+#: anchors the database cannot answer, whatever it holds
+UNRELATED_ANCHORS = ("Can you recommend a good recipe for pancakes?", "What time is it right now in Tokyo?",
+                     "Please write a short poem about the sea.")
+#: how far apart the model must put the two kinds of anchor to be trusted at all
+MIN_SEPARATION = 0.2
+
+
+@dataclass
+class Relevance:
+    """The model's judgement of one turn: ``p_unanswerable`` (None: it could not
+    score), and whether its judgements separate this schema's anchors (``informative``)."""
+
+    p_unanswerable: float | None
+    informative: bool
+    note: str = ""
+
+
+@dataclass
+class RelevanceJudge:
+    """Scores "can these tables answer this question?" with the model's probabilities.
+
+    The anchors are scored once per judge: questions built from the schema
+    (answerable by construction) and :data:`UNRELATED_ANCHORS` (about nothing a
+    database holds). A model that does not score every unrelated anchor at least
+    :data:`MIN_SEPARATION` above every schema anchor is not informative: its
+    judgement is not used (the embedded 135M model scores both kinds near 0.5).
+    """
+
+    model: Model
+    tables_text: str
+    answerable_anchors: tuple[str, ...]
+    _separation: float | None = field(default=None, init=False)
+    _unscored: str | None = field(default=None, init=False)
+
+    def p_unanswerable(self, question: str) -> float | None:
+        """P("no") for ``question`` (None when the model returns no scores)."""
+        prompt = f"{RELEVANCE_PROMPT}Tables: {self.tables_text}\nQuestion: {question}\nAnswerable:"
+        resp = self.model.generate([Request(prompt=prompt, constraint=Choice(("yes", "no")),
+                                            max_tokens=4, score=True)])[0]
+        if not resp.scores or set(resp.scores) != {"yes", "no"}:
+            self._unscored = resp.unscored or "no scores returned"
+            return None
+        top = max(resp.scores.values())
+        odds = {k: math.exp(v - top) for k, v in resp.scores.items()}
+        return odds["no"] / (odds["yes"] + odds["no"])
+
+    def separation(self) -> float | None:
+        """How far apart the model puts the two kinds of anchor: the lowest P(no) of an
+        unrelated anchor minus the highest of the schema's own (cached; None: unscored)."""
+        if self._separation is None:
+            yes = [self.p_unanswerable(q) for q in self.answerable_anchors]
+            no = [self.p_unanswerable(q) for q in UNRELATED_ANCHORS]
+            if not yes or any(p is None for p in [*yes, *no]):
+                return None
+            self._separation = min(no) - max(yes)  # type: ignore[type-var, operator]
+        return self._separation
+
+    def judge(self, question: str) -> Relevance:
+        sep = self.separation()
+        p = self.p_unanswerable(question) if sep is not None else None
+        if sep is None or p is None:
+            return Relevance(None, False, f"the model gave no probabilities ({self._unscored})")
+        informative = sep >= MIN_SEPARATION
+        note = (f"P(unanswerable) {p:.2f}; every unrelated anchor scores at least {sep:.2f} above "
+                f"every question about the schema" if sep >= 0 else
+                f"P(unanswerable) {p:.2f}; an unrelated anchor scores {-sep:.2f} below a question "
+                f"about the schema")
+        if not informative:
+            note += f" (a separation under {MIN_SEPARATION}: not informative)"
+        return Relevance(p, informative, note)
+
+
+def anchor_questions(tables: Sequence[TableInfo]) -> tuple[str, ...]:
+    """Questions every database with these tables can answer: how many rows a table has."""
+    plain = [t for t in tables if not t.is_documents] or list(tables)
+    return tuple(f"How many entries are in the {t.name} table?" for t in plain[:2])
+
+
+def tables_text(tables: Sequence[TableInfo], n_columns: int = 12) -> str:
+    """``table (col, col, ...)`` for every table, for the relevance prompt."""
+    return "; ".join(f"{t.name} ({', '.join(t.columns[:n_columns])})" for t in tables)
+
+
+# ---------------------------------------------------------------- ambiguity
+
+
+@dataclass
+class Reading:
+    """One meaning of a vague turn: rank ``table`` by ``column``, and the row it puts first
+    (``top``, from ``sql``: the ranking itself, BlendSQL's SQL)."""
+
+    table: str
+    column: str
+    top: str
+    sql: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.table}.{self.column}"
+
+
+def vague_superlative(utterance: str) -> tuple[str, bool] | None:
+    """The first vague superlative of the turn and whether it ranks largest first."""
+    for w in _WORD.findall(utterance.lower()):
+        if w in _VAGUE_SUPERLATIVES:
+            return w, _VAGUE_SUPERLATIVES[w]
+    return None
+
+
+def measure_columns(db: Any, t: TableInfo) -> list[str]:
+    """Numeric columns of ``t`` that measure something: not keys, codes or years by name,
+    and not holding only values of another table's id column (a foreign key)."""
+    db = as_backend(db)
+    out = []
+    for c in t.columns:
+        if not any(x in t.type_of(c) for x in _NUMERIC_TYPES) or _ID_LIKE.search(c):
+            continue
+        if not _references_an_id(db, t, c):
+            out.append(c)
+    return out
+
+
+def _id_columns(db: Any, exclude: str) -> list[tuple[str, str]]:
+    return [(t.name, c) for t in list_tables(db) if t.name != exclude and not t.is_documents
+            for c in t.columns if c.lower() in ("id", f"{t.name.lower()}id", f"{t.name.lower()}_id")]
+
+
+def _references_an_id(db: Any, t: TableInfo, column: str) -> bool:
+    """Whether every non-NULL value of ``t.column`` is an id of another table."""
+    for other, idcol in _id_columns(db, t.name):
+        sql = (f"SELECT COUNT({quote(column)}), SUM(CASE WHEN {quote(column)} IN "
+               f"(SELECT {quote(idcol)} FROM {quote(other)}) THEN 1 ELSE 0 END) FROM {quote(t.name)}")
+        try:
+            _, rows = db.execute(sql)
+        except BlendSQLError:
+            continue
+        total, inside = rows[0]
+        if total and inside == total:
+            return True
+    return False
+
+
+def label_column(t: TableInfo) -> str | None:
+    """The column that names a row (``name``/``title`` first, else the first text column)."""
+    texts = [c for c in t.columns if not any(x in t.type_of(c) for x in _NUMERIC_TYPES)]
+    for c in texts:
+        if name_words(c) in ("name", "title") or name_words(c).endswith(" name"):
+            return c
+    return texts[0] if texts else None
+
+
+def measure_ambiguity(db: Any, utterance: str, subject: Sequence[str] = (),
+                      max_options: int = 4) -> list[Reading]:
+    """The readings of a vague superlative that put different rows first (empty: not ambiguous).
+
+    Ambiguous when the turn ranks with a vague word ("the biggest country"),
+    names no column of the table (a named column says what to rank by), is about one table
+    (named, or else the earlier query's ``subject`` tables), and two or more of
+    that table's measures put a different row first. Every measure is then a
+    reading (up to ``max_options``, in schema order), each with the row it puts first.
+    """
+    vague = vague_superlative(utterance)
+    if vague is None:
+        return []
+    db = as_backend(db)
+    tables = {t.name: t for t in list_tables(db)}
+    named = schema_mentions(db, utterance, tables=list(tables.values()))
+    about = [n for n in named if n in tables] or [s for s in subject if s in tables]
+    if len(about) != 1 or any(n.startswith(f"{about[0]}.") for n in named):
+        return []
+    t = tables[about[0]]
+    label = label_column(t)
+    if label is None:
+        return []
+    order = "DESC" if vague[1] else "ASC"
+    readings: list[Reading] = []
+    for c in measure_columns(db, t):
+        sql = (f"SELECT {quote(label)} FROM {quote(t.name)} WHERE {quote(c)} IS NOT NULL "
+               f"ORDER BY {quote(c)} {order}, {quote(label)} LIMIT 1")
+        try:
+            _, rows = db.execute(sql)
+        except BlendSQLError:
+            continue
+        if rows:
+            readings.append(Reading(t.name, c, str(rows[0][0]), sql))
+    if len({r.top for r in readings}) < 2:
+        return []
+    return readings[:max_options]
+
+
+def pick_reading(reply: str, readings: Sequence[Reading]) -> Reading | None:
+    """The reading a reply to a clarifying question chooses ("population", "the second one",
+    "by surface area"), or None."""
+    ordinals = {"first": 0, "1": 0, "second": 1, "2": 1, "third": 2, "3": 2, "last": len(readings) - 1}
+    words = [w.lower() for w in _WORD.findall(reply)] + re.findall(r"\d", reply)
+    phrases = _phrases(reply)
+    scored = [(max((max(fuzz.ratio(p, name_words(r.column)),
+                        fuzz.ratio(p.replace(" ", ""), name_words(r.column).replace(" ", "")))
+                    for p in phrases), default=0.0), i) for i, r in enumerate(readings)]
+    best, i = max(scored, default=(0.0, -1))
+    if best >= 80:
+        return readings[i]
+    for w in words:
+        if w in ordinals and 0 <= ordinals[w] < len(readings):
+            return readings[ordinals[w]]
+    return None
