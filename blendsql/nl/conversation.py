@@ -55,6 +55,7 @@ from blendsql.nl.grounding import (
     Reading,
     RelevanceJudge,
     anchor_questions,
+    follow_up_readings,
     is_follow_up,
     measure_ambiguity,
     pick_reading,
@@ -520,11 +521,31 @@ class Conversation:
         return Turn(utterance, act, out_of_scope_response(self.db, act), reason=reason)
 
     def _clarification(self, turn: Turn) -> Turn | None:
-        """A clarifying question when the turn's vague ranking word has readings that put
-        different rows first (``grounding.measure_ambiguity``); the turn becomes pending."""
+        """A vague ranking word answered from the schema, or asked back.
+
+        A follow-up ranks the previous query's rows (``grounding.follow_up_readings``):
+        one reading answers the turn at once; otherwise readings that put different
+        rows first (``grounding.measure_ambiguity``) make a clarifying question and
+        the turn becomes pending. None: the parser takes the turn."""
         last = self.last_query_turn()
-        subject = self._tables_read(last.program) if last is not None and last.program else []
-        readings = measure_ambiguity(self.db, turn.utterance, subject)
+        readings: list[Reading] = []
+        if last is not None and last.program and is_follow_up(turn.utterance):
+            try:
+                previous = self.bsql.parse(last.program)
+            except BlendSQLError:
+                previous = None
+            if previous is not None:
+                readings = follow_up_readings(self.db, turn.utterance, last.question or last.utterance,
+                                              previous)
+            if len(readings) == 1:
+                turn.reason = (f"{turn.reason}; its ranking word names no column, and "
+                               f"{readings[0].label} is the one measure of the rows asked about")
+                self._run(turn, readings[0].sql)
+                turn.source = "follow-up ranking"
+                return turn
+        if not readings:
+            subject = self._tables_read(last.program) if last is not None and last.program else []
+            readings = measure_ambiguity(self.db, turn.utterance, subject)
         if not readings:
             return None
         options = [f"{r.label} ({r.top} first)" for r in readings]
@@ -563,6 +584,10 @@ class Conversation:
             return None  # not an answer to the question asked: a new turn
         turn = Turn(utterance, "inform_sql", "", question=question,
                     reason=f"the answer to the clarifying question: {question}")
+        if chosen is not None and chosen.answers_turn:
+            self._run(turn, chosen.sql)  # the previous rows ranked as the user chose
+            turn.source = "follow-up ranking"
+            return turn
         self._answer(turn)
         if turn.program is None and chosen is not None and chosen.sql:
             # the parser wrote nothing valid: answer with the ranking the user just chose

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rapidfuzz import fuzz
+from sqlglot import exp
 
 from blendsql.db.backend import quote
 from blendsql.errors import BlendSQLError
@@ -237,6 +238,7 @@ class Reading:
     column: str
     top: str
     sql: str = ""
+    answers_turn: bool = False  # ``sql`` is the whole answer (a follow-up's ranking), not a hint
 
     @property
     def label(self) -> str:
@@ -329,6 +331,55 @@ def measure_ambiguity(db: Any, utterance: str, subject: Sequence[str] = (),
             readings.append(Reading(t.name, c, str(rows[0][0]), sql))
     if len({r.top for r in readings}) < 2:
         return []
+    return readings[:max_options]
+
+
+def follow_up_readings(db: Any, utterance: str, previous_question: str, previous: exp.Expr,
+                       max_options: int = 4) -> list[Reading]:
+    """Readings of a vague ranking follow-up ("which one is the biggest?") over the rows of
+    the previous query: each measure of the table the previous question was about, ranking
+    the previous query's rows (its joins and filters kept, its projection replaced by the
+    table's label column). One reading answers the turn; several that put different rows
+    first are a clarifying question. Empty when the turn names a column or another table,
+    has no vague ranking word, or the previous query is not a plain SELECT (grouped,
+    distinct, a set operation) over BlendSQL's SQL alone."""
+    vague = vague_superlative(utterance)
+    if vague is None or not isinstance(previous, exp.Select):
+        return []
+    if any(previous.args.get(k) for k in ("group", "having", "distinct", "with")):
+        return []
+    db = as_backend(db)
+    tables = {t.name: t for t in list_tables(db)}
+    if schema_mentions(db, utterance, tables=list(tables.values())):
+        return []
+    read = {t.name: t.alias_or_name for t in previous.find_all(exp.Table)}
+    about = [n for n in schema_mentions(db, previous_question, tables=list(tables.values()))
+             if n in tables and n in read] or [n for n in read if n in tables and len(read) == 1]
+    if len(about) != 1 or previous.find(exp.Subquery) is not None:
+        return []
+    t, alias = tables[about[0]], read[about[0]]
+    label = label_column(t)
+    if label is None:
+        return []
+    readings = []
+    for c in measure_columns(db, t):
+        tree = previous.copy()
+        tree.set("expressions", [exp.column(label, table=alias, quoted=True)])
+        measure = exp.column(c, table=alias, quoted=True)
+        tree = tree.where(exp.Not(this=exp.Is(this=measure.copy(), expression=exp.Null())))
+        tree.set("order", exp.Order(expressions=[
+            exp.Ordered(this=measure, desc=vague[1]),
+            exp.Ordered(this=exp.column(label, table=alias, quoted=True))]))
+        tree.set("limit", None)
+        sql = tree.limit(1).sql(dialect="sqlite")
+        try:
+            _, rows = db.execute(sql)
+        except BlendSQLError:
+            return []  # e.g. an ingredient in the previous query: the parser follows up instead
+        if rows:
+            readings.append(Reading(t.name, c, str(rows[0][0]), sql, answers_turn=True))
+    if len(readings) > 1 and len({r.top for r in readings}) < 2:
+        return readings[:1]  # every measure agrees: one answer
     return readings[:max_options]
 
 

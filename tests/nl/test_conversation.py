@@ -166,6 +166,36 @@ def test_no_clarification_when_a_column_is_named_or_the_readings_agree():
         "season", "wins", "losses"]
 
 
+def test_vague_follow_up_ranks_the_previous_rows_by_their_one_measure():
+    q1, q2 = "Which coaches are listed?", "Which one is the biggest?"
+    s = Script(programs={q1: "SELECT coach.name FROM coach WHERE coach.name <> 'Nobody'"})
+    conn = make_conn()
+    conn.execute("CREATE TABLE coach (name TEXT, age INTEGER, team_id INTEGER)")
+    conn.executemany("INSERT INTO coach VALUES (?, ?, ?)", [("Bochy", 60, 1), ("Piniella", 70, 2), ("Nobody", 99, 1)])
+    conn.execute("CREATE TABLE team (id INTEGER, name TEXT)")
+    conn.executemany("INSERT INTO team VALUES (?, ?)", [(1, "Giants"), (2, "Cubs")])
+    model = FunctionModel(s)
+    conv = Conversation(BlendSQL(conn, model=model, cache=False), Parser(model, examples=EXAMPLES, n_examples=1))
+    conv.ask(q1)
+    turn = conv.ask(q2)  # age is the one measure (team_id is a key)
+    assert turn.source == "follow-up ranking" and turn.answer == "Piniella"  # 'Nobody' was filtered out
+    assert "BlendSQL:" not in s.kinds()[1:]
+
+
+def test_vague_follow_up_with_several_measures_asks_back_over_the_previous_rows():
+    q1 = "Which games were played in 2010?"
+    s = Script(programs={q1: "SELECT games.team FROM games WHERE games.season = 2010"})
+    conv = make_conv(s)
+    conv.ask(q1)
+    turn = conv.ask("Which one is the best?")
+    assert turn.act == "ambiguous"
+    assert "games.wins (Giants first)" in turn.response and "games.losses (Cubs first)" in turn.response
+    assert "games.season (Cubs first)" in turn.response  # a tie in 2010, broken by name
+    answer = conv.ask("losses")
+    assert answer.answer == "Cubs" and answer.source == "follow-up ranking"
+    assert "BlendSQL:" not in s.kinds()[1:]  # only the first question was parsed
+
+
 def test_unrelated_turn_is_refused_when_the_model_is_sure():
     q = "What's the weather in Paris?"
     s = Script(acts={q: "not_related"}, unanswerable={q: 0.85})

@@ -73,5 +73,6 @@ def test_eval_model_answers_right_asks_back_and_declines():
     turns = converse(BlendSQL(str(WORLD), model=LlamaCpp(str(MODEL_PATH), timeout=900)))
     check_shape(turns)
     assert turns["How many cities in the Netherlands are listed?"].answer == 28
+    assert turns["Which one is the biggest?"].answer == "Amsterdam"  # the subject kept
     assert turns["population"].answer == "China"
     assert turns["What is the weather tomorrow in Paris?"].act == "not_related"
