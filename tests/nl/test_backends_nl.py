@@ -24,9 +24,11 @@ from blendsql import BlendSQL
 from blendsql.errors import BlendSQLError
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import FunctionModel, Request
+from blendsql.models.scoring import Distribution
 from blendsql.nl import Conversation, Parser
 from blendsql.nl.ask import end_to_end_prompt
 from blendsql.nl.explain import explain
+from blendsql.nl.grounding import UNRELATED_ANCHORS
 from blendsql.nl.parser import EMPTY_RESULT, run_check, validate
 from blendsql.nl.repair import value_mismatch
 from blendsql.nl.serialize import list_tables
@@ -265,3 +267,71 @@ def _pattern(sql: str) -> re.Pattern[str]:
     """A traced statement as a pattern: SQLite reports bound parameters expanded."""
     parts = re.split(r"\?|:[A-Za-z_][A-Za-z0-9_]*", _norm(sql))
     return re.compile(".*?".join(re.escape(p) for p in parts) + r"\Z", re.S)
+
+
+LEAGUE = """
+CREATE TABLE w (player TEXT, position TEXT, pick INTEGER);
+INSERT INTO w VALUES ('Buster Posey', 'Catcher', 5), ('Joe Smith', 'Pitcher', 12), ('Al Jones', 'Pitcher', 30);
+CREATE TABLE team (name TEXT, wins INTEGER, payroll REAL);
+INSERT INTO team VALUES ('Giants', 92, 98.6), ('Cubs', 75, 146.6), ('Rays', 96, 71.9);
+"""
+
+
+@pytest.fixture(scope="module")
+def league_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    path = tmp_path_factory.mktemp("nl_league") / "league.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript(LEAGUE)
+    con.commit()
+    con.close()
+    return {"sqlite": path}
+
+
+@pytest.fixture(params=BACKENDS)
+def league(request: pytest.FixtureRequest, league_files: dict[str, Any]) -> Any:
+    """The league database on one backend (copied from SQLite once per module)."""
+    name, path = str(request.param), league_files["sqlite"]
+    if name not in league_files:
+        if name == "duckdb":
+            pytest.importorskip("duckdb")
+            from blendsql.db.transfer import sqlite_to_duckdb
+
+            league_files[name] = str(sqlite_to_duckdb(path, path.with_suffix(".duckdb")))
+        else:
+            from blendsql.db.transfer import sqlite_to_postgres
+
+            url = str(request.getfixturevalue("postgres_server").create_db("nl_league"))
+            sqlite_to_postgres(path, url)
+            league_files[name] = url
+    return str(league_files[name])
+
+
+def test_a_conversation_answers_asks_back_and_declines(league: Any) -> None:
+    """Relevance, a follow-up ranked over the previous rows, a clarifying question from the
+    schema's measures and its answer, and a refusal: the same on every backend, every
+    statement of the layer traced."""
+    def model(req: Request) -> Any:
+        tail = req.prompt.rstrip()
+        if tail.endswith("Answerable:"):
+            q = tail.splitlines()[-2].removeprefix("Question: ")
+            no = 0.9 if q in UNRELATED_ANCHORS or "weather" in q else 0.1
+            return Distribution({"yes": 1 - no, "no": no})
+        if tail.endswith("Act:"):
+            return "not_related"
+        assert tail.endswith("BlendSQL:"), tail[-200:]
+        if "(ranked by team.payroll)" in tail:
+            return "SELECT team.name FROM team ORDER BY team.payroll DESC LIMIT 1"
+        return "SELECT w.player FROM w WHERE w.position = 'Pitcher'"
+
+    conv = Conversation(BlendSQL(league, model=FunctionModel(model), cache=False))
+    assert conv.ask("Which players are pitchers?").answer == ["Joe Smith", "Al Jones"]
+    best = conv.ask("Which one is the best?")  # pick is the one measure of w
+    assert best.source == "follow-up ranking" and best.answer == "Al Jones"
+    assert nl_steps(best.trace)
+    ask_back = conv.ask("Which team is the biggest?")
+    assert ask_back.act == "ambiguous" and ask_back.options == ["team.wins", "team.payroll"]
+    assert "team.wins (Rays first)" in ask_back.response and "team.payroll (Cubs first)" in ask_back.response
+    assert nl_steps(ask_back.trace)
+    assert conv.ask("the second").answer == "Cubs"
+    weather = conv.ask("What is the weather tomorrow in Paris?")
+    assert weather.act == "not_related" and weather.program is None and "sure" in (weather.reason or "")
