@@ -31,11 +31,24 @@ Modes, side by side on the same questions (``--modes``):
   parser_no_retry   the Parser with one attempt: no retry, no name repair, no
                     example-free last attempt.
   grammar, permissive the Parser under its strict / permissive GBNF.
+  parser_duckdb     ``parser`` (same defaults, same few-shot pool) on a DuckDB
+                    copy of the question's database: the Parser reads the DuckDB
+                    copy and ``BlendSQL.execute`` runs the program there (each
+                    statement limited to ``--query-seconds`` by BlendSQL's own
+                    ``timeout=``); the gold SQL still runs on the SQLite file.
 
 Each mode has its own ``LlamaCpp`` instance (same GGUF), so each keeps its own
-prompt prefix in the KV cache.
+prompt prefix in the KV cache. Each row records the backend a mode ran on
+(``"backend": "sqlite"`` or ``"duckdb"``).
 
-Execution accuracy: predicted and gold SQL run on the same SQLite file; the
+DuckDB copies: ``blendsql.db.transfer.sqlite_to_duckdb`` of each database, made
+once and reused, in ``spider-duckdb/`` under the cache folder
+(``$BLENDSQL_CACHE_DIR``, by default the platform's user cache directory, as for
+``benchmarks/envs.py``), rebuilt when the SQLite file is newer than its copy. A
+copy that fails to build is that row's error (a wrong answer), not a crash.
+
+Execution accuracy: predicted and gold SQL run on the same SQLite file (for
+``parser_duckdb`` the prediction runs on the DuckDB copy, the gold on SQLite); the
 result rows must be equal as multisets (numbers rounded to 4 places, column
 order kept), and as lists when the gold query has a top-level ORDER BY. Each
 query runs under a time limit (``--query-seconds``). Every mode gets a 95%
@@ -47,6 +60,12 @@ difference, McNemar's exact p).
     python benchmarks/spider.py --n 200 --shard 2/2 --out benchmarks/results/spider_2.jsonl
     python benchmarks/spider.py --combine benchmarks/results/spider_1.jsonl benchmarks/results/spider_2.jsonl
 
+The Parser on SQLite against the Parser on DuckDB copies (paired on the same questions):
+
+    python benchmarks/spider.py --n 100 --modes parser,parser_duckdb --shard 1/2 --out benchmarks/results/spider_duckdb_1.jsonl &
+    python benchmarks/spider.py --n 100 --modes parser,parser_duckdb --shard 2/2 --out benchmarks/results/spider_duckdb_2.jsonl
+    python benchmarks/spider.py --combine benchmarks/results/spider_duckdb_1.jsonl benchmarks/results/spider_duckdb_2.jsonl --out benchmarks/results/spider_duckdb.json
+
 Writes one JSONL line per question (resumable: a rerun adds missing modes) and
 a JSON summary. Data: Spider (Yu et al. 2018, CC BY-SA 4.0); SQLite files
 rebuilt from the SpiderMan CSV release (cloudera/spiderman).
@@ -55,7 +74,9 @@ rebuilt from the SpiderMan CSV release (cloudera/spiderman).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import re
 import sqlite3
 import sys
@@ -67,8 +88,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import protocol  # noqa: E402
+from benchmarks import envs, protocol  # noqa: E402
 from blendsql import BlendSQL  # noqa: E402
+from blendsql.db.transfer import sqlite_to_duckdb  # noqa: E402
 from blendsql.ingredients.base import IngredientRegistry  # noqa: E402
 from blendsql.models.base import Model, Request  # noqa: E402
 from blendsql.models.constraints import Text  # noqa: E402
@@ -77,7 +99,14 @@ from blendsql.nl.parser import Example, Parser, clean_program, load_examples  # 
 DATA = protocol.data_dir()
 RESULTS = Path(__file__).resolve().parent / "results"
 MODES = ("direct", "direct_fewshot", "parser", "parser_no_examples", "parser_no_retry",
-         "grammar", "permissive")
+         "grammar", "permissive", "parser_duckdb")
+#: the backend a mode's program runs on (the others: the SQLite file)
+BACKENDS = {"parser_duckdb": "duckdb"}
+DUCKDB_COPIES = "spider-duckdb"  # folder of the DuckDB copies under the cache dir
+
+
+def backend_of(mode: str) -> str:
+    return BACKENDS.get(mode, "sqlite")
 
 
 # ---------------------------------------------------------------- data
@@ -93,6 +122,43 @@ def load_split(data: Path, split: str, n: int | None, seed: int) -> list[tuple[i
 
 def db_path(data: Path, db_id: str) -> Path:
     return data / "spider" / "database" / db_id / f"{db_id}.sqlite"
+
+
+def duckdb_copies() -> Path:
+    """Where the DuckDB copies live: ``$BLENDSQL_CACHE_DIR/spider-duckdb`` (else the user cache dir)."""
+    return envs.cache_root() / DUCKDB_COPIES
+
+
+_copy_failures: dict[tuple[Path, float], str] = {}
+
+
+def duckdb_copy(path: Path) -> Path:
+    """The DuckDB copy of the SQLite file ``path``, built on first use and reused; rebuilt
+    when the SQLite file is newer than the copy. Built under a temporary name and moved
+    into place, so parallel shards never open half a copy. Raises when the copy cannot be
+    built (and, in this process, again without retrying for the same SQLite file)."""
+    src = path.resolve()
+    mtime = src.stat().st_mtime
+    key = hashlib.sha256(str(src).encode()).hexdigest()[:12]  # two data folders, two copies
+    target = duckdb_copies() / f"{path.stem}-{key}.duckdb"
+    if target.exists() and target.stat().st_mtime >= mtime:
+        return target
+    if (src, mtime) in _copy_failures:
+        raise RuntimeError(_copy_failures[src, mtime])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.stem}.{os.getpid()}.tmp")
+    try:
+        for f in (tmp, tmp.with_name(tmp.name + ".wal")):
+            f.unlink(missing_ok=True)
+        sqlite_to_duckdb(src, tmp)
+        os.replace(tmp, target)
+    except Exception as e:
+        _copy_failures[src, mtime] = f"DuckDB copy of {path.name} failed: {type(e).__name__}: {e}"[:400]
+        raise RuntimeError(_copy_failures[src, mtime]) from e
+    finally:
+        for f in (tmp, tmp.with_name(tmp.name + ".wal")):
+            f.unlink(missing_ok=True)
+    return target
 
 
 def question_pool(pool: list[Example], q: dict[str, Any], path: Path,
@@ -189,6 +255,9 @@ def run_once(model: Model, prompt: str, path: Path, seconds: float) -> dict[str,
 
 
 def run_parser(parser: Parser, model: Model, path: Path, question: str, seconds: float) -> dict[str, Any]:
+    """Parse ``question`` on the database at ``path`` (a SQLite file, or a ``.duckdb`` copy)
+    and run the program there with ``BlendSQL.execute``."""
+    duck = path.suffix == ".duckdb"
     bsql = BlendSQL(str(path), model=model, cache=False)
     try:
         parsed = parser.parse(question, bsql.db.conn, bsql.registry)
@@ -201,9 +270,11 @@ def run_parser(parser: Parser, model: Model, path: Path, question: str, seconds:
         if parsed.program is None:
             out["error"] = parsed.attempts[-1][1] if parsed.attempts else "no program"
             return out
-        with_deadline(bsql.db.conn, seconds)
+        if not duck:
+            with_deadline(bsql.db.conn, seconds)
         try:
-            sm = bsql.execute(parsed.program)
+            # DuckDB has no progress handler: BlendSQL's own limit, per statement
+            sm = bsql.execute(parsed.program, timeout=seconds) if duck else bsql.execute(parsed.program)
             out["rows"] = rows_of(sm.df.itertuples(index=False, name=None))
             out["prompt_tokens"] += sm.meta.prompt_tokens
             out["completion_tokens"] += sm.meta.completion_tokens
@@ -223,7 +294,7 @@ def make_parser(mode: str, model: Model, pool: list[Example]) -> Parser:
         return Parser(model, examples=[], n_examples=0)
     if mode == "parser_no_retry":
         return Parser(model, examples=pool, max_retries=0, plain_fallback=False, repair=False)
-    return Parser(model, examples=pool)
+    return Parser(model, examples=pool)  # parser, parser_duckdb
 
 
 def run_mode(mode: str, model: Model, pool: list[Example], path: Path, question: str,
@@ -232,6 +303,15 @@ def run_mode(mode: str, model: Model, pool: list[Example], path: Path, question:
         return run_once(model, direct_prompt(create_statements(path), question), path, seconds)
     if mode == "direct_fewshot":
         return run_once(model, fewshot_prompt(pool, model, path, question), path, seconds)
+    if backend_of(mode) == "duckdb":
+        try:
+            copy = duckdb_copy(path)
+        except Exception as e:  # noqa: BLE001 - no copy: this row's error, the run goes on
+            return {"pred": None, "rows": None, "error": str(e)[:400], "prompt_tokens": 0,
+                    "completion_tokens": 0, "attempts": 0}
+        out = run_parser(make_parser(mode, model, pool), model, copy, question, seconds)
+        out["duckdb_copy"] = envs.portable(copy)
+        return out
     return run_parser(make_parser(mode, model, pool), model, path, question, seconds)
 
 
@@ -315,6 +395,7 @@ def summarize(rows: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
         if not n:
             continue
         out[m] = {
+            "backend": backend_of(m),
             **protocol.accuracy([r["match"] for r in rs]),
             "executed": round(sum(r["error"] is None for r in rs) / n, 4),
             "seconds_per_question": round(sum(r["seconds"] for r in rs) / n, 2),
@@ -366,6 +447,9 @@ def combine(parts: list[Path], out: Path) -> dict[str, Any]:
         headers.append(json.loads(part.with_suffix(".json").read_text()))
     modes = [m for m in MODES if any(m in r for r in rows.values())]
     header = {k: headers[0].get(k) for k in ("model", "machine", "seed", "requested_n", "query_seconds")}
+    copies = next((h["duckdb_copies"] for h in headers if h.get("duckdb_copies")), None)
+    if copies:
+        header["duckdb_copies"] = copies
     header["runs"] = [{k: h.get(k) for k in ("command", "commit", "clean_tree", "date", "n")} for h in headers]
     header["command"] = "python benchmarks/spider.py --combine " + " ".join(
         str(p.resolve().relative_to(protocol.ROOT)) if p.resolve().is_relative_to(protocol.ROOT) else p.name
@@ -449,6 +533,8 @@ def main(argv: list[str] | None = None) -> int:
     done = read_rows(out)
     header = {**protocol.run_record("spider.py", argv, model_path), "seed": args.seed,
               "requested_n": args.n, "shard": args.shard, "query_seconds": args.query_seconds}
+    if any(backend_of(m) == "duckdb" for m in modes):
+        header["duckdb_copies"] = envs.portable(duckdb_copies())
 
     def write_summary() -> dict[str, Any]:
         rows = [done[i] for i, _ in items if i in done]
@@ -476,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
                     r = {"pred": None, "rows": None, "error": f"{type(e).__name__}: {e}"[:400],
                          "prompt_tokens": 0, "completion_tokens": 0}
                 r["seconds"] = round(time.perf_counter() - t0, 2)
+                r["backend"] = backend_of(m)
                 r["match"] = bool(gold is not None and r["rows"] is not None
                                   and same_result(r["rows"], gold, ordered))
                 r["n_rows"] = None if r["rows"] is None else len(r["rows"])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -15,6 +18,7 @@ import conversation  # noqa: E402
 
 from benchmarks import protocol, spider  # noqa: E402
 from blendsql.models import FunctionModel  # noqa: E402
+from blendsql.models.cache import ENV_CACHE_DIR  # noqa: E402
 from blendsql.nl.parser import Example  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "data" / "spider"
@@ -31,7 +35,8 @@ def scripted(request) -> str:
 
 
 @pytest.fixture
-def data(tmp_path: Path) -> Path:
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(ENV_CACHE_DIR, str(tmp_path / "cache"))  # parser_duckdb's copies land here
     db = FIXTURES / "concert_singer" / "concert_singer.sqlite"
     if not db.exists():
         pytest.skip("fixture database missing")
@@ -123,3 +128,118 @@ def test_conversation_combine_merges_shards_and_prints_the_table(data: Path, tmp
     assert str(tmp_path) not in summary["command"]
     table = conversation.markdown(json.loads((tmp_path / "sparc.json").read_text()))
     assert "| parser | 4/4 |" in table and "| direct | 3/4 |" in table and "| 1/2 |" in table
+
+
+# ---------------------------------------------------------------- parser_duckdb
+
+TINY = {  # report questions on a database made here; the second one's gold sorts
+    "How many singers are older than 30?": "SELECT count(*) FROM singer WHERE age > 30",
+    "List the names of the singers from youngest to oldest.": "SELECT name FROM singer ORDER BY age",
+}
+
+
+def scripted_tiny(request) -> str:
+    last = request.prompt.rsplit("Question: ", 1)[-1]
+    return next((sql for q, sql in TINY.items() if last.startswith(q)), "")
+
+
+def tiny_spider(root: Path) -> Path:
+    """A one-database Spider folder (dev.json, no dev ids, database/tiny/tiny.sqlite)."""
+    folder = root / "spider" / "database" / "tiny"
+    folder.mkdir(parents=True)
+    conn = sqlite3.connect(folder / "tiny.sqlite")
+    conn.executescript("CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, age INTEGER);"
+                       "INSERT INTO singer VALUES (1, 'Ann', 25), (2, 'Bo', 41), (3, 'Cy', 33);")
+    conn.commit()
+    conn.close()
+    (root / "spider" / "dev.json").write_text(json.dumps(
+        [{"db_id": "tiny", "question": q, "query": sql} for q, sql in TINY.items()]))
+    (root / "spider" / "dev_ids.txt").write_text("\n")
+    return folder / "tiny.sqlite"
+
+
+def test_spider_parser_duckdb_runs_on_the_cached_copy_and_scores_against_sqlite_gold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import duckdb
+
+    monkeypatch.setenv(ENV_CACHE_DIR, str(tmp_path / "cache"))
+    path = tiny_spider(tmp_path / "data")
+    question, gold_sql = next(iter(TINY.items()))
+    gold, _ = spider.run_sql(path, gold_sql, 5.0)
+
+    def run() -> dict:
+        return spider.run_mode("parser_duckdb", FunctionModel(scripted_tiny), [], path, question, 5.0)
+
+    out = run()
+    copies = list((tmp_path / "cache" / "spider-duckdb").iterdir())
+    assert [c.suffix for c in copies] == [".duckdb"]  # one copy, no temporary left behind
+    assert out["error"] is None, out
+    assert out["pred"] == gold_sql
+    assert out["duckdb_copy"] == f"${ENV_CACHE_DIR}/spider-duckdb/{copies[0].name}"
+    assert spider.same_result(out["rows"], gold, False) and gold == [(2.0,)]
+
+    # the program runs on the copy, which is reused: change the copy only, the answer changes
+    conn = duckdb.connect(str(copies[0]))
+    conn.execute("UPDATE singer SET age = 50 WHERE name = 'Ann'")
+    conn.close()
+    assert run()["rows"] == [(3.0,)]
+    # a SQLite file newer than its copy rebuilds it
+    later = copies[0].stat().st_mtime + 10
+    os.utime(path, (later, later))
+    assert run()["rows"] == gold
+    assert list((tmp_path / "cache" / "spider-duckdb").iterdir()) == copies
+
+
+def spider_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modes: str) -> tuple[list[dict], dict]:
+    """``spider.main`` on the tiny database with the scripted model in place of LlamaCpp."""
+    import blendsql.models
+
+    monkeypatch.setenv(ENV_CACHE_DIR, str(tmp_path / "cache"))
+    monkeypatch.setattr(blendsql.models, "LlamaCpp", lambda *a, **k: FunctionModel(scripted_tiny))
+    tiny_spider(tmp_path / "data")
+    gguf = tmp_path / "scripted.gguf"
+    gguf.write_bytes(b"not a model")
+    out = tmp_path / "results" / "spider_duckdb_1.jsonl"
+    assert spider.main(["--data", str(tmp_path / "data"), "--model", str(gguf), "--n", "2",
+                        "--modes", modes, "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    return rows, json.loads(out.with_suffix(".json").read_text())
+
+
+def test_spider_run_pairs_parser_duckdb_with_parser_and_records_backends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows, summary = spider_run(tmp_path, monkeypatch, "parser,parser_duckdb")
+    assert len(rows) == 2
+    for row in rows:
+        assert row["parser"]["backend"] == "sqlite" and row["parser_duckdb"]["backend"] == "duckdb"
+        assert row["parser"]["match"] and row["parser_duckdb"]["match"], row
+        assert row["parser_duckdb"]["duckdb_copy"].startswith(f"${ENV_CACHE_DIR}/spider-duckdb/")
+    assert len(list((tmp_path / "cache" / "spider-duckdb").glob("tiny-*.duckdb"))) == 1
+    assert summary["duckdb_copies"] == f"${ENV_CACHE_DIR}/spider-duckdb"
+    modes = summary["modes"]
+    assert (modes["parser"]["backend"], modes["parser_duckdb"]["backend"]) == ("sqlite", "duckdb")
+    assert modes["parser_duckdb"]["correct"] == 2 and len(modes["parser_duckdb"]["ci95"]) == 2
+    vs = modes["parser_duckdb"]["parser_vs_this"]
+    assert vs["n"] == 2 and vs["difference"] == 0.0 and "mcnemar_p" in vs
+    assert "| parser_duckdb | 2/2 |" in spider.markdown(summary)
+    out = tmp_path / "results" / "spider_duckdb_1.jsonl"  # --combine keeps all of it
+    combined = spider.combine([out], tmp_path / "results" / "spider_duckdb.json")
+    assert combined["modes"] == modes and combined["duckdb_copies"] == summary["duckdb_copies"]
+
+
+def test_spider_parser_duckdb_reports_a_failed_copy_in_its_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(sqlite_path, duckdb_path):
+        Path(duckdb_path).write_bytes(b"half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(spider, "sqlite_to_duckdb", broken)
+    rows, summary = spider_run(tmp_path, monkeypatch, "parser,parser_duckdb")
+    assert len(rows) == 2
+    for row in rows:
+        assert row["parser"]["match"]
+        r = row["parser_duckdb"]
+        assert not r["match"] and r["backend"] == "duckdb", r
+        assert r["error"] == "DuckDB copy of tiny.sqlite failed: OSError: disk full"
+    assert list((tmp_path / "cache" / "spider-duckdb").iterdir()) == []  # nothing half-built kept
+    assert summary["modes"]["parser_duckdb"]["executed"] == 0.0
