@@ -391,12 +391,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     interval, each paired with ``parser`` on the questions both ran."""
     out = summarize_turns([r["turns"] for r in rows])
     modes = [m for m in MODES if any(m in r.get("modes", {}) for r in rows)]
-    both = [r for r in rows if set(modes) <= set(r.get("modes", {}))]
     out["modes"] = {}
     for m in modes:
         turns = [t for r in rows if m in r.get("modes", {}) for t in r["modes"][m]["turns"]]
         entry = {**summarize_turns([r["modes"][m]["turns"] for r in rows if m in r.get("modes", {})]),
                  "question_accuracy": protocol.accuracy([t["match"] for t in turns])}
+        # paired on the interactions that ran both (an ablation may cover one shard only)
+        both = [r for r in rows if {"parser", m} <= set(r.get("modes", {}))]
         if m != "parser" and "parser" in modes:
             entry["parser_vs_this"] = protocol.paired(
                 [t["match"] for r in both for t in r["modes"]["parser"]["turns"]],
@@ -409,11 +410,17 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def combine(parts: list[Path], out: Path, dataset: str = "sparc") -> dict[str, Any]:
     """One summary from shards of the same report set (every mode on the interactions the
-    shards ran); each shard's command, commit and date kept under ``runs``."""
+    shards ran); a file with other modes of interactions already read (an ablation run on
+    some shards) adds its modes to them, the first file's rows stay the top-level scores;
+    each shard's command, commit and date kept under ``runs``."""
     rows: dict[int, dict[str, Any]] = {}
     headers = []
     for part in parts:
-        rows.update(read_done(part, "id"))
+        for key, row in read_done(part, "id").items():
+            if key in rows:  # another run's modes on the same interaction (e.g. ablations)
+                rows[key].setdefault("modes", {}).update(row.get("modes", {}))
+            else:
+                rows[key] = row
         headers.append(json.loads(part.with_suffix(".json").read_text()))
     keep = ("benchmark", "model", "machine", "split", "acts", "retries", "mode_list",
             "requested_questions", "seed", "metric_notes", "source")

@@ -130,6 +130,31 @@ def test_conversation_combine_merges_shards_and_prints_the_table(data: Path, tmp
     assert "| parser | 4/4 |" in table and "| direct | 3/4 |" in table and "| 1/2 |" in table
 
 
+def test_conversation_combine_adds_an_ablation_run_on_one_shard(data: Path, tmp_path: Path) -> None:
+    import json
+
+    parts = []
+    for k, (idx, modes) in enumerate(((7, ("parser", "direct")), (8, ("parser", "direct")),
+                                      (7, ("parser_no_retry",)))):
+        it = {"database_id": "concert_singer",
+              "interaction": [{"utterance": q, "query": sql} for q, sql in ANSWERS.items()]}
+        row = conversation.run_interaction(idx, it, data, FunctionModel(scripted), False, 1, modes, POOL)
+        if k == 1:
+            row["modes"]["direct"]["turns"][0]["match"] = False
+        if k == 2:
+            row["modes"]["parser_no_retry"]["turns"][1]["match"] = False
+        part = tmp_path / f"part_{k}.jsonl"
+        part.write_text(json.dumps(row) + "\n")
+        part.with_suffix(".json").write_text(json.dumps({"model": "m", "command": f"c{k}"}))
+        parts.append(part)
+    summary = conversation.combine(parts, tmp_path / "all.json")
+    assert summary["ids"] == [7, 8] and summary["questions"] == 4  # the parser's turns at top level
+    assert summary["modes"]["direct"]["parser_vs_this"]["n"] == 4  # both interactions
+    ablation = summary["modes"]["parser_no_retry"]
+    assert ablation["question_accuracy"]["n"] == 2 and ablation["parser_vs_this"]["n"] == 2
+    assert ablation["parser_vs_this"]["difference"] == 0.5
+
+
 # ---------------------------------------------------------------- parser_duckdb
 
 TINY = {  # report questions on a database made here; the second one's gold sorts
