@@ -276,14 +276,19 @@ def _references_an_id(db: Any, t: TableInfo, column: str) -> bool:
     for other, idcol in _id_columns(db, t.name):
         sql = (f"SELECT COUNT({quote(column)}), SUM(CASE WHEN {quote(column)} IN "
                f"(SELECT {quote(idcol)} FROM {quote(other)}) THEN 1 ELSE 0 END) FROM {quote(t.name)}")
-        try:
-            _, rows = db.execute(sql)
-        except BlendSQLError:
-            continue
-        total, inside = rows[0]
-        if total and inside == total:
+        row = _first_row(db, sql)
+        if row is not None and row[0] and row[1] == row[0]:
             return True
     return False
+
+
+def _first_row(db: Any, sql: str) -> tuple[Any, ...] | None:
+    """The first row of ``sql`` (None: no row, or the statement failed on this backend)."""
+    try:
+        _, rows = db.execute(sql)
+    except BlendSQLError:
+        return None
+    return tuple(rows[0]) if rows else None
 
 
 def label_column(t: TableInfo) -> str | None:
@@ -323,12 +328,9 @@ def measure_ambiguity(db: Any, utterance: str, subject: Sequence[str] = (),
     for c in measure_columns(db, t):
         sql = (f"SELECT {quote(label)} FROM {quote(t.name)} WHERE {quote(c)} IS NOT NULL "
                f"ORDER BY {quote(c)} {order}, {quote(label)} LIMIT 1")
-        try:
-            _, rows = db.execute(sql)
-        except BlendSQLError:
-            continue
-        if rows:
-            readings.append(Reading(t.name, c, str(rows[0][0]), sql))
+        row = _first_row(db, sql)
+        if row is not None:
+            readings.append(Reading(t.name, c, str(row[0]), sql))
     if len({r.top for r in readings}) < 2:
         return []
     return readings[:max_options]
