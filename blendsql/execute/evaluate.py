@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -269,11 +270,19 @@ class Evaluator(Session):
             cached_tokens=used.cached_tokens, model_calls=used.model_calls,
             cache_hits=used.cache_hits,
             details={"call": self.call_text(call),
+                     **endpoint_details(self.model.endpoint_log[nprompts:]),
                      **decision_details(self.model.decision_log[ndecisions:])},
         ))
         for w in warnings:
             self.trace.append(TraceStep("warning", f"{call.name}: {w}", ingredient=call.name))
         return out
+
+
+def endpoint_details(endpoints: list[str | None]) -> dict[str, Any]:
+    """``{"endpoints": {url: requests answered}}`` when a model names the endpoint that
+    answered (a pool of servers); nothing otherwise (cached answers name none)."""
+    counts = Counter(e for e in endpoints if e)
+    return {"endpoints": dict(counts)} if counts else {}
 
 
 @dataclass

@@ -45,6 +45,7 @@ class MeteredModel(Model):
         self._inner: Model | None = None
         self.counters = Counters()
         self.prompt_log: list[str] = []
+        self.endpoint_log: list[str | None] = []  # which endpoint answered each prompt (pools)
         self.decision_log: list[dict[str, Any]] = []  # per-value decisions (record_decisions)
         self.progress = progress
         self.chunk = chunk
@@ -78,8 +79,8 @@ class MeteredModel(Model):
     def companion(self, other: Model) -> MeteredModel:
         """``other`` metered into the same counters, prompt and decision logs and budget."""
         twin = MeteredModel(lambda: other, self.progress, self.chunk)
-        twin.counters, twin.prompt_log, twin.decision_log = (
-            self.counters, self.prompt_log, self.decision_log)
+        twin.counters, twin.prompt_log, twin.decision_log, twin.endpoint_log = (
+            self.counters, self.prompt_log, self.decision_log, self.endpoint_log)
         twin.label, twin.budget, twin.request_timeout = self.label, self.budget, self.request_timeout
         return twin
 
@@ -94,6 +95,7 @@ class MeteredModel(Model):
         for req, resp in zip(requests, responses, strict=False):
             c.prompts += 1
             self.prompt_log.append(req.prompt or "\n".join(f"{r}: {t}" for r, t in req.messages))
+            self.endpoint_log.append(resp.endpoint)
             if resp.cached:
                 c.cache_hits += 1
             else:

@@ -82,6 +82,9 @@ class Response:
     # ``unscored`` says why (the answer is its greedy one)
     scores: dict[str, float] | None = None
     unscored: str | None = None
+    # the server that answered (an OpenAI-compatible base URL; a ``Pool`` says which of
+    # its endpoints); None for a cached answer or a backend without endpoints
+    endpoint: str | None = None
 
 
 class Model(ABC):

@@ -236,12 +236,28 @@ class OpenAI(Model):
     A batch runs with at most ``max_concurrency`` requests in flight; results keep
     input order. 429 / 5xx / timeouts / dropped connections are retried
     ``max_retries`` times with exponential back-off and jitter.
+
+    ``base_url`` may also be a list of URLs serving the same model: the call then
+    builds a :class:`~blendsql.models.pool.Pool` of one ``OpenAI`` per URL (each with
+    the other arguments), which spreads a batch over them and fails over when one dies.
     """
+
+    #: retry a refused / dropped connection or a timeout in place (a :class:`Pool`
+    #: turns this off on its endpoints: it sends the request to another endpoint instead)
+    retry_connection_errors: bool = True
+
+    def __new__(cls, model: str = "", base_url: str | Sequence[str] | None = None,
+                *args: Any, **kwargs: Any) -> Any:
+        if isinstance(base_url, (list, tuple)):  # several endpoints: a pool of them
+            from blendsql.models.pool import Pool
+
+            return Pool.from_urls(model, base_url, *args, factory=cls, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,
         model: str,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         *,
         max_concurrency: int = 4,
@@ -254,6 +270,9 @@ class OpenAI(Model):
         if server_kind not in _KINDS:
             raise ModelError(f"unknown server_kind {server_kind!r}", hint="use one of: " + ", ".join(_KINDS))
         timeout = check_timeout(timeout)
+        if base_url is not None and not isinstance(base_url, str):
+            raise ModelError(f"base_url={base_url!r} is not a URL",
+                             hint="pass one URL, or a list of URLs for a pool of endpoints")
         import openai
 
         self.model = model
@@ -280,8 +299,13 @@ class OpenAI(Model):
         self._encode = _tiktoken_encoder(model)
 
     # -- identity ---------------------------------------------------------------
+    @property
+    def endpoint(self) -> str:
+        """The base URL requests go to (OpenAI's own when none was given)."""
+        return self.base_url or "https://api.openai.com/v1"
+
     def identity(self) -> str:
-        return f"openai-compat:{self.base_url or 'https://api.openai.com/v1'}|{self.model}|kind={self.server_kind}"
+        return f"openai-compat:{self.endpoint}|{self.model}|kind={self.server_kind}"
 
     def count_tokens(self, text: str) -> int:
         if self._encode is not None:
@@ -300,6 +324,40 @@ class OpenAI(Model):
                     self._known_models = [str(m.get("id")) for m in payload]
                 self._kind = detect_kind(self.base_url, payload)
             return self._kind
+
+    def probe(self, timeout: float = 5.0) -> None:
+        """Check the server is up: one ``GET /models`` within ``timeout`` s, no retries.
+
+        Returns when the server answers at all (an HTTP 4xx still means it is up:
+        some proxies serve chat completions but no model list); raises
+        :class:`~blendsql.errors.ModelError` on a refused or dropped connection, a
+        timeout or a 5xx. A successful listing also settles an 'auto' server kind.
+        What a :class:`~blendsql.models.pool.Pool` calls to bring a down endpoint back.
+        """
+        import openai
+
+        try:
+            page = self._client.models.list(timeout=timeout)
+        except openai.APIStatusError as e:
+            if e.status_code >= 500:
+                raise self._to_model_error(e) from e
+            return
+        except openai.APIError as e:
+            raise self._to_model_error(e) from e
+        payload = [m.model_dump() for m in page.data]
+        with self._lock:
+            self._known_models = [str(m.get("id")) for m in payload]
+            if self._kind is None:
+                self._kind = detect_kind(self.base_url, payload)
+
+    def answer(self, req: Request) -> Response:
+        """One request, in the caller's thread (the server kind probed first if unknown).
+
+        What a :class:`~blendsql.models.pool.Pool` sends each endpoint; a failure is
+        the :class:`~blendsql.errors.ModelError` of :meth:`generate`, the transport
+        error chained as ``__cause__``.
+        """
+        return self._one(req, self.kind())
 
     # -- generation -------------------------------------------------------------
     streams_results = True  # answers are reported as each request completes
@@ -372,7 +430,8 @@ class OpenAI(Model):
                 {"role": "user", "content": f"That answer is invalid ({err}). "
                  f"Reply with only {req.constraint.describe()}."},
             ]
-        resp = Response(text.strip(), value, usage, time.perf_counter() - t0, error=err)
+        resp = Response(text.strip(), value, usage, time.perf_counter() - t0, error=err,
+                        endpoint=self.endpoint)
         if req.score:
             self._attach_scores(resp, req, answers, top)
         return resp
@@ -450,9 +509,15 @@ class OpenAI(Model):
             if extra is not None and extra > delay:
                 time.sleep(min(extra, self.max_backoff) - delay)
 
+        def should_retry(err: BaseException) -> bool:
+            if not self.retry_connection_errors and isinstance(err, openai.APIConnectionError):
+                return False  # a pool's endpoint: another endpoint takes the request
+            return _transient(err)
+
         try:
             return retry(fn, attempts=self.max_retries + 1, base=self.backoff, cap=self.max_backoff,
-                         retry_on=(openai.APIError,), should_retry=_transient, on_retry=on_retry)
+                         retry_on=(openai.APIError,), should_retry=should_retry,
+                         on_retry=on_retry)
         except openai.APIError as e:
             raise self._to_model_error(e) from e
 
@@ -460,7 +525,7 @@ class OpenAI(Model):
         """A user-facing error that says what to check."""
         import openai
 
-        where = self.base_url or "https://api.openai.com/v1"
+        where = self.endpoint
         if isinstance(err, openai.APITimeoutError):
             return ModelError(f"request to {where} timed out after {self.timeout}s",
                               hint="the server may be overloaded; raise timeout= or lower max_concurrency=")
