@@ -237,27 +237,19 @@ class OpenAI(Model):
     input order. 429 / 5xx / timeouts / dropped connections are retried
     ``max_retries`` times with exponential back-off and jitter.
 
-    ``base_url`` may also be a list of URLs serving the same model: the call then
-    builds a :class:`~blendsql.models.pool.Pool` of one ``OpenAI`` per URL (each with
-    the other arguments), which spreads a batch over them and fails over when one dies.
+    Several URLs serving the same model make a pool:
+    ``blendsql.models.Pool.from_urls(model, [url1, url2])`` spreads a batch over them and
+    fails over when one dies.
     """
 
     #: retry a refused / dropped connection or a timeout in place (a :class:`Pool`
     #: turns this off on its endpoints: it sends the request to another endpoint instead)
     retry_connection_errors: bool = True
 
-    def __new__(cls, model: str = "", base_url: str | Sequence[str] | None = None,
-                *args: Any, **kwargs: Any) -> Any:
-        if isinstance(base_url, (list, tuple)):  # several endpoints: a pool of them
-            from blendsql.models.pool import Pool
-
-            return Pool.from_urls(model, base_url, *args, factory=cls, **kwargs)
-        return super().__new__(cls)
-
     def __init__(
         self,
         model: str,
-        base_url: str | Sequence[str] | None = None,
+        base_url: str | None = None,
         api_key: str | None = None,
         *,
         max_concurrency: int = 4,
@@ -272,7 +264,8 @@ class OpenAI(Model):
         timeout = check_timeout(timeout)
         if base_url is not None and not isinstance(base_url, str):
             raise ModelError(f"base_url={base_url!r} is not a URL",
-                             hint="pass one URL, or a list of URLs for a pool of endpoints")
+                             hint="pass one URL; for several URLs of one model, "
+                             "blendsql.models.Pool.from_urls(model, [url1, url2])")
         import openai
 
         self.model = model

@@ -71,7 +71,7 @@ class _Endpoint:
 class Pool(Model):
     """Several ``OpenAI`` endpoints of one model behind one :class:`Model`.
 
-    ``Pool([OpenAI(m, url1), OpenAI(m, url2)])``, or ``OpenAI(m, base_url=[url1, url2])``
+    ``Pool([OpenAI(m, url1), OpenAI(m, url2)])``, or ``Pool.from_urls(m, [url1, url2])``
     (:meth:`from_urls`). Each endpoint keeps its own ``max_concurrency``, ``timeout``
     and retries of 429 / 5xx; a refused or dropped connection and a timeout are not
     retried in place (the pool sets ``retry_connection_errors = False`` on its
@@ -95,7 +95,7 @@ class Pool(Model):
         if not eps:
             raise ModelError("a model pool needs at least one endpoint",
                              hint="Pool([OpenAI(model, url1), OpenAI(model, url2)]) or "
-                             "OpenAI(model, base_url=[url1, url2])")
+                             "Pool.from_urls(model, [url1, url2])")
         bad = [e for e in eps if not isinstance(e, OpenAI)]
         if bad:
             raise ModelError(f"a model pool holds OpenAI endpoints, not {type(bad[0]).__name__}",
@@ -347,3 +347,4 @@ def _message(err: BaseException) -> str:
 
 
 __all__ = ["Pool"]
+

@@ -221,9 +221,9 @@ OPENAI = Provider(
         ProviderOption("model", (str,), "model name at --base-url", flag="model-name",
                        env=("BLENDSQL_MODEL_NAME",), metavar="NAME", required=True,
                        label="model name", fallback_flag="model"),
-        ProviderOption("base_url", (str, list), "OpenAI-compatible endpoint, e.g. "
-                       "http://localhost:8080/v1 (in Python also a list of URLs of one model: "
-                       "a pool)", flag="base-url", env=("BLENDSQL_BASE_URL",), metavar="URL"),
+        ProviderOption("base_url", (str,), "OpenAI-compatible endpoint, e.g. "
+                       "http://localhost:8080/v1 (several of one model: "
+                       "blendsql.models.Pool.from_urls in Python)", flag="base-url", env=("BLENDSQL_BASE_URL",), metavar="URL"),
         ProviderOption("api_key", (str,), "API key for --base-url", flag="api-key",
                        env=("BLENDSQL_API_KEY", "OPENAI_API_KEY"), metavar="KEY"),
         ProviderOption("max_concurrency", (int,), "requests in flight at once"),

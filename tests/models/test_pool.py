@@ -160,16 +160,18 @@ def check_exactly_once(requests: list[Request], out: list[Response],
 # ----------------------------------------------------------------------------- construction
 
 
-def test_openai_with_a_list_of_urls_is_a_pool_whose_identity_ignores_the_urls() -> None:
+def test_a_pool_of_urls_has_an_identity_that_ignores_the_urls() -> None:
     a, b, c = (f"http://127.0.0.1:{p}/v1" for p in (9, 10, 11))
-    pool = OpenAI("m", base_url=[a, b, c], max_concurrency=3)
+    pool = Pool.from_urls("m", [a, b, c], max_concurrency=3)
     assert isinstance(pool, Pool)
     assert [e.endpoint for e in pool.endpoints] == [a, b, c]
     assert all(e.max_concurrency == 3 and not e.retry_connection_errors for e in pool.endpoints)
     assert pool.identity() == "openai-pool|m|kind=auto"
-    assert OpenAI("m", base_url=(c, a)).identity() == pool.identity()
+    assert Pool.from_urls("m", (c, a)).identity() == pool.identity()
     assert Pool([OpenAI("m", b)]).identity() == pool.identity()
-    assert OpenAI("m", base_url=[a]).identity() != OpenAI("m", a).identity()
+    assert Pool.from_urls("m", [a]).identity() != OpenAI("m", a).identity()
+    with pytest.raises(ModelError, match="Pool.from_urls"):
+        OpenAI("m", base_url=[a, b])  # type: ignore[arg-type]
     assert OpenAI("m", a).identity().startswith("openai-compat:")  # a lone endpoint: unchanged
     assert Pool([OpenAI("m", a, server_kind="vllm")]).identity() == "openai-pool|m|kind=vllm"
 
@@ -179,19 +181,11 @@ def test_a_pool_refuses_mixed_models_repeated_urls_and_no_endpoints() -> None:
     with pytest.raises(ModelError, match="serves one model"):
         Pool([OpenAI("m", a), OpenAI("other", b)])
     with pytest.raises(ModelError, match="twice"):
-        OpenAI("m", base_url=[a, a + "/"])
+        Pool.from_urls("m", [a, a + "/"])
     with pytest.raises(ModelError, match="at least one endpoint"):
-        OpenAI("m", base_url=[])
+        Pool.from_urls("m", [])
     with pytest.raises(ModelError, match="not a list of URLs"):
         Pool.from_urls("m", [a, 3])  # type: ignore[list-item]
-
-
-def test_the_openai_provider_accepts_a_list_of_urls() -> None:
-    from blendsql.models.providers import get_provider
-
-    pool = get_provider("openai").create(model="m", base_url=["http://127.0.0.1:9/v1",
-                                                              "http://127.0.0.1:10/v1"])
-    assert isinstance(pool, Pool) and len(pool.endpoints) == 2
 
 
 # ----------------------------------------------------------------------------- spreading
