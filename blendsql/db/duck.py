@@ -94,7 +94,8 @@ class DuckDBDatabase(GuardedBackend):
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         duckdb = require("duckdb", "duckdb")
         super().__init__(allow_writes=allow_writes, dialect="duckdb",
-                         transpiler=Transpiler("duckdb", DuckFullText(self)))
+                         transpiler=Transpiler("duckdb", DuckFullText(self),
+                                               types=self.column_types))
         self._owns = True
         self._in_memory = False
         self._views: dict[str, str] = {}  # engine temp view -> its table (NULL columns)
@@ -278,6 +279,7 @@ class DuckDBDatabase(GuardedBackend):
         if table is None:
             super().drop_temp_table(name)
             return
+        self.transpile.forget(name)
         self._drop_objects([f"DROP VIEW IF EXISTS temp.{quote(name)}",
                             f"DROP TABLE IF EXISTS temp.{quote(table)}"])
 
@@ -290,6 +292,16 @@ class DuckDBDatabase(GuardedBackend):
             "duckdb_views() WHERE NOT internal AND NOT temporary AND schema_name = 'main' "
             "AND database_name = current_database() ORDER BY 1")
         return [r[0] for r in rows]
+
+    def column_types(self, table: str) -> dict[str, str] | None:
+        """Columns of a table or view of this database or of ``temp`` with their types
+        (None: no such table), for SQLite's typing in the translation
+        (blendsql.db.sqlite_compat)."""
+        rows = self.conn.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() WHERE lower(table_name) = "
+            "lower(?) AND (database_name = 'temp' OR (database_name = current_database() AND "
+            "schema_name = 'main')) ORDER BY column_index", [table]).fetchall()
+        return {str(c): str(t) for c, t in rows} or None
 
     def table_columns(self, table: str) -> list[tuple[str, str]]:
         """Columns with their declared types (``VARCHAR``, ``BIGINT``, ``DECIMAL(10,2)``)."""

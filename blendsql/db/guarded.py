@@ -235,7 +235,10 @@ class GuardedBackend(Backend):
                        ) -> tuple[list[str], list[tuple[Any, ...]]]:
         self._check_expired()
         text, binds = self._translate(sql, params)
-        return self._guarded_run(sql, text, binds, origin)
+        out = self._guarded_run(sql, text, binds, origin)
+        if self.allow_writes and not self._engine and leading_keyword(sql) in _DDL:
+            self.transpile.reset()  # a user's table changed: translations read its columns
+        return out
 
     def _run_native(self, sql: str, params: Any, origin: ParamOrigin,
                     ) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -397,6 +400,7 @@ class GuardedBackend(Backend):
         its name must not be dropped: it may be a user's table).
         """
         self.transpile.null_columns = {p for p in self.transpile.null_columns if p[0] != name}
+        self.transpile.forget(name)
         self._drop_objects([f"DROP TABLE IF EXISTS temp.{quote(name)}"])
 
     def _drop_objects(self, statements: Sequence[str]) -> None:
@@ -427,6 +431,10 @@ class GuardedBackend(Backend):
 
 
 _SESSION_CALLS = re.compile(r"\b(nextval|setval|setseed)\s*\(", re.IGNORECASE)
+
+
+#: statements that change tables' columns (see Transpiler.reset)
+_DDL = ("CREATE", "ALTER", "DROP")
 
 
 def session_changing_call(sql: str) -> str | None:

@@ -94,10 +94,9 @@ class PostgresDatabase(GuardedBackend):
         psycopg = require("psycopg", "psycopg[binary]")
         super().__init__(allow_writes=allow_writes, dialect="postgres",
                          transpiler=Transpiler("postgres", PgFullText(self),
-                                               columns=self.column_names))
+                                               types=self.column_types))
         self._owns = True
         self._text_columns: dict[str, list[str]] = {}
-        self._all_columns: dict[str, set[str] | None] = {}
         self._saved_autocommit: bool | None = None
         if isinstance(source, psycopg.Connection):
             self.conn = source
@@ -224,15 +223,14 @@ class PostgresDatabase(GuardedBackend):
 
     # -- schema --------------------------------------------------------------------------
 
-    def column_names(self, table: str) -> set[str] | None:
-        """Lower-case column names of a user table or view (None: no such table)."""
-        if table not in self._all_columns:
-            rows = self.conn.execute(
-                "SELECT lower(column_name) FROM information_schema.columns WHERE "
-                "lower(table_name) = lower(%s) AND table_schema = ANY(current_schemas(true))",
-                [table]).fetchall()
-            self._all_columns[table] = {r[0] for r in rows} or None
-        return self._all_columns[table]
+    def column_types(self, table: str) -> dict[str, str] | None:
+        """Columns of a user table, view or temp table with their types (None: no such
+        table), for SQLite's typing in the translation (blendsql.db.sqlite_compat)."""
+        rows = self.conn.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE "
+            "lower(table_name) = lower(%s) AND table_schema = ANY(current_schemas(true)) "
+            "ORDER BY ordinal_position", [table]).fetchall()
+        return {str(c): str(t) for c, t in rows} or None
 
     def text_columns(self, table: str) -> list[str]:
         if table not in self._text_columns:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from blendsql.db.backend import require
+from blendsql.db.sqlite_compat import real_text
 from blendsql.db.temp_rows import quote
 
 _PG = {"BIGINT": "BIGINT", "DOUBLE": "DOUBLE PRECISION", "TEXT": "TEXT", "BLOB": "BYTEA"}
@@ -23,6 +24,9 @@ _DUCK = {"BIGINT": "BIGINT", "DOUBLE": "DOUBLE", "TEXT": "VARCHAR", "BLOB": "BLO
 
 
 def _affinity(declared: str) -> str:
+    """SQLite's affinity of a declared type (https://www.sqlite.org/datatype3.html §3.1),
+    as the copy's type: INTEGER -> BIGINT, TEXT, BLOB, REAL -> DOUBLE, NUMERIC; '' for
+    no declared type (values kept as stored)."""
     d = declared.upper()
     if "INT" in d:
         return "BIGINT"
@@ -30,9 +34,11 @@ def _affinity(declared: str) -> str:
         return "TEXT"
     if "BLOB" in d:
         return "BLOB"
+    if not d.strip():
+        return ""
     if any(k in d for k in ("REAL", "FLOA", "DOUB")):
         return "DOUBLE"
-    return ""
+    return "NUMERIC"
 
 
 def _fits(value: Any, kind: str) -> bool:
@@ -48,8 +54,23 @@ def _fits(value: Any, kind: str) -> bool:
 
 
 def column_kind(declared: str, values: Sequence[Any]) -> str:
-    """BIGINT / DOUBLE / TEXT / BLOB for a SQLite column's declared type and values."""
+    """BIGINT / DOUBLE / TEXT / BLOB for a SQLite column's declared type and values.
+
+    The declared affinity when every stored value fits it; a NUMERIC column
+    (``DECIMAL``, ``NUMERIC``, ``DATE`` ..) holds integers and reals as SQLite
+    stored them: BIGINT when all are integers, DOUBLE when all are numbers (or
+    there are none), TEXT when some value stayed text. Otherwise the narrowest
+    type holding every value, TEXT at worst (a TEXT column never gets numbers:
+    ``'007'`` stays ``'007'``, and SQLite compares it as text). What a typed
+    column cannot keep: SQLite's storage class per value (in a column of
+    integers and reals, ``x / 2`` divides the integers as integers in SQLite,
+    all as reals in the copy; a number among texts becomes its text).
+    """
     kind = _affinity(declared)
+    if kind == "NUMERIC":
+        if all(v is None for v in values):
+            return "DOUBLE"
+        kind = ""
     if kind and all(_fits(v, kind) for v in values):
         return kind
     for guess in ("BIGINT", "DOUBLE", "BLOB"):
@@ -62,6 +83,8 @@ def _convert(value: Any, kind: str) -> Any:
     if value is None:
         return None
     if kind == "TEXT" and not isinstance(value, str):
+        if isinstance(value, float):
+            return real_text(value)
         return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
     if kind == "DOUBLE":
         return float(value)

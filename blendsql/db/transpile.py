@@ -10,15 +10,23 @@ What needs more than sqlglot's generator:
 - parameters: ``:name`` and ``?`` become the driver's style (DuckDB
   ``$name`` / ``?``; psycopg ``%(name)s`` / ``%s``, with every other ``%``
   doubled because psycopg reads them as format characters);
-- ``temp.<name>`` (SQLite's temp schema) becomes PostgreSQL's ``pg_temp``;
+- ``temp.<name>`` (SQLite's temp schema) becomes PostgreSQL's ``pg_temp``, and
+  a bare ``<name>`` on Spark (its temporary views have no schema);
+- parameters on Spark: ``:name`` and ``?`` as written (``spark.sql(text, args)``);
 - ``json_array(..)`` (several-column values, ``plan.calls.tuple_value``)
-  must come back as JSON *text*, as it does from SQLite;
+  must come back as JSON *text*, as it does from SQLite (Spark has no
+  ``json_array``: each value's JSON from ``to_json(array(x))``, joined);
 - FTS5 ``t MATCH q``, ``rank`` and ``bm25(t)`` become the backend's
   full-text search (``FullText`` below), or a clear error where it has none;
 - SQLite's ``x GLOB 'pattern'`` becomes a regular-expression match
   (PostgreSQL has no GLOB; DuckDB's negates a class with ``[!..]``, not
   ``[^..]``, and does not read a number as text); a pattern that is not a
-  literal is refused with an error naming the backend.
+  literal is refused with an error naming the backend;
+- SQLite's typing where the backend knows its column types (``types``):
+  double-quoted strings, text / number comparisons, ``avg`` / ``sum`` of text,
+  integer division, ``total()``, booleans as integers; LIKE's ASCII-only case
+  folding, ``SELECT DISTINCT .. ORDER BY`` a column not selected on PostgreSQL
+  (``blendsql.db.sqlite_compat``).
 """
 
 from __future__ import annotations
@@ -31,6 +39,13 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from blendsql.db.sqlite_compat import (
+    Affinity,
+    Types,
+    distinct_order,
+    like_case,
+    quoted_strings,
+)
 from blendsql.errors import ExecutionError
 
 _CACHE_SIZE = 512
@@ -63,12 +78,17 @@ class Transpiler:
 
     def __init__(self, dialect: str, full_text: FullText | None = None,
                  read: str = "sqlite",
-                 columns: Callable[[str], set[str] | None] | None = None) -> None:
+                 columns: Callable[[str], set[str] | None] | None = None,
+                 types: Callable[[str], dict[str, str] | None] | None = None) -> None:
         self.dialect = dialect
         self.read = read
         self.full_text = full_text
         # lower-case column names of a table (None: unknown), for SELECT aliases in WHERE
         self.columns = columns
+        # a table's columns with the backend's declared types (None: unknown table), for
+        # SQLite's typing (blendsql.db.sqlite_compat); cached per table, see forget()
+        self.types = types
+        self._schemas: dict[str, dict[str, str]] = {}
         # (engine temp table, column) pairs holding only NULLs (see _untyped_lookups)
         self.null_columns: set[tuple[str, str]] = set()
         self._cache: OrderedDict[str, tuple[str, list[str | None]]] = OrderedDict()
@@ -84,6 +104,34 @@ class Transpiler:
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
         return out
+
+    def schema(self, table: str) -> dict[str, str] | None:
+        """Lower-case column -> declared type of ``table`` (None: unknown), cached."""
+        key = table.lower()
+        hit = self._schemas.get(key)
+        if hit is not None or self.types is None:
+            return hit
+        found = self.types(table)
+        if not found:
+            return None  # not cached: the table may be created later
+        self._schemas[key] = {c.lower(): t for c, t in found.items()}
+        return self._schemas[key]
+
+    def forget(self, table: str) -> None:
+        """Drop what is cached about ``table`` (an engine temp table being dropped)."""
+        self._schemas.pop(table.lower(), None)
+
+    def reset(self) -> None:
+        """Forget every table's columns and every translation (a user's table changed)."""
+        self._schemas.clear()
+        self._cache.clear()
+
+    def column_set(self, table: str) -> set[str] | None:
+        """Lower-case column names of ``table`` (None: unknown)."""
+        if self.columns is not None:
+            return self.columns(table)
+        found = self.schema(table)
+        return set(found) if found is not None else None
 
     def _translate(self, sql: str) -> tuple[str, list[str | None]]:
         try:
@@ -110,6 +158,8 @@ class Transpiler:
     def _param(self, name: str | None) -> str:
         if self.dialect == "postgres":
             return f"%({name})s" if name else "%s"
+        if self.dialect == "spark":
+            return f":{name}" if name else "?"
         return f"${name}" if name else "?"
 
     def _rewrite(self, tree: exp.Expression) -> None:
@@ -117,13 +167,27 @@ class Transpiler:
             for table in tree.find_all(exp.Table):
                 if table.db.lower() == "temp" and not table.catalog:
                     table.set("db", exp.to_identifier("pg_temp"))
+        if self.dialect == "spark":
+            _lookups_as_maps(tree)
+            for table in tree.find_all(exp.Table):
+                if table.db.lower() == "temp" and not table.catalog:
+                    table.set("db", None)
         for fn in list(tree.find_all(exp.Anonymous, exp.JSONArray)):
             if isinstance(fn, exp.Anonymous) and fn.name.lower() != "json_array":
                 continue
             args = [a.copy() for a in fn.expressions]
+            if self.dialect == "spark":
+                fn.replace(_spark_json_array(args))
+                continue
             name = "json_build_array" if self.dialect == "postgres" else "json_array"
             text_type = "TEXT" if self.dialect == "postgres" else "VARCHAR"
             fn.replace(exp.cast(exp.Anonymous(this=name, expressions=args), text_type))
+        if self.types is not None and self.read == "sqlite":
+            typing = Types(lambda t: self.schema(t.name))
+            quoted_strings(tree, typing)
+            Affinity(typing, self.dialect).apply(tree)
+        if self.dialect in ("duckdb", "postgres", "spark") and self.read == "sqlite":
+            like_case(tree, self.dialect)
         _text_arguments(tree)
         for select in list(tree.find_all(exp.Select)):
             _bare_columns(select)
@@ -133,9 +197,12 @@ class Transpiler:
             _globs_as_regex(tree, self.dialect)
         if self.dialect == "postgres":
             _alias_derived_tables(tree)
-            if self.columns is not None:
-                for select in list(tree.find_all(exp.Select)):
-                    _inline_alias_refs(select, self.columns)
+            for select in list(tree.find_all(exp.Select)):
+                distinct_order(select)
+        if self.dialect in ("postgres", "spark") and (self.columns is not None
+                                                      or self.types is not None):
+            for select in list(tree.find_all(exp.Select)):
+                _inline_alias_refs(select, self.column_set)
         if tree.find(exp.Match) is not None or _mentions_fts(tree):
             for select in list(tree.find_all(exp.Select)):
                 self._rewrite_fts(select)
@@ -197,6 +264,22 @@ def _text_arguments(tree: exp.Expression) -> None:
         arg.replace(exp.cast(arg.copy(), "TEXT"))
 
 
+def _spark_json_array(args: list[exp.Expression]) -> exp.Expression:
+    """SQLite's ``json_array(a, b)`` on Spark: ``'[' || <a as JSON> || ',' || .. || ']'``.
+
+    Why not ``to_json(array(a, b))``: an array has one element type, so Spark
+    would turn ``(1, 'x')`` into ``["1","x"]``; each value is written on its own
+    (``to_json(array(a))`` without its brackets: ``1``, ``"x"``, ``null``), so
+    numbers stay numbers, as in SQLite's text.
+    """
+    parts = [exp.Anonymous(this="btrim", expressions=[
+        exp.Anonymous(this="to_json", expressions=[exp.Array(expressions=[a])]),
+        exp.Literal.string("[]")]) for a in args]
+    joined = exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string(","), *parts])
+    return exp.Anonymous(this="concat", expressions=[exp.Literal.string("["), joined,
+                                                     exp.Literal.string("]")])
+
+
 def _globs_as_regex(tree: exp.Expression, dialect: str) -> None:
     """``x GLOB 'p'`` as ``CAST(x AS TEXT) ~ '<p as an anchored regex>'``.
 
@@ -205,7 +288,8 @@ def _globs_as_regex(tree: exp.Expression, dialect: str) -> None:
     expressions have both. The cast: SQLite matches a number by its text, as
     for LIKE.
     """
-    backend = {"postgres": "PostgreSQL", "duckdb": "DuckDB"}.get(dialect, dialect)
+    backend = {"postgres": "PostgreSQL", "duckdb": "DuckDB", "spark": "Spark"}.get(dialect,
+                                                                                 dialect)
     for glob in list(tree.find_all(exp.Glob)):
         pattern = glob.expression
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
@@ -288,6 +372,39 @@ def _untyped_lookups(tree: exp.Expression, nulls: set[tuple[str, str]]) -> None:
                 default=exp.false())))
         else:
             sub.replace(exp.null())
+
+
+def _lookups_as_maps(tree: exp.Expression) -> None:
+    """The engine's lookups ``(SELECT v FROM temp.t WHERE k = <x>)`` as map reads on Spark:
+    ``try_element_at((SELECT map_from_entries(collect_list(struct(k, v))) FROM t), <x>)``.
+
+    Why: Spark allows a correlated scalar subquery only in a filter, a projection
+    or an aggregate, and there only aggregated (not in ORDER BY, JOIN .. ON, GROUP
+    BY); the map subquery is not correlated, so it may stand anywhere, and Spark
+    computes it once. The same value: ``k`` is the table's key (one row per
+    value); a value without a row gives NULL, as the subquery does.
+    """
+    # inner lookups first: an outer one copies its key expression
+    for sub in reversed(list(tree.find_all(exp.Subquery, bfs=False))):
+        inner = sub.this
+        if not isinstance(inner, exp.Select) or len(inner.expressions) != 1:
+            continue
+        src, where = inner.args.get("from_"), inner.args.get("where")
+        col = inner.expressions[0]
+        if (src is None or where is None or not isinstance(src.this, exp.Table)
+                or src.this.db.lower() != "temp" or inner.args.get("joins")
+                or not isinstance(col, exp.Column) or col.name != "v" or col.table):
+            continue
+        cond = where.this
+        if not (isinstance(cond, exp.EQ) and isinstance(cond.this, exp.Column)
+                and cond.this.name == "k" and not cond.this.table):
+            continue
+        entries = exp.Anonymous(this="map_from_entries", expressions=[exp.Anonymous(
+            this="collect_list", expressions=[exp.Anonymous(
+                this="struct", expressions=[exp.column("k"), exp.column("v")])])])
+        mapping = exp.Subquery(this=exp.select(entries).from_(src.this.copy()))
+        sub.replace(exp.Anonymous(this="try_element_at",
+                                  expressions=[mapping, cond.expression.copy()]))
 
 
 def _bare_columns(select: exp.Select) -> None:
