@@ -361,6 +361,7 @@ def open_database(source: Any, *, allow_writes: bool = False) -> Backend:
     - a ``Backend`` (returned as is);
     - whatever a backend added with :func:`register_backend` accepts (asked first);
     - a ``postgresql://`` / ``postgres://`` URL or a ``psycopg.Connection``;
+    - a ``pyspark.sql.SparkSession`` or a dict of Spark DataFrames (Spark SQL);
     - a ``.duckdb`` path or a ``duckdb.DuckDBPyConnection`` (DuckDB);
     - a ``.parquet`` / ``.csv`` path, a pandas / polars DataFrame, or
       ``{"name": path-or-frame}`` with any Parquet / CSV / polars value (an
@@ -430,6 +431,16 @@ def _duck_value(value: Any) -> bool:
     return _module(value) == "polars"
 
 
+def _spark_source(source: Any) -> bool:
+    """A PySpark ``SparkSession``, or a dict with a Spark DataFrame among its values."""
+    if _module(source) == "pyspark":
+        return type(source).__name__ == "SparkSession"
+    if isinstance(source, Mapping):
+        return any(_module(v) == "pyspark" and type(v).__name__ == "DataFrame"
+                   for v in source.values())
+    return False
+
+
 def _any_source(source: Any) -> bool:
     return True
 
@@ -439,6 +450,7 @@ def _any_source(source: Any) -> bool:
 #: :func:`register_backend` call from outside blendsql; see docs/ARCHITECTURE.md).
 BACKENDS: list[BackendEntry] = [
     BackendEntry("postgres", "blendsql.db.postgres:PostgresDatabase", _postgres_source),
+    BackendEntry("spark", "blendsql.db.spark:SparkBackend", _spark_source),
     BackendEntry("duckdb", "blendsql.db.duck:DuckDBDatabase", _duck_source),
     BackendEntry("sqlite", "blendsql.db.database:Database", _any_source),
 ]

@@ -123,5 +123,5 @@ def test_registering_a_kind_again_replaces_it(monkeypatch: pytest.MonkeyPatch) -
     register_backend("toy", ToyBackend, lambda source: False)
     register_backend("toy", f"{__name__}:ToyBackend",
                      lambda source: isinstance(source, ToySource))
-    assert [b.kind for b in backend.BACKENDS] == ["toy", "postgres", "duckdb", "sqlite"]
+    assert [b.kind for b in backend.BACKENDS] == ["toy", "postgres", "spark", "duckdb", "sqlite"]
     assert backend.implementation("toy") is ToyBackend  # "module:Class" imported on use

@@ -67,11 +67,9 @@ def df_rows(df: pd.DataFrame) -> list[Row]:
 #: pairs whose meaning is SQLite's own, skipped on the typed backends (the reason is the
 #: skip message). Each is a real difference, listed so it stays visible:
 SQLITE_ONLY = {
-    "where_upper_non_ascii": "the twin relies on SQLite's ASCII-only upper()",
+    "where_upper_non_ascii": "the twin relies on SQLite's ASCII-only upper() (DuckDB's and "
+    "PostgreSQL's upper() are kept: PostgreSQL's indexes on upper() / lower() serve them)",
     "qa_output_types_preserved": "typeof() names differ (SQLite 'integer' vs 'BIGINT')",
-    "arithmetic_inverts_and_of_predicates": "arithmetic on booleans is SQLite's",
-    "preagg_avg_of_no_values_is_null": "the twin uses SQLite's total()",
-    "preagg_avg_total_count_with_nulls_and_where": "the twin uses SQLite's total()",
     "preagg_after_where_ingredient": "exact values promise SQLite's pre-aggregation plan",
     "alias_inside_having_call": "a map over an ungrouped column in HAVING (SQLite's bare "
     "columns)",
@@ -84,10 +82,36 @@ SQLITE_ONLY = {
 
 #: pairs whose twin needs SQLite's loose typing, which PostgreSQL refuses
 NOT_ON_POSTGRES = {
+    "map_output_types_preserved": "typeof() is SQLite's",
+}
+
+
+#: pairs whose twin needs SQLite's typing, which the translation gives DuckDB and
+#: PostgreSQL from their column types (blendsql.db.sqlite_compat); skipped on backends
+#: without it (the reason is the skip message)
+NEEDS_SQLITE_COMPAT = {
+    "arithmetic_inverts_and_of_predicates": "arithmetic on booleans is SQLite's",
+    "preagg_avg_of_no_values_is_null": "the twin uses SQLite's total()",
+    "preagg_avg_total_count_with_nulls_and_where": "the twin uses SQLite's total()",
     "having_count_over_predicate": "SUM over a boolean (SQLite's booleans are integers)",
     "group_sum_predicate_big_join": "SUM over a boolean (SQLite's booleans are integers)",
     "and_of_predicates_compared_with_zero": "boolean = integer (SQLite's booleans)",
-    "map_output_types_preserved": "typeof() is SQLite's",
+}
+_TYPED = ("sqlite", "duckdb", "postgres")
+
+
+#: pairs whose twin means something else in Spark SQL (the reason is the skip message)
+NOT_ON_SPARK = {
+    "map_output_types_preserved": "typeof() is SQLite's (Spark names its own types: the "
+    "twin's literal 1 is 'int', the engine's BIGINT column 'bigint')",
+    "lazy_limit_scan_order": "LIMIT without ORDER BY: the pair expects SQLite's scan order; "
+    "Spark promises no row order without ORDER BY (any 5 matching rows are right)",
+    "lazy_limit_offset_plain_first": "LIMIT / OFFSET without ORDER BY: the pair expects "
+    "SQLite's scan order; Spark promises no row order without ORDER BY",
+    "lazy_recursive_cte_pages": "a recursive CTE of 20000 levels: Spark stops at 100 "
+    "(spark.sql.cteRecursionLevelLimit) unless the query says MAX RECURSION LEVEL",
+    "lazy_negative_filter": "a recursive CTE of 20000 levels: Spark stops at 100 "
+    "(spark.sql.cteRecursionLevelLimit) unless the query says MAX RECURSION LEVEL",
 }
 
 
@@ -99,17 +123,28 @@ def skip_unless_portable(pair_id: str, backend: str) -> None:
         pytest.skip(f"{pair_id} on {backend}: {SQLITE_ONLY[pair_id]}")
     if backend == "postgres" and pair_id in NOT_ON_POSTGRES:
         pytest.skip(f"{pair_id} on postgres: {NOT_ON_POSTGRES[pair_id]}")
+    if backend not in _TYPED and pair_id in NEEDS_SQLITE_COMPAT:
+        pytest.skip(f"{pair_id} on {backend}: {NEEDS_SQLITE_COMPAT[pair_id]}")
+    if backend == "spark" and pair_id in NOT_ON_SPARK:
+        pytest.skip(f"{pair_id} on spark: {NOT_ON_SPARK[pair_id]}")
 
 
-#: the backends the engine checks run on (postgres: only where a server can start)
-BACKENDS = ("sqlite", "duckdb", "postgres")
+#: the backends the engine checks run on (postgres: only where a server can start;
+#: spark: only where pyspark and Java are installed)
+BACKENDS = ("sqlite", "duckdb", "postgres", "spark")
 _TARGETS: dict[tuple[str, str], Any] = {}
-_COPIES: dict[str, Any] = {}  # "dir": temp dir of DuckDB copies, "pg": the PgServer
+#: "dir": temp dir of DuckDB copies, "pg": the PgServer, "spark": the SparkSession
+_COPIES: dict[str, Any] = {}
 
 
 def use_postgres(server: Any) -> None:
     """The session's PostgreSQL server (see tests/pg_server.py), for the postgres backend."""
     _COPIES["pg"] = server
+
+
+def use_spark(session: Any) -> None:
+    """The session's local Spark session (see tests/spark_session.py), for spark."""
+    _COPIES["spark"] = session
 
 
 def target(db_id: str, backend: str) -> Any:
@@ -125,6 +160,12 @@ def target(db_id: str, backend: str) -> Any:
 
             base = _COPIES.setdefault("dir", Path(tempfile.mkdtemp(prefix="bsql_duck_")))
             _TARGETS[key] = str(sqlite_to_duckdb(db_path(db_id), base / f"{db_id}.duckdb"))
+        elif backend == "spark":
+            # a dict of DataFrames: each BlendSQL registers them as temp views of the
+            # shared session and drops them at close (the callers close every one)
+            from spark_session import frames_from_sqlite
+
+            _TARGETS[key] = frames_from_sqlite(_COPIES["spark"], db_path(db_id))
         else:
             from blendsql.db.transfer import sqlite_to_postgres
 
