@@ -9,6 +9,16 @@ from typing import Any
 import pytest
 
 
+def skip_unless_required(why: str | None, required_by: str) -> None:
+    """Skip with ``why`` (a missing server, binary or package); fail instead when the
+    environment variable ``required_by`` is 1 (CI, where the test must run)."""
+    if why is None:
+        return
+    if os.environ.get(required_by) == "1":
+        pytest.fail(f"{required_by}=1 but {why}")
+    pytest.skip(why)
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Any]:
     """A PostgreSQL 15 server on 127.0.0.1 for this test session (tests/pg_server.py).
@@ -18,11 +28,7 @@ def postgres_server() -> Iterator[Any]:
     """
     from pg_server import PgServer, pg_missing
 
-    why = pg_missing()
-    if why is not None:
-        if os.environ.get("BLENDSQL_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"BLENDSQL_REQUIRE_POSTGRES=1 but {why}")
-        pytest.skip(why)
+    skip_unless_required(pg_missing(), "BLENDSQL_REQUIRE_POSTGRES")
     server = PgServer()
     try:
         yield server
@@ -39,11 +45,7 @@ def spark_session() -> Iterator[Any]:
     """
     from spark_session import spark_missing, start_session, stop_session
 
-    why = spark_missing()
-    if why is not None:
-        if os.environ.get("BLENDSQL_REQUIRE_SPARK") == "1":
-            pytest.fail(f"BLENDSQL_REQUIRE_SPARK=1 but {why}")
-        pytest.skip(why)
+    skip_unless_required(spark_missing(), "BLENDSQL_REQUIRE_SPARK")
     spark = start_session()
     try:
         yield spark

@@ -51,6 +51,7 @@ from typing import Any
 from blendsql.db.backend import INGREDIENT_VALUE_HINT, require, short
 from blendsql.db.guarded import GuardedBackend, as_type, engine_value, floats
 from blendsql.db.statements import leading_keyword
+from blendsql.db.temp_rows import encodes_utf8
 from blendsql.db.transpile import FullText, Transpiler
 from blendsql.errors import ExecutionError
 
@@ -364,7 +365,7 @@ class SparkBackend(GuardedBackend):
                 values = [None if v is None else bytes(v) for v in values]
             elif kind == "TEXT":
                 spark_type = T.StringType()
-                bad = next((v for v in values if v is not None and not _encodes(v)), None)
+                bad = next((v for v in values if v is not None and not encodes_utf8(v)), None)
                 if bad is not None:
                     raise ExecutionError("Spark cannot store an ingredient's output (text "
                                          f"with a lone surrogate: {bad!r})",
@@ -461,16 +462,8 @@ def _check_binds(binds: Any) -> None:
     for name, v in items:
         if isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
             raise _Unbindable(str(name), f"an integer beyond 64 bits: {v}")
-        if isinstance(v, str) and not _encodes(v):
+        if isinstance(v, str) and not encodes_utf8(v):
             raise _Unbindable(str(name), f"text with a lone surrogate: {v!r}")
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _decimals(values: list[Any]) -> tuple[Any, list[Any]]:

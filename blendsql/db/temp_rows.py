@@ -38,7 +38,7 @@ def _json_ok(v: Any) -> bool:
     """True when ``v`` survives JSON -> ``json_each`` with its storage class and value."""
     t = type(v)
     if t is str:
-        return "\x00" not in v and _encodes(v)
+        return "\x00" not in v and encodes_utf8(v)
     if t is int:
         return _INT64_MIN <= v <= _INT64_MAX
     if t is float:
@@ -46,7 +46,7 @@ def _json_ok(v: Any) -> bool:
     return t is bool or v is None
 
 
-def _encodes(text: str) -> bool:
+def encodes_utf8(text: str) -> bool:
     """False for text with a lone surrogate (binding it fails the same way)."""
     try:
         text.encode("utf-8")
@@ -71,7 +71,7 @@ def _dumps(rows: list[Sequence[Any]], width: int) -> str | None:
         flat = values if width == 1 else (v for r in rows for v in r)
         if not all(_INT64_MIN <= v <= _INT64_MAX for v in flat if type(v) is int):
             return None
-    return text if _encodes(text) else None
+    return text if encodes_utf8(text) else None
 
 
 def _json_select(columns: Sequence[str]) -> str:

@@ -42,14 +42,29 @@ class Watchdog:
     """Interrupt a connection whose statement has run past its deadline."""
 
     def __init__(self) -> None:
+        self._seq = itertools.count()
+        self._start_afresh()
+
+    def _start_afresh(self) -> None:
+        """No thread and no deadlines yet, in this process (``_pid``)."""
+        self._pid = os.getpid()
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, Ticket]] = []
-        self._seq = itertools.count()
         self._active = 0
         self._thread: threading.Thread | None = None
 
+    def _in_this_process(self) -> None:
+        """In a forked child the parent's thread is gone and its lock may be held
+        forever: start afresh (the armed tickets were the parent's). Checked on use,
+        not in an at-fork hook: code run between fork and exec can crash a child forked
+        from a multi-threaded parent (a subprocess with ``preexec_fn``, as PySpark
+        starts Java)."""
+        if self._pid != os.getpid():
+            self._start_afresh()
+
     def arm(self, conn: Any, seconds: float) -> Ticket:
         """Interrupt ``conn`` after ``seconds`` unless :meth:`disarm` comes first."""
+        self._in_this_process()
         ticket = Ticket(time.monotonic() + seconds, conn)
         with self._cond:
             heapq.heappush(self._heap, (ticket.deadline, next(self._seq), ticket))
@@ -67,6 +82,7 @@ class Watchdog:
 
     def disarm(self, ticket: Ticket) -> bool:
         """Cancel a deadline; True if it had already fired."""
+        self._in_this_process()
         with self._cond:
             if ticket.active:
                 ticket.active = False
@@ -96,15 +112,6 @@ class Watchdog:
                     pass
 
 
-    def _after_fork(self) -> None:
-        """In a forked child the thread is gone: start afresh (armed tickets were the
-        parent's)."""
-        self._cond = threading.Condition(threading.Lock())
-        self._heap = []
-        self._active = 0
-        self._thread = None
 
 
 WATCHDOG = Watchdog()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=WATCHDOG._after_fork)
