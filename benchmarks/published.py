@@ -151,6 +151,20 @@ def _parts(out: str, k: int = 2) -> tuple[str, ...]:
     return tuple(f"benchmarks/results/{out}_{i}.jsonl" for i in range(1, k + 1))
 
 
+ABLATIONS = ("parser_no_examples", "parser_no_retry")
+
+
+def _dialogue_steps(dataset: str) -> tuple[tuple[tuple[str, ...], ...], ...]:
+    """SParC / CoSQL: both shards of the three modes, the ablations on shard 1, the summary."""
+    common = ("--dataset", dataset, "--questions", "150", "--threads", "1")
+    ablation = f"benchmarks/results/{dataset}_ablation_1.jsonl"
+    return (_shards("conversation.py", dataset, *common, "--modes", "parser,direct_fewshot,direct"),
+            one(cmd("conversation.py", *common, "--modes", ",".join(ABLATIONS), "--shard", "1/2",
+                    "--out", ablation)),
+            one(cmd("conversation.py", "--dataset", dataset, "--combine", *_parts(dataset), ablation,
+                    "--out", f"benchmarks/results/{dataset}.json")))
+
+
 BENCHES: tuple[Bench, ...] = (
     Bench("demo-margins", "logit margins of the README demo query's decision, both CPU kernel "
           "paths; the 13 candidate queries; its question over all 18 schools",
@@ -187,22 +201,18 @@ BENCHES: tuple[Bench, ...] = (
           "~3 h (2 processes)", ("eval-model", "data:spider")),
     Bench("sparc", "SParC report split, 150 questions: Conversation beside direct_fewshot and "
           "direct", "benchmarks/README.md (SParC)",
-          (_shards("conversation.py", "sparc", "--dataset", "sparc", "--questions", "150",
-                   "--threads", "1", "--modes", "parser,direct_fewshot,direct"),
-           one(cmd("conversation.py", "--dataset", "sparc", "--combine", *_parts("sparc"),
-                   "--out", "benchmarks/results/sparc.json"))),
+          _dialogue_steps("sparc"),
           "benchmarks/results/sparc.json",
-          (*_accuracies("modes", ("parser", "direct_fewshot", "direct"), "question_accuracy.accuracy"),
+          (*_accuracies("modes", ("parser", "direct_fewshot", "direct", *ABLATIONS),
+                        "question_accuracy.accuracy"),
            Number("parser minus direct_fewshot", "modes.direct_fewshot.parser_vs_this.difference")),
           "~1 h (2 processes)", ("eval-model", "data:sparc", "data:spider")),
     Bench("cosql", "CoSQL report split, 150 questions: Conversation beside direct_fewshot and "
           "direct", "benchmarks/README.md (CoSQL)",
-          (_shards("conversation.py", "cosql", "--dataset", "cosql", "--questions", "150",
-                   "--threads", "1", "--modes", "parser,direct_fewshot,direct"),
-           one(cmd("conversation.py", "--dataset", "cosql", "--combine", *_parts("cosql"),
-                   "--out", "benchmarks/results/cosql.json"))),
+          _dialogue_steps("cosql"),
           "benchmarks/results/cosql.json",
-          (*_accuracies("modes", ("parser", "direct_fewshot", "direct"), "question_accuracy.accuracy"),
+          (*_accuracies("modes", ("parser", "direct_fewshot", "direct", *ABLATIONS),
+                        "question_accuracy.accuracy"),
            Number("parser minus direct_fewshot", "modes.direct_fewshot.parser_vs_this.difference")),
           "~1 h (2 processes)", ("eval-model", "data:cosql", "data:spider")),
     Bench("splash", "SPLASH test, 150 items: correction with the feedback, re-parse, combined",
