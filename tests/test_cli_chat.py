@@ -10,6 +10,7 @@ from pathlib import Path
 
 from blendsql import cli
 from blendsql.models.base import FunctionModel, Request
+from blendsql.nl.grounding import UNRELATED_ANCHORS
 
 PETS = Path(__file__).resolve().parent / "data" / "spider" / "pets_1" / "pets_1.sqlite"
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,6 +52,8 @@ def test_chat_main_answers_questions_with_an_injected_model(monkeypatch):
         p = req.prompt.rstrip()
         if p.endswith("Act:"):
             return "inform_sql"
+        if p.endswith("Answerable:"):  # "dogs" names no table: the model is asked (unscored)
+            return "no" if any(a in p.rsplit("Question:", 1)[1] for a in UNRELATED_ANCHORS) else "yes"
         assert p.endswith("BlendSQL:")
         return "SELECT COUNT(*) FROM Pets WHERE Pets.PetType = 'dog'"
 

@@ -178,13 +178,15 @@ class RelevanceJudge:
     _unscored: str | None = field(default=None, init=False)
 
     def p_unanswerable(self, question: str) -> float | None:
-        """P("no") for ``question`` (None when the model returns no scores)."""
+        """P("no") for ``question``; a model that returns no probabilities (a server
+        without ``logprobs``, a plain function) gives its answer as 1 or 0 (None: no answer)."""
         prompt = f"{RELEVANCE_PROMPT}Tables: {self.tables_text}\nQuestion: {question}\nAnswerable:"
         resp = self.model.generate([Request(prompt=prompt, constraint=Choice(("yes", "no")),
                                             max_tokens=4, score=True)])[0]
         if not resp.scores or set(resp.scores) != {"yes", "no"}:
             self._unscored = resp.unscored or "no scores returned"
-            return None
+            answer = str(resp.value).lower() if resp.value is not None else None
+            return {"yes": 0.0, "no": 1.0}.get(answer) if answer else None
         top = max(resp.scores.values())
         odds = {k: math.exp(v - top) for k, v in resp.scores.items()}
         return odds["no"] / (odds["yes"] + odds["no"])
@@ -206,7 +208,8 @@ class RelevanceJudge:
         if sep is None or p is None:
             return Relevance(None, False, f"the model gave no probabilities ({self._unscored})")
         informative = sep >= MIN_SEPARATION
-        note = (f"P(unanswerable) {p:.2f}; every unrelated anchor scores at least {sep:.2f} above "
+        how = "" if self._unscored is None else f" (its answer, unscored: {self._unscored})"
+        note = (f"P(unanswerable) {p:.2f}{how}; every unrelated anchor scores at least {sep:.2f} above "
                 f"every question about the schema" if sep >= 0 else
                 f"P(unanswerable) {p:.2f}; an unrelated anchor scores {-sep:.2f} below a question "
                 f"about the schema")
