@@ -199,6 +199,15 @@ BENCHES: tuple[Bench, ...] = (
                                   "parser_no_retry")),
            Number("parser minus direct_fewshot", "modes.direct_fewshot.parser_vs_this.difference")),
           "~3 h (2 processes)", ("eval-model", "data:spider")),
+    Bench("spider-duckdb", "Spider dev report split, the first 100 dealt questions: the Parser on "
+          "SQLite beside the Parser on DuckDB copies", "benchmarks/README.md (The Parser on DuckDB)",
+          (_shards("spider.py", "spider_duckdb", "--n", "100", "--modes", "parser,parser_duckdb"),
+           one(cmd("spider.py", "--combine", *_parts("spider_duckdb"), "--out",
+                   "benchmarks/results/spider_duckdb.json"))),
+          "benchmarks/results/spider_duckdb.json",
+          (*_accuracies("modes", ("parser", "parser_duckdb")),
+           Number("parser minus parser_duckdb", "modes.parser_duckdb.parser_vs_this.difference")),
+          "~1.5 h (2 processes)", ("eval-model", "data:spider")),
     Bench("sparc", "SParC report split, 150 questions: Conversation beside direct_fewshot and "
           "direct", "benchmarks/README.md (SParC)",
           _dialogue_steps("sparc"),
