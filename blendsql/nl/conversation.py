@@ -42,8 +42,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sqlglot import exp
-
 from blendsql.db.backend import DEFAULT_TIMEOUT, Backend
 from blendsql.errors import BlendSQLError, OptionError
 from blendsql.grammar.nodes import to_blendsql
@@ -70,6 +68,7 @@ from blendsql.nl.respond import (
     answer_response,
     out_of_scope_response,
     schema_overview,
+    tables_read,
 )
 from blendsql.nl.serialize import list_tables
 from blendsql.nl.source import Session, recording
@@ -562,10 +561,9 @@ class Conversation:
     def _tables_read(self, program: str) -> list[str]:
         """The tables ``program`` reads (the subject of a follow-up), in order."""
         try:
-            tree = self.bsql.parse(program)
+            return tables_read(self.bsql.parse(program))
         except BlendSQLError:
             return []
-        return list(dict.fromkeys(t.name for t in tree.find_all(exp.Table) if t.name))
 
     def _resolve_pending(self, utterance: str) -> Turn | None:
         """Combine the pending ambiguous question with the user's answer (None: not an answer)."""

@@ -57,7 +57,8 @@ _VAGUE_SUPERLATIVES: dict[str, bool] = {
                      "smaller", "lower", "fewest"), False),
 }
 _NUMERIC_TYPES = ("INT", "REAL", "NUM", "FLOA", "DOUB", "DEC")
-_ID_LIKE = re.compile(r"(^id$|_id$|id$|code\d*$|_key$|^key$|_no$|year$)", re.I)
+#: the last word of a column that names or dates a row rather than measuring it
+_ID_WORDS = frozenset({"id", "code", "key", "no", "year"})
 
 
 # ---------------------------------------------------------------- names
@@ -262,11 +263,18 @@ def measure_columns(db: Any, t: TableInfo) -> list[str]:
     db = as_backend(db)
     out = []
     for c in t.columns:
-        if not any(x in t.type_of(c) for x in _NUMERIC_TYPES) or _ID_LIKE.search(c):
+        if not any(x in t.type_of(c) for x in _NUMERIC_TYPES) or _names_a_row(c):
             continue
         if not _references_an_id(db, t, c):
             out.append(c)
     return out
+
+
+def _names_a_row(column: str) -> bool:
+    """Whether a column is an id, code, key, number or year by its last word (``StuID``,
+    ``country_code``, ``Code2``, ``IndepYear``; not ``Paid`` or ``Humidity``)."""
+    words = name_words(column).split()
+    return bool(words) and words[-1].rstrip("0123456789") in _ID_WORDS
 
 
 def _id_columns(db: Any, exclude: str) -> list[tuple[str, str]]:

@@ -28,7 +28,7 @@ _STOP = {
 _STEP = re.compile(r"^\d+\.\s*")
 
 
-def _tables_of(tree: exp.Expr) -> list[str]:
+def tables_read(tree: exp.Expr) -> list[str]:
     """Table names the query reads, in order of appearance, without duplicates."""
     return list(dict.fromkeys(t.name for t in tree.find_all(exp.Table) if t.name))
 
@@ -56,7 +56,7 @@ def describe_search(program: str, tree: exp.Expr | None = None) -> str:
         except Exception:  # noqa: BLE001 - a description must never break a reply
             return f"I ran: {program}"
     tree = without_aliases(tree)
-    tables = _tables_of(tree)
+    tables = tables_read(tree)
     where = "the table " + tables[0] if len(tables) == 1 else "the tables " + ", ".join(tables)
     steps = [_STEP.sub("", s) for s in explain(tree)]
     filters = [s[len("Keep only the rows where "):].rstrip(".") for s in steps

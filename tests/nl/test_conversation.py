@@ -347,3 +347,12 @@ def test_schema_mentions():
 
     assert set(schema_mentions(make_conn(), "which coaches had most losses")) == {"games.losses", "games.coach"}
     assert schema_mentions(make_conn(), "what's the weather in Paris") == []
+
+
+@pytest.mark.parametrize(("column", "names_a_row"), [
+    ("StuID", True), ("country_code", True), ("Code2", True), ("IndepYear", True), ("room_no", True),
+    ("Paid", False), ("Humidity", False), ("Population", False), ("SurfaceArea", False)])
+def test_ids_codes_and_years_are_not_measures_by_their_last_word(column, names_a_row):
+    from blendsql.nl.grounding import _names_a_row
+
+    assert _names_a_row(column) is names_a_row
