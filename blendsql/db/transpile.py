@@ -10,6 +10,9 @@ What needs more than sqlglot's generator:
 - parameters: ``:name`` and ``?`` become the driver's style (DuckDB
   ``$name`` / ``?``; psycopg ``%(name)s`` / ``%s``, with every other ``%``
   doubled because psycopg reads them as format characters);
+- SQLite's ``rowid`` (also ``oid``, ``_rowid_``) of a table without such a column
+  becomes PostgreSQL's ``ctid`` (the row's address, stable within a statement),
+  so a query can name rows the same way on every backend;
 - ``temp.<name>`` (SQLite's temp schema) becomes PostgreSQL's ``pg_temp``, and
   a bare ``<name>`` on Spark (its temporary views have no schema);
 - parameters on Spark: ``:name`` and ``?`` as written (``spark.sql(text, args)``);
@@ -49,6 +52,8 @@ from blendsql.db.sqlite_compat import (
 from blendsql.errors import ExecutionError
 
 _CACHE_SIZE = 512
+#: SQLite's names of a row's id
+_ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})
 _MARK = "__bsql_param_mark_{}__"
 #: FTS5 operators and syntax characters, turned into spaces before a bag-of-words search
 FTS5_SYNTAX = r'\b(OR|AND|NOT|NEAR)\b|[\"*():^{}+\-]'
@@ -164,6 +169,7 @@ class Transpiler:
 
     def _rewrite(self, tree: exp.Expression) -> None:
         if self.dialect == "postgres":
+            _rowid_as_ctid(tree, self.column_set)
             for table in tree.find_all(exp.Table):
                 if table.db.lower() == "temp" and not table.catalog:
                     table.set("db", exp.to_identifier("pg_temp"))
@@ -485,6 +491,28 @@ def _inline_alias_refs(select: exp.Select,
             if (not col.table and name in aliases and name not in known
                     and col.find_ancestor(exp.Select) is select):
                 col.replace(exp.paren(aliases[name].copy()))
+
+
+def _rowid_as_ctid(tree: exp.Expression, column_set: Callable[[str], set[str] | None]) -> None:
+    """``t.rowid`` as ``t.ctid`` where ``t`` is a table known to have no column of that name.
+
+    A bare ``rowid`` is resolved when its SELECT reads one table. Derived
+    tables, unknown tables and tables with a real ``rowid`` column are left alone.
+    """
+    rowids = [c for c in tree.find_all(exp.Column) if c.name.lower() in _ROWID_NAMES]
+    for column in rowids:
+        select = column.find_ancestor(exp.Select)
+        if select is None:
+            continue
+        sources = _sources(select)
+        if column.table:
+            table = sources.get(column.table.lower())
+        else:
+            tables = set(sources.values())
+            table = tables.pop() if len(tables) == 1 else None
+        columns = column_set(table) if table else None
+        if columns is not None and column.name.lower() not in columns:
+            column.set("this", exp.to_identifier("ctid"))
 
 
 def _mentions_fts(tree: exp.Expression) -> bool:

@@ -75,7 +75,7 @@ def link_on(layout_table: str, column: str, documents: str, title: str) -> str:
 def passage_layout(db: Any) -> PassageLayout | None:
     """The layout when ``db`` holds exactly one table and one documents table
     (with ``title`` and ``content``) and some text cells name passages; else None
-    (always None on a backend without ``rowid``)."""
+    (always None on a backend whose rows have no id a query can name)."""
     backend = as_backend(db)
     if not backend_has_rowid(backend):
         return None
@@ -98,8 +98,9 @@ def passage_layout(db: Any) -> PassageLayout | None:
 
 
 def backend_has_rowid(db: Backend) -> bool:
-    """True where every table has a ``rowid`` the sketch can name rows by."""
-    return db.dialect in ("sqlite", "duckdb")
+    """True where every table has a ``rowid`` the sketch can name rows by (PostgreSQL's
+    ``ctid`` stands in for it, see ``blendsql.db.transpile``; Spark has none)."""
+    return db.dialect in ("sqlite", "duckdb", "postgres")
 
 
 def _links(db: Backend, table: str, column: str, documents: str, title: str) -> bool:

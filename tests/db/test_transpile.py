@@ -59,3 +59,15 @@ def test_match_without_full_text_is_a_clear_error() -> None:
 def test_several_statements_are_refused() -> None:
     with pytest.raises(ExecutionError, match="one SQL statement"):
         Transpiler("duckdb")("SELECT 1; SELECT 2")
+
+
+def test_rowid_is_ctid_on_postgres_where_the_table_has_no_such_column() -> None:
+    columns = {"w": {"player", "pick"}, "r": {"rowid", "x"}}
+    t = Transpiler("postgres", columns=lambda table: columns.get(table.lower()))
+    text, _ = t("SELECT w.player FROM w WHERE w.rowid IN (SELECT w.rowid FROM w WHERE pick = 5)")
+    assert text == ("SELECT w.player FROM w WHERE w.ctid IN "
+                    "(SELECT w.ctid FROM w WHERE pick = 5)")
+    assert t("SELECT oid, _ROWID_ FROM w AS v")[0] == "SELECT ctid, ctid FROM w AS v"
+    assert t("SELECT r.rowid FROM r")[0] == "SELECT r.rowid FROM r"  # a real column
+    assert t("SELECT rowid FROM nowhere")[0] == "SELECT rowid FROM nowhere"  # unknown table
+    assert Transpiler("duckdb")("SELECT w.rowid FROM w")[0] == "SELECT w.rowid FROM w"

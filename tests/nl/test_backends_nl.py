@@ -213,7 +213,7 @@ def test_conversation_explain_and_correction(source: Any) -> None:
 
 
 def test_a_sketch_where_rows_have_a_rowid(source: Any) -> None:
-    """HybridQA sketches name rows by rowid: SQLite and DuckDB; PostgreSQL has none."""
+    """HybridQA sketches name rows by rowid (PostgreSQL's ctid stands in for it)."""
     from blendsql.nl import sketch
 
     def model(req: Request) -> str:
@@ -222,9 +222,6 @@ def test_a_sketch_where_rows_have_a_rowid(source: Any) -> None:
 
     bsql = session(source, model)
     layout = sketch.passage_layout(bsql)
-    if bsql.db.dialect == "postgres":
-        assert layout is None
-        return
     assert layout is not None and layout.linked == ("player",)
     parsed = Parser(FunctionModel(model), sketch=True).parse(
         "Where was the player picked 5th born?", bsql, bsql.registry)
