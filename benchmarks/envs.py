@@ -148,6 +148,11 @@ def _fresh(folder: Path, why: str) -> None:
 # ---------------------------------------------------------------------------- peer venvs
 
 
+# torch's release whose CPU build pip takes; the peers' loose torch requirement would
+# otherwise resolve to a CUDA build (several GB)
+TORCH_CPU = "torch==2.13.0"
+
+
 @dataclass(frozen=True)
 class Peer:
     """A system compared with, installed by pip into a venv of its own."""
@@ -177,12 +182,13 @@ PEERS: dict[str, Peer] = {p.name: p for p in (
     Peer("blendsql-0.1.28-latest", ("blendsql==0.1.28",), ("blendsql", "0.1.28"),
          "blendsql 0.1.28 as `pip install blendsql==0.1.28` resolves it today (pandas 3, "
          "polars 2, duckdb 2 in Nov 2026); call_economy reports its rows only"),
-    Peer("lotus", ("lotus-ai==1.2.4",), ("lotus-ai", "1.2.4"),
-         "LOTUS semantic operators; pulls sentence-transformers, faiss and torch (PyPI's "
-         "torch brings CUDA wheels: several GB)", python=((3, 10), (3, 13))),
-    Peer("palimpzest", ("palimpzest==1.5.3",), ("palimpzest", "1.5.3"),
-         "Palimpzest; needs Python >= 3.12 and pulls sentence-transformers, torch, chromadb",
-         python=((3, 12), (4, 0))),
+    Peer("lotus", ("lotus-ai==1.2.4", TORCH_CPU), ("lotus-ai", "1.2.4"),
+         "LOTUS semantic operators; pulls sentence-transformers, faiss and torch (pinned to "
+         f"{TORCH_CPU}: a bare torch takes CUDA wheels of several GB)", python=((3, 10), (3, 13))),
+    Peer("palimpzest", ("palimpzest==0.9.0", TORCH_CPU), ("palimpzest", "0.9.0"),
+         "Palimpzest 0.9.0, the newest release that installs on Python 3.10/3.11 (1.x needs "
+         f"3.12); pulls sentence-transformers, chromadb and torch ({TORCH_CPU})",
+         python=((3, 10), (4, 0))),
 )}
 
 

@@ -26,7 +26,7 @@ reports, the same way for every peer. The server is ``--base-url``, or llama.cpp
     python benchmarks/sembench_peers.py --peer palimpzest --dry-run   # no peer, no model
 
 Not yet run against the peers' venvs: the runner follows their documented APIs
-(lotus-ai 1.2.4, palimpzest 1.5.3) and may need adjusting to them.
+(lotus-ai 1.2.4, palimpzest 0.9.0) and may need adjusting to them.
 """
 
 from __future__ import annotations
