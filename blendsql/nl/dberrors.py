@@ -9,7 +9,7 @@ for reasons that are not the layer's (a writer holds a lock, the caller
 interrupted the connection, a table was dropped meanwhile); should a raw
 driver exception ever escape, :func:`reads_database` is the safety net that
 turns it into an ``ExecutionError`` too, never a raw ``sqlite3`` /
-``duckdb`` / ``psycopg`` exception.
+``duckdb`` / ``psycopg`` / ``pyspark`` exception.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from blendsql.errors import ExecutionError
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: top-level modules of the database drivers whose exceptions are turned into ours
-DRIVER_MODULES = frozenset({"sqlite3", "duckdb", "psycopg"})
+DRIVER_MODULES = frozenset({"sqlite3", "duckdb", "psycopg", "pyspark", "py4j"})
 
 
 def read_error(e: Exception, what: str) -> ExecutionError:
