@@ -185,9 +185,10 @@ PEERS: dict[str, Peer] = {p.name: p for p in (
     Peer("lotus", ("lotus-ai==1.2.4", TORCH_CPU), ("lotus-ai", "1.2.4"),
          "LOTUS semantic operators; pulls sentence-transformers, faiss and torch (pinned to "
          f"{TORCH_CPU}: a bare torch takes CUDA wheels of several GB)", python=((3, 10), (3, 13))),
-    Peer("palimpzest", ("palimpzest==0.9.0", TORCH_CPU), ("palimpzest", "0.9.0"),
-         "Palimpzest 0.9.0, the newest release that installs on Python 3.10/3.11 (1.x needs "
-         f"3.12); pulls sentence-transformers, chromadb and torch ({TORCH_CPU})",
+    Peer("palimpzest", ("palimpzest==0.7.21", TORCH_CPU), ("palimpzest", "0.7.21"),
+         "Palimpzest 0.7.21, the newest release that runs on Python 3.11 (0.8 and 0.9 install "
+         "but import typing.TypeAliasType, new in 3.12; 1.x needs 3.12); pulls "
+         f"sentence-transformers, chromadb and torch ({TORCH_CPU})",
          python=((3, 10), (4, 0))),
 )}
 

@@ -11,10 +11,12 @@ Palimpzest (``benchmarks/envs.py``) and talks JSON over stdin / stdout:
 Each query is written as SemBench's own runners write it for that system
 (``src/scenario/movie/runner/{lotus,palimpzest}_runner``) and as the peer's docs show:
 LOTUS ``sem_filter`` / ``sem_map`` / ``sem_join`` on pandas frames (a self-join of the
-movie's reviews for the pairs), Palimpzest ``MemoryDataset`` with ``sem_filter``,
-``sem_add_columns``, ``sem_join``, ``limit``, ``count``, ``average``, ``groupby``. The
-model is the OpenAI-compatible server at ``base_url`` (LOTUS: LiteLLM's ``hosted_vllm/``
-route; Palimpzest: ``pz.Model(..., api_base=)``). This file must not import anything
+movie's reviews for the pairs), Palimpzest 0.7 (the newest release that runs on Python 3.11:
+0.8 and 0.9 import ``typing.TypeAliasType``, new in 3.12) ``pz.Dataset`` with ``sem_filter``,
+``sem_add_columns``, ``limit``, ``count``, ``average``, ``groupby`` (it has no semantic join:
+the pairs queries are not applicable). The model is the OpenAI-compatible server at
+``base_url`` (LOTUS: LiteLLM's ``hosted_vllm/`` route; Palimpzest: its OpenAI client through
+``OPENAI_BASE_URL``, under one of its model names). This file must not import anything
 from this repository.
 """
 
@@ -101,22 +103,42 @@ def lotus_query(reviews: Any, inst: dict[str, Any]) -> Any:
 
 # ---------------------------------------------------------------- Palimpzest
 
+#: Palimpzest 0.7.x names its models; this one is served by ``base_url`` (the OpenAI
+#: client reads ``OPENAI_BASE_URL``), whatever model the server holds
+PZ_MODEL = "GPT_4o_MINI"
+
+
+class Unsupported(Exception):
+    """The peer's release has no operator for this query (scored as not applicable)."""
+
 
 def pz_config(base_url: str, model: str) -> Any:
-    import palimpzest as pz
+    """One model (the server's), no mixtures / critics / RAG reduction: one call per item
+    and operator, as the other systems make."""
+    import os
 
+    import palimpzest as pz
+    from palimpzest.constants import Model
+
+    os.environ["OPENAI_BASE_URL"] = base_url
+    os.environ.setdefault("OPENAI_API_KEY", "sk-local")
     return pz.QueryProcessorConfig(policy=pz.MaxQuality(), execution_strategy="sequential",
-                                   available_models=[pz.Model(f"openai/{model}", api_base=base_url,
-                                                              max_tokens=64)], verbose=False)
+                                   available_models=[getattr(Model, PZ_MODEL)], verbose=False,
+                                   progress=False, allow_mixtures=False, allow_critic=False,
+                                   allow_rag_reduction=False, allow_split_merge=False)
 
 
 def pz_query(reviews: Any, inst: dict[str, Any], config: Any) -> Any:
-    """One instance in Palimpzest (its plan runs on ``.run(config)``)."""
+    """One instance in Palimpzest 0.7 (``pz.Dataset`` over a DataFrame; the plan runs on
+    ``.run(config)``). 0.7 has no semantic join: the pairs queries are not applicable."""
     import palimpzest as pz
+    from palimpzest.core.elements.groupbysig import GroupBySig
 
     q = inst["query"]
-    df = scope(reviews, inst).rename(columns={"id": "movieId"})
-    ds = pz.MemoryDataset(id=f"reviews_{q}", vals=df)
+    if q in ("Q5", "Q6", "Q7"):
+        raise Unsupported("Palimpzest 0.7 has no semantic join")
+    df = scope(reviews, inst).rename(columns={"id": "movieId"}).reset_index(drop=True)
+    ds = pz.Dataset(df)
     if q in ("Q1", "Q2", "Q3"):
         ds = ds.sem_filter(POSITIVE_FILTER, depends_on=["reviewText"])
         ds = ds.count() if q == "Q3" else ds.project(["reviewId"]).limit(LIMITS[q])
@@ -125,15 +147,7 @@ def pz_query(reviews: Any, inst: dict[str, Any], config: Any) -> Any:
                                   "desc": "Return 1 if the following review is positive, and 0 if it is "
                                           "not. Only output a single number (1 or 0)."}],
                                 depends_on=["reviewText"]).project(["positivity"]).average()
-    elif q in ("Q5", "Q6", "Q7"):
-        right = pz.MemoryDataset(id=f"right_{q}", vals=df.rename(columns={c: f"{c}_right" for c in df.columns}))
-        ds = ds.sem_join(right, condition=SAME if q == "Q5" else OPPOSITE,
-                         depends_on=["reviewText", "reviewText_right"])
-        ds = ds.project(["movieId", "reviewId", "reviewId_right"])
-        ds = ds.limit(LIMITS[q]) if q in LIMITS else ds
     elif q == "Q8":
-        from palimpzest.core.elements.groupbysig import GroupBySig
-
         ds = ds.sem_add_columns([{"name": "sentiment", "type": str, "desc": SENTIMENT}],
                                 depends_on=["reviewText"]).project(["sentiment"])
         ds = ds.groupby(GroupBySig(group_by_fields=["sentiment"], agg_funcs=["count"],
@@ -144,14 +158,9 @@ def pz_query(reviews: Any, inst: dict[str, Any], config: Any) -> Any:
         if q == "Q9":
             ds = ds.project(["reviewId", "reviewScore"])
         else:
-            from palimpzest.core.elements.groupbysig import GroupBySig
-
             ds = ds.project(["movieId", "reviewScore"]).groupby(GroupBySig(
                 group_by_fields=["movieId"], agg_funcs=["average"], agg_fields=["reviewScore"]))
-    out = ds.run(config).to_df()
-    if q in ("Q5", "Q6", "Q7"):
-        out = out[out["reviewId"] != out["reviewId_right"]]
-    return out
+    return ds.run(config).to_df()
 
 
 # ---------------------------------------------------------------- main
@@ -171,6 +180,7 @@ def main() -> None:
     import pandas as pd
 
     request = json.load(sys.stdin)
+    answer_to, sys.stdout = sys.stdout, sys.stderr  # the peers' libraries print to stdout
     peer = request["peer"]
     reviews = pd.DataFrame(request["reviews"], columns=["id", "reviewId", "reviewText"])
     if peer == "lotus":
@@ -191,13 +201,15 @@ def main() -> None:
             df = run(reviews, inst)
             out.update(columns=[str(c) for c in df.columns],
                        rows=[[cell(v) for v in r] for r in df.itertuples(index=False, name=None)], error=None)
+        except Unsupported as e:
+            out.update(columns=[], rows=[], error=None, unsupported=str(e))
         except Exception as e:  # noqa: BLE001 - a failure is a result to score
             out.update(columns=[], rows=[], error=f"{type(e).__name__}: {e}"[:400],
                        trace=traceback.format_exc()[-1500:])
         out["seconds"] = round(time.perf_counter() - t0, 3)
         results.append(out)
     dist = {"lotus": "lotus-ai", "palimpzest": "palimpzest"}[peer]
-    json.dump({"version": importlib.metadata.version(dist), "results": results}, sys.stdout)
+    json.dump({"version": importlib.metadata.version(dist), "results": results}, answer_to)
 
 
 if __name__ == "__main__":

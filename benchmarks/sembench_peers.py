@@ -26,7 +26,7 @@ reports, the same way for every peer. The server is ``--base-url``, or llama.cpp
     python benchmarks/sembench_peers.py --peer palimpzest --dry-run   # no peer, no model
 
 Not yet run against the peers' venvs: the runner follows their documented APIs
-(lotus-ai 1.2.4, palimpzest 0.9.0) and may need adjusting to them.
+(lotus-ai 1.2.4, palimpzest 0.7.21) and may need adjusting to them.
 """
 
 from __future__ import annotations
@@ -76,6 +76,21 @@ def server_command(binary: Path, gguf: Path, port: int, threads: int, n_ctx: int
     """llama.cpp's server on 127.0.0.1 with one slot (one request at a time, as the engine)."""
     return [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
             "-c", str(n_ctx), "-t", str(threads), "-tb", str(threads), "-np", "1", "--no-webui"]
+
+
+def python_server_command(gguf: Path, port: int, threads: int, n_ctx: int) -> list[str]:
+    """llama-cpp-python's OpenAI-compatible server (the same llama.cpp, no build needed)."""
+    return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+            "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
+            "--n_threads_batch", str(threads)]
+
+
+def has_python_server() -> bool:
+    """True when ``llama_cpp.server`` and its web stack import in this interpreter."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None
+               for m in ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "pydantic_settings"))
 
 
 @contextmanager
@@ -279,6 +294,8 @@ def score_peer(data: sembench.Data, inst: sembench.Instance, peer: str, result: 
     row: dict[str, Any] = {"key": f"{inst.key}|{peer}", "instance": inst.key, "query": inst.query,
                            "mode": peer, "peer": peer, "reviews": len(sembench.scope(data, inst)),
                            **usage, "seconds": result.get("seconds"), "error": result.get("error")}
+    if result.get("unsupported"):
+        return {**row, "not_applicable": result["unsupported"]}
     df = result_frame(result)
     row.update(sembench.failed_metric(inst) if result.get("error") or df is None
                else sembench.score_result(data, inst, df))
@@ -336,7 +353,9 @@ def run_all(peer: str, python: Path, data: sembench.Data, insts: Sequence[semben
             fh.write(json.dumps(row, default=str) + "\n")
             fh.flush()
             ran += 1
-            print(f"[{n + 1}/{len(insts)}] {row['key']}: {row['metric']}={row.get(row['metric'])} "
+            shown = (f"not applicable ({row['not_applicable']})" if row.get("not_applicable")
+                     else f"{row['metric']}={row.get(row['metric'])}")
+            print(f"[{n + 1}/{len(insts)}] {row['key']}: {shown} "
                   f"calls={row['model_calls']}" + (f" error={row['error']}" if row.get("error") else ""),
                   file=sys.stderr, flush=True)
     return ran
@@ -345,27 +364,35 @@ def run_all(peer: str, python: Path, data: sembench.Data, insts: Sequence[semben
 def summary(rows: Sequence[dict[str, Any]], header: dict[str, Any]) -> dict[str, Any]:
     """Per query: the mean metric with its bootstrap interval and the cost (sembench's form)."""
     by_query: dict[str, list[dict[str, Any]]] = {}
+    not_applicable: dict[str, str] = {}
     for r in rows:
+        if r.get("not_applicable"):
+            not_applicable[r["query"]] = r["not_applicable"]
+            continue
         by_query.setdefault(r["query"], []).append(r)
     return {"benchmark": f"SemBench movie scenario (dev part) through {header.get('peer')}", **header,
-            "rows": len(rows), "queries": {q: sembench.query_summary(by_query[q])
+            "rows": len(rows), "not_applicable": not_applicable, "queries": {q: sembench.query_summary(by_query[q])
                                            for q in sembench.QUERIES if q in by_query}}
 
 
 @contextmanager
 def model_server(args: argparse.Namespace) -> Iterator[str]:
-    """``--base-url``, or llama-server started on 127.0.0.1 (and stopped afterwards)."""
+    """``--base-url``, or a llama.cpp server started on 127.0.0.1 (and stopped afterwards):
+    llama-server when one is built or given, else llama-cpp-python's ``llama_cpp.server``."""
     if args.base_url:
         yield args.base_url
         return
     binary = Path(args.server_bin) if args.server_bin else envs.find_llama_server()
     gguf = protocol.model_arg(args.gguf)
-    if binary is None or not gguf:
+    if not gguf or (binary is None and not has_python_server()):
         raise SystemExit("no server: give --base-url, or a llama-server (python -m benchmarks.envs build "
-                         f"llama-server, or --server-bin) and a model (--gguf or ${protocol.MODEL_ENV})")
+                         "llama-server, or --server-bin) or llama-cpp-python[server], and a model "
+                         f"(--gguf or ${protocol.MODEL_ENV})")
     port = free_port()
-    with llama_server(server_command(binary, Path(gguf), port, args.threads, args.n_ctx), port,
-                      args.server_timeout) as url:
+    cmd = (server_command(binary, Path(gguf), port, args.threads, args.n_ctx) if binary is not None
+           else python_server_command(Path(gguf), port, args.threads, args.n_ctx))
+    print(f"[sembench_peers] server: {' '.join(cmd[:3])} ...", file=sys.stderr, flush=True)
+    with llama_server(cmd, port, args.server_timeout) as url:
         yield url
 
 

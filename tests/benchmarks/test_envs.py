@@ -126,7 +126,7 @@ def test_peer_folders_are_under_the_cache_dir(cache: Path) -> None:
     assert envs.cache_root() == cache
     assert envs.peer_folder("blendsql-0.1.28") == cache / "peers" / "blendsql-0.1.28"
     assert envs.peer_folder("lotus") == cache / "peers" / "lotus-1.2.4"
-    assert envs.peer_python_path("palimpzest") == cache / "peers" / "palimpzest-0.9.0" / "bin" / "python"
+    assert envs.peer_python_path("palimpzest") == cache / "peers" / "palimpzest-0.7.21" / "bin" / "python"
     with pytest.raises(envs.EnvError, match="no peer"):
         envs.peer_folder("nope")
 

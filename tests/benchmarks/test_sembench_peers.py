@@ -100,6 +100,16 @@ def test_a_peer_answer_is_scored_by_position(data: sb.Data) -> None:
                             {})["relative_error"] == 0.0
 
 
+def test_a_query_the_peer_cannot_express_is_not_applicable_not_a_zero(data: sb.Data) -> None:
+    inst = next(i for i in report(data) if i.query == "Q5")
+    row = peers.score_peer(data, inst, "palimpzest", {"unsupported": "no semantic join"}, {})
+    assert row["not_applicable"] == "no semantic join" and "f1" not in row
+    q3 = next(i for i in report(data) if i.query == "Q3")
+    scored = peers.score_peer(data, q3, "palimpzest", {"columns": ["count"], "rows": [[1]]}, {})
+    out = peers.summary([row, scored], {"peer": "palimpzest"})
+    assert out["not_applicable"] == {"Q5": "no semantic join"} and set(out["queries"]) == {"Q3"}
+
+
 def test_answer_of_picks_the_instance_and_passes_errors() -> None:
     payload = {"results": [{"key": "Q2:x", "rows": [[1]]}, {"id": "Q3:y", "rows": None, "error": "bad"}]}
     assert peers.answer_of("lotus", payload, "Q2:x")["rows"] == [[1]]
