@@ -337,15 +337,20 @@ def decision_details(decisions: list[dict[str, Any]]) -> dict[str, Any]:
 
     ``decisions``: one record per value (answer, probability, margin, stage);
     ``stages``: how many values each model decided; ``unscored``: how many
-    were greedy answers (the backend could not score them).
+    were greedy answers (the backend could not score them); ``cascade_threshold``:
+    the probability above which a cascade's first model decided alone (fitted
+    on a sample; ``inf``: none, the second model decided every value).
     """
     if not decisions:
         return {}
     stages: dict[str, int] = {}
     for d in decisions:
         stages[str(d.get("stage", ""))] = stages.get(str(d.get("stage", "")), 0) + 1
+    thresholds = sorted({d["threshold"] for d in decisions if d.get("threshold") is not None})
     return {"decisions": decisions, "stages": stages,
-            "unscored": sum(1 for d in decisions if not d.get("scored"))}
+            "unscored": sum(1 for d in decisions if not d.get("scored")),
+            **({"cascade_threshold": thresholds[0] if len(thresholds) == 1 else thresholds}
+               if thresholds else {})}
 
 
 def _describe(out: Any) -> str:

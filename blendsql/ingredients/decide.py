@@ -11,8 +11,14 @@ answer. This module turns those numbers into decisions:
   Zhao et al. 2021: the model's prior for "yes" is divided out) or from the
   user's labelled examples (:func:`threshold_bias`: the log-odds threshold
   that classifies them best);
-- :func:`cascade_split` sends the values the first model is not sure of to a
-  second model (a LOTUS-style approximate filter with a target the user sets).
+- a cascade sends the values the first model is not sure of to a second model
+  (a LOTUS-style approximate operator with a target the user sets): the second
+  model also decides a seeded sample of the values (:func:`cascade_sample`), and
+  the first model keeps the values whose probability is above the lowest
+  threshold at which, on that sample, it agrees with the second at least
+  ``target`` of the time with 90% confidence (:func:`fit_cascade_threshold`,
+  a one-sided Wilson bound). Without a sample, :func:`cascade_split` trusts the
+  first model's own probabilities.
 
 Options are validated here (:func:`check_choice`, :func:`check_target`) so an
 ingredient reports a misspelt ``calibrate=`` the same way everywhere.
@@ -39,6 +45,11 @@ FRAMINGS = ("question", "labels", "claim")
 #: the content-free values of contextual calibration (Zhao et al. 2021 use these three)
 CONTENT_FREE = ("N/A", "", "[MASK]")
 DEFAULT_TARGET = 0.9
+#: the cascade's sample: this fraction of the distinct values, at least CASCADE_MIN_SAMPLE
+CASCADE_SAMPLE = 0.1
+CASCADE_MIN_SAMPLE = 16
+#: one-sided 90% normal quantile of the cascade's confidence bound
+CASCADE_Z = 1.2816
 
 
 @dataclass
@@ -59,6 +70,7 @@ class Decision:
     raw: dict[str, float] | None = None
     stage: str = ""
     note: str | None = None
+    threshold: float | None = None  # the cascade's fitted threshold, when one decided
 
     @property
     def scored(self) -> bool:
@@ -68,7 +80,8 @@ class Decision:
         """The trace record of this decision for input ``value``."""
         return {"value": value, "answer": self.value, "probability": self.probability,
                 "margin": self.margin, "probabilities": self.probabilities, "raw": self.raw,
-                "scored": self.scored, "stage": self.stage, "note": self.note}
+                "scored": self.scored, "stage": self.stage, "note": self.note,
+                **({"threshold": self.threshold} if self.threshold is not None else {})}
 
 
 def check_choice(name: str, value: Any, allowed: Sequence[str]) -> str:
@@ -88,6 +101,18 @@ def check_target(value: Any) -> float:
                               hint="write e.g. target=0.9: values the first model is less "
                               "sure of go to the second")
     return float(value)
+
+
+def check_sample(value: Any) -> float | int:
+    """A cascade's sample: a fraction in (0, 1], or a count of values (0: no sample)."""
+    ok = (isinstance(value, int) and not isinstance(value, bool) and value >= 0) or (
+        isinstance(value, float) and 0 < value <= 1)
+    if not ok:
+        raise IngredientError(f"cascade_sample={value!r} is neither a fraction in (0, 1] nor a "
+                              "count of values", hint="write e.g. cascade_sample=0.1 (a tenth "
+                              "of the values), cascade_sample=20, or cascade_sample=0 to trust "
+                              "the first model's probabilities")
+    return value
 
 
 def check_flag(name: str, value: Any) -> bool:
@@ -131,6 +156,7 @@ class DecisionPolicy:
     labels: tuple[str, str] | None = None
     cascade: Model | None = None
     target: float = DEFAULT_TARGET
+    sample: float | int = CASCADE_SAMPLE
 
     @property
     def active(self) -> bool:
@@ -259,6 +285,58 @@ def cascade_split(decisions: Sequence[Decision], target: float) -> list[int]:
     ``target`` (the chosen answer's calibrated probability below it)."""
     return [i for i, d in enumerate(decisions)
             if d.probability is None or d.probability < target]
+
+
+def sample_size(n: int, sample: float | int, minimum: int = CASCADE_MIN_SAMPLE) -> int:
+    """How many of ``n`` values the cascade's sample takes: a count as given, a fraction
+    of ``n`` but at least ``minimum``; never more than ``n``."""
+    if isinstance(sample, int):
+        return min(n, sample)
+    return min(n, max(minimum, math.ceil(sample * n)))
+
+
+def cascade_sample(keys: Sequence[str], size: int) -> list[int]:
+    """Positions of ``size`` of the values, picked by a hash of each value's prompt:
+    the same values on every run (and in any order), so reruns hit the cache."""
+    import hashlib
+
+    def rank(i: int) -> str:
+        return hashlib.sha256(keys[i].encode("utf-8", "surrogatepass")).hexdigest()
+
+    return sorted(sorted(range(len(keys)), key=rank)[:size])
+
+
+def wilson_lower(k: int, n: int, z: float = CASCADE_Z) -> float:
+    """The lower end of the Wilson interval of ``k`` successes in ``n`` (0 when n is 0)."""
+    if n == 0:
+        return 0.0
+    p = k / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - spread) / (1 + z * z / n))
+
+
+def fit_cascade_threshold(sample: Sequence[tuple[float | None, bool]], target: float,
+                          z: float = CASCADE_Z) -> float:
+    """The lowest probability at which the first model may decide alone.
+
+    ``sample``: (the first model's probability for its answer, whether the second
+    model gave the same answer) for each sampled value. The threshold ``t`` is
+    the lowest sampled probability such that the sampled values at or above it
+    agree at least ``target`` of the time by the lower end of a one-sided 90%
+    Wilson interval; ``inf`` when no threshold does (every value goes to the
+    second model). Unscored values (None) count for no threshold.
+    """
+    scored = sorted(((p, agree) for p, agree in sample if p is not None), key=lambda x: -x[0])
+    best = math.inf
+    agreed = 0
+    for n, (p, agree) in enumerate(scored, 1):
+        agreed += agree
+        if n < len(scored) and scored[n][0] == p:
+            continue  # ties: a threshold keeps all values of one probability or none
+        if wilson_lower(agreed, n, z) >= target:
+            best = p
+    return best
 
 
 def stage_counts(decisions: Sequence[Decision]) -> dict[str, int]:

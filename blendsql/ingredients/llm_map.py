@@ -11,19 +11,24 @@ from blendsql.ingredients import _llm, prompts
 from blendsql.ingredients.base import IngredientOption, MapIngredient
 from blendsql.ingredients.decide import (
     CALIBRATIONS,
+    CASCADE_SAMPLE,
     CONTENT_FREE,
     DEFAULT_TARGET,
     FRAMINGS,
     Decision,
     DecisionPolicy,
+    cascade_sample,
     cascade_split,
     check_choice,
     check_flag,
     check_labels,
+    check_sample,
     check_target,
     choose,
     contextual_bias,
     example_bias,
+    fit_cascade_threshold,
+    sample_size,
 )
 from blendsql.models.base import Model, Request, Response
 from blendsql.models.constraints import Bool, Constraint, ListOf, Text
@@ -132,9 +137,14 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
       question asked as a choice between two labels (the first is TRUE);
       ``framing='claim'``: the question is read as a claim to check;
     - a cascade, configured on an instance: ``LLMMap(cascade=big_model,
-      target=0.9)``: values the session model decides with a calibrated
-      probability below ``target`` (or cannot score) are decided by
-      ``big_model``; the trace counts the values each model decided.
+      target=0.9)``: ``big_model`` also decides a sample of the values
+      (``cascade_sample=``: a tenth, at least 16), and the session model keeps
+      only the values above the probability at which it agreed with
+      ``big_model`` on the sample at least ``target`` of the time (90%
+      confidence); ``big_model`` decides the rest. ``cascade_sample=0``:
+      no sample, the session model's probability is compared with ``target``
+      as it is. The trace counts the values each model decided and gives the
+      fitted threshold.
     """
 
     options_spec = (
@@ -150,6 +160,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         IngredientOption("framing", (str,), "question, labels or claim"),
         IngredientOption("labels", (list, tuple, str), "two labels: the TRUE one first"),
         IngredientOption("target", (float,), "a cascade's target accuracy, between 0 and 1"),
+        IngredientOption("cascade_sample", (float, int), "the values the cascade's second "
+                         "model also decides to fit its threshold: a fraction or a count"),
         IngredientOption("cascade", (Model,), "a second model for the values the first is "
                          "unsure of", query=False),
     )
@@ -257,6 +269,7 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
             framing = "labels"  # labels= alone asks for label framing
         cascade = self.options.get("cascade")  # a Model: checked by the constructor
         return DecisionPolicy(
+            sample=check_sample(self.setting(kwargs, "cascade_sample", CASCADE_SAMPLE)),
             scored=check_flag("scored", self.setting(kwargs, "scored", False)),
             calibrate=check_choice("calibrate", self.setting(kwargs, "calibrate", "none"),
                                    CALIBRATIONS),
@@ -285,14 +298,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         decisions = self.scored_decisions(model, requests, ask, back,
                                           calibration.bias(model), stage, kwargs)
         if policy.cascade is not None:
-            doubtful = cascade_split(decisions, policy.target)
-            if doubtful:
-                second = model.companion(policy.cascade)
-                name = second.name if second.name != stage else f"{second.name} (cascade)"
-                again = self.scored_decisions(second, [requests[i] for i in doubtful], ask, back,
-                                              calibration.bias(second), name, kwargs)
-                for i, d in zip(doubtful, again, strict=True):
-                    decisions[i] = d
+            decisions = self.cascade(model, policy, decisions, requests, ask, back,
+                                     calibration, kwargs)
         model.record_decisions([d.record(v) for d, v in zip(decisions, inputs, strict=True)])
         self.__dict__["_last_decisions"] = decisions
         unscored = [d for d in decisions if not d.scored]
@@ -300,6 +307,52 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
             self.warn(kwargs, f"{len(unscored)} of {len(decisions)} value(s) were not scored "
                       f"({unscored[0].note}); their greedy answers were kept")
         return [d.value for d in decisions]
+
+    def cascade(
+        self, model: Model, policy: DecisionPolicy, decisions: list[Decision],
+        requests: list[Request], ask: Constraint, back: dict[str, Any],
+        calibration: Calibration, kwargs: dict[str, Any],
+    ) -> list[Decision]:
+        """The second model's decisions where the first is not sure enough.
+
+        With a sample (``policy.sample``), the second model decides the sampled
+        values first, the threshold is fitted on them
+        (:func:`~blendsql.ingredients.decide.fit_cascade_threshold`) and the
+        second model also decides the other values below it; without one, the
+        first model's probability is compared with ``target`` as it is.
+        """
+        assert policy.cascade is not None
+        second = model.companion(policy.cascade)
+        name = second.name if second.name != model.name else f"{second.name} (cascade)"
+        bias = calibration.bias(second)
+        size = sample_size(len(requests), policy.sample)
+        out = list(decisions)
+        if size == 0:
+            doubtful = cascade_split(decisions, policy.target)
+            threshold = None
+        else:
+            picked = cascade_sample([r.prompt for r in requests], size)
+            oracle = self.scored_decisions(second, [requests[i] for i in picked], ask, back,
+                                           bias, name, kwargs)
+            threshold = fit_cascade_threshold(
+                [(decisions[i].probability, decisions[i].value == d.value)
+                 for i, d in zip(picked, oracle, strict=True)], policy.target)
+            for i, d in zip(picked, oracle, strict=True):
+                agreed = "agreed" if decisions[i].value == d.value else "disagreed"
+                out[i] = replace(d, note=d.note or f"cascade sample ({model.name} {agreed})",
+                                 threshold=threshold)
+            chosen = set(picked)
+            doubtful = [i for i, d in enumerate(decisions) if i not in chosen
+                        and (d.probability is None or d.probability < threshold)]
+            for i, d in enumerate(decisions):
+                if i not in chosen and i not in doubtful:
+                    out[i] = replace(d, threshold=threshold)
+        if doubtful:
+            again = self.scored_decisions(second, [requests[i] for i in doubtful], ask, back,
+                                          bias, name, kwargs)
+            for i, d in zip(doubtful, again, strict=True):
+                out[i] = replace(d, threshold=threshold)
+        return out
 
     def scored_decisions(
         self, model: Model, requests: list[Request], ask: Constraint, back: dict[str, Any],

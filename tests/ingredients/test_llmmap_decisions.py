@@ -155,12 +155,65 @@ def test_cascade_sends_only_doubtful_values_to_the_second_model(recorder):
                                              False: 1 - sure[value_of(r)]}))
     big_rec = recorder(lambda r: "false")
     big = FunctionModel(big_rec, name="big")
-    ing = LLMMap(cascade=big, target=0.9)
+    ing = LLMMap(cascade=big, target=0.9, cascade_sample=0)  # no sample: trust the probabilities
     out = ing.run("ok?", ["a", "b", "c"], model=small.model, constraint=Bool())
     assert out == [True, False, False]
     assert [value_of(r) for r in big_rec.requests] == ["b"]  # a and c were sure enough
     assert [d.stage for d in ing.last_decisions] == ["recorder", "big", "recorder"]
     assert ing.last_decisions[1].note == "the function gave one answer, not a Distribution"
+
+
+def test_a_fitted_cascade_keeps_only_values_where_the_first_model_agreed_on_the_sample(recorder):
+    """40 values; the small model says TRUE to all, surer for higher i; the big model
+    says TRUE only from i = 20, so the small model is right exactly where it is surest."""
+    values = [f"x{i}" for i in range(40)]
+    sure = {v: 0.5 + i / 80 for i, v in enumerate(values)}
+    small = recorder(lambda r: Distribution({True: sure[value_of(r)], False: 1 - sure[value_of(r)]}))
+    big_rec = recorder(lambda r: Distribution({True: 0.9 if int(value_of(r)[1:]) >= 20 else 0.1,
+                                               False: 0.1 if int(value_of(r)[1:]) >= 20 else 0.9}))
+    ing = LLMMap(cascade=FunctionModel(big_rec, name="big"), target=0.8, cascade_sample=30)
+    out = ing.run("ok?", values, model=small.model, constraint=Bool())
+    assert out == [i >= 20 for i in range(40)]  # no value the small model got wrong survives
+    decisions = ing.last_decisions
+    threshold = decisions[0].threshold
+    assert threshold is not None and sure["x20"] - 1e-9 <= threshold < 1
+    kept = [v for v, d in zip(values, decisions, strict=True) if d.stage == "recorder"]
+    assert kept and all(sure[v] >= threshold - 1e-9 for v in kept)
+    sampled = [d for d in decisions if (d.note or "").startswith("cascade sample")]
+    assert len(sampled) == 30 and len(big_rec.requests) == 40 - len(kept)
+    again = LLMMap(cascade=FunctionModel(big_rec, name="big"), target=0.8, cascade_sample=30)
+    again.run("ok?", list(reversed(values)), model=small.model, constraint=Bool())
+    assert {d.note for d in again.last_decisions} == {d.note for d in decisions}
+
+
+def test_a_cascade_without_enough_agreement_sends_every_value_to_the_second_model(recorder):
+    small = recorder(lambda r: Distribution({True: 0.99, False: 0.01}))
+    big_rec = recorder(lambda r: Distribution({True: 0.2, False: 0.8}))
+    ing = LLMMap(cascade=FunctionModel(big_rec, name="big"))  # default sample: >= 16 values
+    out = ing.run("ok?", [f"v{i}" for i in range(10)], model=small.model, constraint=Bool())
+    assert out == [False] * 10 and len(big_rec.requests) == 10
+    assert {d.stage for d in ing.last_decisions} == {"big"}
+    assert ing.last_decisions[0].threshold == math.inf
+
+
+def test_fit_cascade_threshold_takes_the_lowest_probability_the_sample_supports():
+    from blendsql.ingredients.decide import fit_cascade_threshold, wilson_lower
+
+    sample = [(0.99, True)] * 20 + [(0.6, False)] * 10
+    assert fit_cascade_threshold(sample, 0.9) == 0.99
+    assert fit_cascade_threshold(sample, 0.5) == 0.6  # 20 of 30 agree: lower bound 0.55
+    assert fit_cascade_threshold([(0.99, True)] * 3, 0.9) == math.inf  # too few to be sure
+    assert fit_cascade_threshold([(None, True)] * 30, 0.5) == math.inf  # unscored
+    assert fit_cascade_threshold([(0.7, True)] * 20 + [(0.7, False)] * 20, 0.9) == math.inf  # ties
+    assert wilson_lower(0, 0) == 0.0 and 0.8 < wilson_lower(20, 20) < 1.0
+
+
+@pytest.mark.parametrize("bad", [1.5, -1, True, "all"])
+def test_a_bad_cascade_sample_is_a_clear_error(recorder, bad):
+    ing = LLMMap(cascade=FunctionModel(lambda r: "true", name="big"))
+    with pytest.raises(IngredientError, match="cascade_sample="):
+        ing.run("ok?", ["a"], model=recorder(lambda r: "true").model, constraint=Bool(),
+                cascade_sample=bad)
 
 
 def test_engine_traces_decisions_and_stages_and_meters_the_cascade():
@@ -175,7 +228,7 @@ def test_engine_traces_decisions_and_stages_and_meters_the_cascade():
     ing = LLMMap(cascade=FunctionModel(big, name="big"))
     bsql = BlendSQL({"w": df}, model=FunctionModel(small, name="small"), ingredients=[ing])
     sm = bsql.execute("SELECT pos FROM w WHERE {{LLMMap('Is this a pitcher?', w.pos, "
-                      "target=0.9)}} = TRUE ORDER BY pos")
+                      "target=0.9, cascade_sample=0)}} = TRUE ORDER BY pos")
     assert sorted(sm.df["pos"]) == ["rp", "sp"]
     step = next(s for s in sm.trace if s.kind == "ingredient")
     assert step.details["stages"] == {"small": 2, "big": 2}
