@@ -130,9 +130,15 @@ def pz_config(base_url: str, model: str) -> Any:
 
 def pz_query(reviews: Any, inst: dict[str, Any], config: Any) -> Any:
     """One instance in Palimpzest 0.7 (``pz.Dataset`` over a DataFrame; the plan runs on
-    ``.run(config)``). 0.7 has no semantic join: the pairs queries are not applicable."""
+    ``.run(config)``, a fresh config each time: a run changes the one it is given).
+
+    0.7 has no semantic join (the pairs queries are not applicable), and its count /
+    average aggregates fail (an assertion in ``DataRecord.from_parent``), so the
+    aggregates of Q3, Q4, Q8 and Q10 are computed with pandas over its records;
+    every model call is Palimpzest's own.
+    """
     import palimpzest as pz
-    from palimpzest.core.elements.groupbysig import GroupBySig
+    import pandas as pd
 
     q = inst["query"]
     if q in ("Q5", "Q6", "Q7"):
@@ -141,26 +147,30 @@ def pz_query(reviews: Any, inst: dict[str, Any], config: Any) -> Any:
     ds = pz.Dataset(df)
     if q in ("Q1", "Q2", "Q3"):
         ds = ds.sem_filter(POSITIVE_FILTER, depends_on=["reviewText"])
-        ds = ds.count() if q == "Q3" else ds.project(["reviewId"]).limit(LIMITS[q])
-    elif q == "Q4":
-        ds = ds.sem_add_columns([{"name": "positivity", "type": int,
-                                  "desc": "Return 1 if the following review is positive, and 0 if it is "
-                                          "not. Only output a single number (1 or 0)."}],
-                                depends_on=["reviewText"]).project(["positivity"]).average()
-    elif q == "Q8":
-        ds = ds.sem_add_columns([{"name": "sentiment", "type": str, "desc": SENTIMENT}],
-                                depends_on=["reviewText"]).project(["sentiment"])
-        ds = ds.groupby(GroupBySig(group_by_fields=["sentiment"], agg_funcs=["count"],
-                                   agg_fields=["sentiment"]))
-    else:
-        ds = ds.sem_add_columns([{"name": "reviewScore", "type": int, "desc": SCORE}],
-                                depends_on=["reviewText"])
-        if q == "Q9":
-            ds = ds.project(["reviewId", "reviewScore"])
-        else:
-            ds = ds.project(["movieId", "reviewScore"]).groupby(GroupBySig(
-                group_by_fields=["movieId"], agg_funcs=["average"], agg_fields=["reviewScore"]))
-    return ds.run(config).to_df()
+        if q == "Q3":
+            return pd.DataFrame({"positive_review_cnt": [len(ds.run(config()).to_df())]})
+        return ds.project(["reviewId"]).limit(LIMITS[q]).run(config()).to_df()
+    if q == "Q4":
+        out = ds.sem_add_columns([{"name": "positivity", "type": int,
+                                   "desc": "Return 1 if the following review is positive, and 0 if it "
+                                           "is not. Only output a single number (1 or 0)."}],
+                                 depends_on=["reviewText"]).run(config()).to_df()
+        values = pd.to_numeric(out.get("positivity", pd.Series(dtype=float)), errors="coerce")
+        return pd.DataFrame({"positivity_ratio": [float(values.fillna(0).mean()) if len(values) else 0.0]})
+    if q == "Q8":
+        out = ds.sem_add_columns([{"name": "sentiment", "type": str, "desc": SENTIMENT}],
+                                 depends_on=["reviewText"]).run(config()).to_df()
+        labels = out.get("sentiment", pd.Series(dtype=str)).astype(str).str.strip().str.upper()
+        counts = labels.value_counts().reset_index()
+        counts.columns = ["scoreSentiment", "count"]
+        return counts
+    out = ds.sem_add_columns([{"name": "reviewScore", "type": int, "desc": SCORE}],
+                             depends_on=["reviewText"]).run(config()).to_df()
+    out = out.assign(reviewScore=out.get("reviewScore", pd.Series(dtype=float)).map(score_value))
+    if q == "Q9":
+        return out[["reviewId", "reviewScore"]]
+    return out.groupby("movieId", as_index=False)["reviewScore"].mean().rename(
+        columns={"reviewScore": "movieScore"})
 
 
 # ---------------------------------------------------------------- main
@@ -187,10 +197,8 @@ def main() -> None:
         lotus_setup(request["base_url"], request["model"])
         run = lotus_query
     elif peer == "palimpzest":
-        config = pz_config(request["base_url"], request["model"])
-
         def run(df: Any, inst: dict[str, Any]) -> Any:
-            return pz_query(df, inst, config)
+            return pz_query(df, inst, lambda: pz_config(request["base_url"], request["model"]))
     else:
         raise SystemExit(f"unknown peer {peer!r}")
     results = []

@@ -140,7 +140,14 @@ def since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
 class MeteringProxy:
     """An HTTP proxy on 127.0.0.1 in front of an OpenAI-compatible server that counts every
     completion request and the ``usage`` its answer reports (streamed answers count as a
-    call without tokens). ``with MeteringProxy(upstream) as proxy: proxy.url``."""
+    call without tokens). ``with MeteringProxy(upstream) as proxy: proxy.url``.
+
+    Chat messages in OpenAI's newer forms, which Palimpzest sends, are forwarded in
+    the older ones llama-cpp-python's server reads, with the text unchanged: role
+    ``developer`` as ``system``, a content list of text parts as one string. A
+    streamed chat request (blendsql 0.1.28 streams, asking for usage in the last
+    chunk, which llama-cpp-python's server cannot give) is asked upstream unstreamed
+    and its answer sent back as one streamed chunk, then the usage chunk."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
@@ -160,6 +167,8 @@ class MeteringProxy:
                 self.forward(self.rfile.read(n))
 
             def forward(self, body: bytes | None) -> None:
+                body = plain_messages(body)
+                body, streamed = unstreamed(body)
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() not in ("host", "content-length", "connection")}
                 req = urllib.request.Request(origin + self.path, data=body, headers=headers,
@@ -171,6 +180,8 @@ class MeteringProxy:
                     status, data, ctype = e.code, e.read(), e.headers.get("Content-Type", "")
                 if body is not None and self.path.rstrip("/").endswith("completions"):
                     meter.add(usage_of(data))
+                    if streamed and status == 200:
+                        data, ctype = as_stream(data), "text/event-stream"
                 self.send_response(status)
                 self.send_header("Content-Type", ctype or "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -191,6 +202,66 @@ class MeteringProxy:
     def __exit__(self, *exc: Any) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def plain_messages(body: bytes | None) -> bytes | None:
+    """A chat request's ``developer`` messages as ``system`` ones and text-part lists as
+    strings (other bodies, and messages with non-text parts, unchanged)."""
+    if not body or b'"messages"' not in body:
+        return body
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return body
+    messages = payload.get("messages") if isinstance(payload, dict) else None
+    if not isinstance(messages, list):
+        return body
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") == "developer":
+            m["role"] = "system"
+        parts = m.get("content")
+        if isinstance(parts, list) and all(isinstance(x, dict) and x.get("type") == "text"
+                                           for x in parts):
+            m["content"] = "".join(str(x.get("text", "")) for x in parts)
+    return json.dumps(payload).encode()
+
+
+def unstreamed(body: bytes | None) -> tuple[bytes | None, bool]:
+    """(the request asked without streaming, whether it asked for a stream)."""
+    if not body or b'"stream"' not in body:
+        return body, False
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return body, False
+    if not isinstance(payload, dict) or not payload.get("stream") or "messages" not in payload:
+        return body, False
+    payload.pop("stream_options", None)
+    payload["stream"] = False
+    return json.dumps(payload).encode(), True
+
+
+def as_stream(data: bytes) -> bytes:
+    """A chat completion as server-sent events: one chunk with the whole message, one
+    with the finish reason, one with the usage, then ``[DONE]``."""
+    try:
+        answer = json.loads(data)
+        choice = (answer.get("choices") or [{}])[0]
+    except (ValueError, AttributeError):
+        return data
+    message = choice.get("message") or {}
+    head = {k: answer.get(k) for k in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+    chunks = [
+        {**head, "choices": [{"index": 0, "delta": {"role": "assistant",
+                                                    "content": message.get("content") or ""},
+                              "finish_reason": None}]},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice.get("finish_reason")}]},
+        {**head, "choices": [], "usage": answer.get("usage")},
+    ]
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
 
 
 def usage_of(data: bytes) -> dict[str, Any] | None:

@@ -110,6 +110,35 @@ def test_a_query_the_peer_cannot_express_is_not_applicable_not_a_zero(data: sb.D
     assert out["not_applicable"] == {"Q5": "no semantic join"} and set(out["queries"]) == {"Q3"}
 
 
+def test_chat_messages_reach_the_server_in_the_older_form_with_the_same_text() -> None:
+    body = json.dumps({"model": "m", "messages": [
+        {"role": "developer", "content": [{"type": "text", "text": "Be "}, {"type": "text", "text": "brief."}]},
+        {"role": "user", "content": "developer"},
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}).encode()
+    out = json.loads(peers.plain_messages(body) or b"")
+    assert [m["role"] for m in out["messages"]] == ["system", "user", "user"]
+    assert [m["content"] for m in out["messages"][:2]] == ["Be brief.", "developer"]
+    assert isinstance(out["messages"][2]["content"], list)  # not text: as it was
+    assert peers.plain_messages(b'{"prompt": "x"}') == b'{"prompt": "x"}'
+    assert peers.plain_messages(None) is None
+
+
+def test_a_streamed_chat_request_is_asked_whole_and_streamed_back_with_usage() -> None:
+    body, streamed = peers.unstreamed(json.dumps({"messages": [], "stream": True,
+                                                  "stream_options": {"include_usage": True}}).encode())
+    assert streamed and json.loads(body or b"") == {"messages": [], "stream": False}
+    assert peers.unstreamed(b'{"messages": [], "stream": false}') == (b'{"messages": [], "stream": false}', False)
+    answer = {"id": "c1", "created": 1, "model": "m", "usage": {"prompt_tokens": 7, "completion_tokens": 1},
+              "choices": [{"index": 0, "message": {"role": "assistant", "content": "True"},
+                           "finish_reason": "stop"}]}
+    events = peers.as_stream(json.dumps(answer).encode()).decode().split("\n\n")
+    chunks = [json.loads(e[len("data: "):]) for e in events if e.startswith("data: {")]
+    assert chunks[0]["choices"][0]["delta"]["content"] == "True"
+    assert chunks[1]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[2]["usage"] == {"prompt_tokens": 7, "completion_tokens": 1}
+    assert events[-2] == "data: [DONE]"
+
+
 def test_answer_of_picks_the_instance_and_passes_errors() -> None:
     payload = {"results": [{"key": "Q2:x", "rows": [[1]]}, {"id": "Q3:y", "rows": None, "error": "bad"}]}
     assert peers.answer_of("lotus", payload, "Q2:x")["rows"] == [[1]]
