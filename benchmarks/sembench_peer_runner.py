@@ -66,8 +66,10 @@ def lotus_setup(base_url: str, model: str) -> None:
     import lotus
     from lotus.models import LM
 
+    # max_batch_size: LOTUS sends 64 requests at once by default; the server has one slot,
+    # so more than a few in flight only queue there (and connections time out)
     lotus.settings.configure(lm=LM(model=f"hosted_vllm/{model}", api_base=base_url, max_ctx_len=4096,
-                                   max_tokens=64))
+                                   max_tokens=64, max_batch_size=4))
 
 
 def lotus_query(reviews: Any, inst: dict[str, Any]) -> Any:
