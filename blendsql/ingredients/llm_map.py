@@ -358,27 +358,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         self, model: Model, requests: list[Request], ask: Constraint, back: dict[str, Any],
         bias: dict[str, float], stage: str, kwargs: dict[str, Any],
     ) -> list[Decision]:
-        """One batch of scored requests; each answer decided by :func:`choose` under ``bias``.
-
-        A response without scores keeps its greedy answer, noted as unscored.
-        """
-        responses = score_batch(self.name, model, requests)
-        answers = scored_answers(ask) or ()
-        out = []
-        for resp in responses:
-            if resp.scores is None or resp.error is not None or not answers:
-                value, err = _llm.interpret(resp, ask, back, True)
-                if err is not None:
-                    self.warn(kwargs, err)
-                note = resp.unscored or ("the backend does not score answers"
-                                         if resp.error is None else resp.error)
-                out.append(Decision(value, stage=stage, note=note))
-                continue
-            scores = {a: resp.scores.get(a, LOG_FLOOR) for a in answers}
-            answer, prob, margin, probs = choose(scores, bias)
-            out.append(Decision(answer_value(answer, ask, back), answer, prob, margin, probs,
-                                normalise(scores), stage))
-        return out
+        """One batch of scored requests (:func:`scored_decisions`)."""
+        return scored_decisions(self, model, requests, ask, back, bias, stage, kwargs)
 
     def run_batched(
         self, values: list[Any], per_prompt: int, question: str | None, constraint: Constraint,
@@ -477,6 +458,33 @@ def as_label(answer: Any, labels: tuple[str, str]) -> Any:
         return labels[0] if Bool().check(answer) else labels[1]
     except (ValueError, TypeError):
         return answer
+
+
+def scored_decisions(
+    ing: _llm.LLMIngredientMixin, model: Model, requests: list[Request], ask: Constraint,
+    back: dict[str, Any], bias: dict[str, float], stage: str, kwargs: dict[str, Any],
+) -> list[Decision]:
+    """One batch of scored requests; each answer decided by :func:`choose` under ``bias``.
+
+    A response without scores keeps its greedy answer, noted as unscored.
+    """
+    responses = score_batch(ing.name, model, requests)
+    answers = scored_answers(ask) or ()
+    out = []
+    for resp in responses:
+        if resp.scores is None or resp.error is not None or not answers:
+            value, err = _llm.interpret(resp, ask, back, True)
+            if err is not None:
+                ing.warn(kwargs, err)
+            note = resp.unscored or ("the backend does not score answers"
+                                     if resp.error is None else resp.error)
+            out.append(Decision(value, stage=stage, note=note))
+            continue
+        scores = {a: resp.scores.get(a, LOG_FLOOR) for a in answers}
+        answer, prob, margin, probs = choose(scores, bias)
+        out.append(Decision(answer_value(answer, ask, back), answer, prob, margin, probs,
+                            normalise(scores), stage))
+    return out
 
 
 def answer_value(answer: str, ask: Constraint, back: dict[str, Any]) -> Any:

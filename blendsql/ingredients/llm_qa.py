@@ -8,9 +8,11 @@ import pandas as pd
 
 from blendsql.errors import IngredientError
 from blendsql.ingredients import _llm, prompts
-from blendsql.ingredients.base import QAIngredient
-from blendsql.models.base import Request
-from blendsql.models.constraints import Bool, Text
+from blendsql.ingredients.base import IngredientOption, QAIngredient
+from blendsql.ingredients.decide import check_flag
+from blendsql.models.base import Model, Request
+from blendsql.models.constraints import Bool, Constraint, Text
+from blendsql.models.scoring import scored_answers
 from blendsql.text_values import render_scalar
 
 
@@ -39,13 +41,16 @@ class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
     The context is serialised as a compact pipe-separated table cut to a
     character budget (``context_chars``, long cells to ``cell_chars``);
     ``options`` become a Choice constraint and the chosen option is returned
-    with its original type.
+    with its original type. ``scored=TRUE`` (a Choice or a yes/no answer):
+    each allowed answer is scored as a whole and the most probable one wins;
+    its probability and margin go to the trace (``Smoothie.confidence()``).
     """
 
     options_spec = (
         _llm.QUESTION, _llm.INSTRUCTIONS, _llm.TEMPLATE, _llm.FEW_SHOT, _llm.MAX_TOKENS,
         _llm.CONTEXT, _llm.CONTEXT_CHARS, _llm.CELL_CHARS, *_llm.CONSTRAINT_OPTIONS,
         _llm.DEFAULT_INSTRUCTIONS, _llm.EXAMPLE_TEMPLATE, _llm.TEXT_MAX_TOKENS,
+        IngredientOption("scored", (bool, int), "decide from each answer's probability"),
     )
 
     needs_model = True
@@ -93,9 +98,30 @@ class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
         prompt = _llm.fit_prompt(build, model, max_tokens)
         stop = ("\n",) if type(constraint) is Text else ()
         request = Request(prompt=prompt, constraint=constraint, max_tokens=max_tokens, stop=stop)
-        answer = self.ask(model, [request], kwargs, back)[0]
+        if check_flag("scored", self.setting(kwargs, "scored", False)):
+            answer = self.scored_answer(model, request, constraint, back, question, kwargs)
+        else:
+            answer = self.ask(model, [request], kwargs, back)[0]
         self.note_cuts(kwargs, cuts)
         return answer
+
+    def scored_answer(self, model: Model, request: Request, constraint: Constraint,
+                      back: dict[str, Any], question: str, kwargs: dict[str, Any]) -> Any:
+        """The most probable allowed answer, recorded for the trace (under the question)
+        with its probability and margin."""
+        from blendsql.ingredients.llm_map import scored_decisions
+
+        if scored_answers(constraint) is None:
+            raise IngredientError(
+                f"scored=TRUE needs options= or a yes/no answer, not {constraint.describe()}",
+                hint="give options=(...) or return_type='bool'; free text is decided greedily")
+        (decision,) = scored_decisions(self, model, [request], constraint, back, {},
+                                       model.name, kwargs)
+        model.record_decisions([decision.record(question)])
+        if not decision.scored:
+            self.warn(kwargs, f"the answer was not scored ({decision.note}); the greedy "
+                      "answer was kept")
+        return decision.value
 
     def render_context_arg(self, context: Any, kwargs: dict[str, Any], scale: float = 1.0,
                            question: str | None = None, cuts: list[str] | None = None) -> str:

@@ -320,3 +320,25 @@ def test_cascade_split_takes_unscored_and_unsure_decisions():
     ds = [Decision(True, "true", 0.95), Decision(False, "false", 0.6), Decision(True)]
     assert cascade_split(ds, 0.9) == [1, 2]
     assert cascade_split(ds, 0.5) == [2]
+
+
+def test_scored_llmqa_picks_the_most_probable_option_and_traces_it():
+    def fn(req: Request) -> Distribution:
+        return Distribution({"Paris": 0.2, "Lyon": 0.7, "Nice": 0.1})
+
+    bsql = BlendSQL({"c": pd.DataFrame({"city": ["Paris", "Lyon", "Nice"]})},
+                    model=FunctionModel(fn, name="fn"))
+    sm = bsql.execute("SELECT {{LLMQA('Which city is the home of the Bouchons?', "
+                      "(SELECT city FROM c), options='c::city', scored=TRUE)}} AS a")
+    assert sm.df["a"].iloc[0] == "Lyon"
+    conf = sm.confidence("llmqa")
+    assert conf["probability"].iloc[0] == pytest.approx(0.7)
+    assert conf["margin"].iloc[0] == pytest.approx(0.5)
+    assert conf["value"].iloc[0] == "Which city is the home of the Bouchons?"
+
+
+def test_scored_llmqa_needs_options_or_a_yes_no_answer(recorder):
+    from blendsql.ingredients import LLMQA
+
+    with pytest.raises(IngredientError, match="scored=TRUE needs options="):
+        LLMQA().run("Who?", None, None, model=recorder(lambda r: "x").model, scored=True)
