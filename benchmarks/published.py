@@ -138,6 +138,7 @@ PITCHER = ("SELECT name, position, school FROM w WHERE "
 ENGINE_QUERIES = ("map_group_by", "map_in_select_list", "qa_options", "plain_filter_then_map",
                   "map_where_low_cardinality", "map_where_unique_col", "map_select_limit")
 SEMBENCH_MODES = ("default", "scored", "contextual", "labels", "claim", "examples", "cascade")
+SEMBENCH_REPORT_MODES = ("default", "labels", "examples", "cascade")
 THROUGHPUT = ("--n", "1000", "--parallel", "4", "--rounds", "2", "--batch", "4", "8",
               "--embedded-n", "100", "--embedded-chunk", "20", "--embedded-max-seconds", "180")
 
@@ -152,6 +153,14 @@ def _parts(out: str, k: int = 2) -> tuple[str, ...]:
 
 
 ABLATIONS = ("parser_no_examples", "parser_no_retry")
+
+
+def _sembench_numbers(modes: Sequence[str]) -> tuple[Number, ...]:
+    return (*(Number(f"{m} per-review label accuracy", f"modes.{m}.review_accuracy.accuracy")
+              for m in modes),
+            *(Number(f"{m} mean F1 (Q1, Q2, Q5-Q7)", f"modes.{m}.mean_f1") for m in modes),
+            *(Number(f"{m} mean relative error (Q3, Q4, Q8)", f"modes.{m}.mean_relative_error")
+              for m in modes))
 
 
 def _dialogue_steps(dataset: str) -> tuple[tuple[tuple[str, ...], ...], ...]:
@@ -239,20 +248,37 @@ BENCHES: tuple[Bench, ...] = (
           "benchmarks/results/hybridqa_report.summary.json",
           _accuracies("modes", ("blendsql_fallback", "blendsql", "end_to_end")),
           "~1.5 h (2 processes)", ("eval-model", "data:hybridqa")),
-    Bench("sembench", "SemBench's movie queries Q1-Q10 on the report movies, in every LLMMap "
-          "decision mode side by side (default, scored, contextual, labels, claim, examples, "
-          "cascade from SmolLM2)", "benchmarks/README.md (quality: not yet measured again)",
-          (_shards("sembench.py", "sembench_report", "--split", "report"),
+    Bench("sembench-tune", "SemBench's movie queries Q1-Q10 on the TUNE movies, in every "
+          "LLMMap decision mode side by side (what chose the defaults)",
+          "benchmarks/README.md (SemBench)",
+          (_shards("sembench.py", "sembench_tune", "--split", "tune", "--threads", "1"),
+           one(cmd("sembench.py", "--combine", *_parts("sembench_tune"), "--out",
+                   "benchmarks/results/sembench_tune.json"))),
+          "benchmarks/results/sembench_tune.json",
+          _sembench_numbers(SEMBENCH_MODES),
+          "~1 h (2 processes; ~4,500 model calls)", ("eval-model", "data:sembench")),
+    Bench("sembench", "SemBench's movie queries Q1-Q10 on the report movies: the default "
+          "beside label framing, threshold from examples and the cascade from SmolLM2",
+          "README.md, benchmarks/README.md (SemBench)",
+          (_shards("sembench.py", "sembench_report", "--split", "report", "--threads", "1",
+                   "--modes", ",".join(SEMBENCH_REPORT_MODES)),
            one(cmd("sembench.py", "--combine", *_parts("sembench_report"), "--out",
                    "benchmarks/results/sembench_report.json"))),
           "benchmarks/results/sembench_report.json",
-          (*(Number(f"{m} per-review label accuracy", f"modes.{m}.review_accuracy.accuracy")
-             for m in SEMBENCH_MODES),
-           *(Number(f"{m} mean F1 (Q1, Q2, Q5-Q7)", f"modes.{m}.mean_f1") for m in SEMBENCH_MODES),
-           *(Number(f"{m} mean relative error (Q3, Q4, Q8)", f"modes.{m}.mean_relative_error")
-             for m in SEMBENCH_MODES)),
-          "~1-1.5 h (2 processes; ~5,400 model calls)", ("eval-model", "data:sembench"),
-          pending=True),
+          _sembench_numbers(SEMBENCH_REPORT_MODES),
+          "~1 h (2 processes; ~3,400 model calls)", ("eval-model", "data:sembench")),
+    *(Bench(f"sembench-{peer}", f"SemBench's report instances through {peer} behind the same "
+            "llama.cpp server, metered", "README.md, benchmarks/README.md (SemBench)",
+            (one(cmd("sembench_peers.py", "--peer", peer, "--queries", queries, "--out",
+                     f"benchmarks/results/sembench_{peer.replace('.', '').replace('-', '')}_report.jsonl")),),
+            f"benchmarks/results/sembench_{peer.replace('.', '').replace('-', '')}_report.json",
+            tuple(Number(f"{q} {metric}", f"queries.{q}.mean") for q, metric in
+                  (("Q2", "F1"), ("Q3", "relative error"), ("Q8", "relative error"))),
+            takes, ("eval-model", "data:sembench", f"peer:{peer}"))
+      for peer, queries, takes in (
+          ("lotus", "Q1,Q2,Q3,Q4,Q8,Q9,Q10", "~40 min"),
+          ("blendsql-0.1.28", "Q1,Q2,Q3,Q4,Q8,Q9,Q10", "~20 min"),
+          ("palimpzest", "Q2,Q3,Q4,Q8,Q9,Q10", "~40 min"))),
     Bench("call-economy", "values passed per query: ours vs naive vs blendsql 0.1.28 vs the "
           "minimal set (27 queries), and the embedded-model subset",
           "benchmarks/README.md (Call economy)",

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import http.server
 import json
+import os
 import socket
 import sqlite3
 import subprocess
@@ -378,10 +379,15 @@ def score_peer(data: sembench.Data, inst: sembench.Instance, peer: str, result: 
 
 
 def run_peer_once(python: Path, runner: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """One peer process; its JSON answer (or an error standing for every item)."""
+    """One peer process; its JSON answer (or an error standing for every item).
+
+    The peer runs without ``PYTHONPATH``: a checkout put there (as benchmark runs from a
+    worktree do) would be imported instead of the peer's own packages (blendsql 0.1.28).
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
         proc = subprocess.run([str(python), str(runner)], input=json.dumps(request), capture_output=True,
-                              text=True, timeout=timeout, cwd=tempfile.gettempdir())
+                              text=True, timeout=timeout, cwd=tempfile.gettempdir(), env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"the peer did not finish within {timeout:.0f} s"}
     if proc.returncode != 0:
@@ -469,7 +475,10 @@ def model_server(args: argparse.Namespace) -> Iterator[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--peer", choices=PEERS, required=True)
+    ap.add_argument("--peer", choices=PEERS)
+    ap.add_argument("--table", nargs="*", metavar="MODE", help="print the README's markdown table "
+                    "from results/sembench_report.json (these modes; default: all in it) and "
+                    "the peers' report JSONs, then exit")
     ap.add_argument("--data", type=Path, default=sembench.DATA)
     ap.add_argument("--split", choices=["report", "tune"], default="report")
     ap.add_argument("--seed", type=int, default=0)
@@ -487,6 +496,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true",
                     help="no peer, no model: print what each instance would send")
     args = ap.parse_args(argv)
+    if args.table is not None:
+        engine = json.loads((RESULTS / "sembench_report.json").read_text())
+        found = {peer: RESULTS / f"sembench_{peer.replace('.', '').replace('-', '')}_report.json"
+                 for peer in PEERS}
+        print(side_by_side(engine, args.table or list(engine["modes"]),
+                           {p: json.loads(f.read_text()) if f.is_file() else None
+                            for p, f in found.items()}))
+        return 0
+    if args.peer is None:
+        ap.error("--peer is required (or --table)")
     data = sembench.load(args.data)
     wanted = {q.strip() for q in args.queries.split(",") if q.strip()}
     insts = [i for i in sembench.instances(data, args.split, args.seed) if i.query in wanted]
@@ -496,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     if not python.is_file():
         raise SystemExit(f"no {args.peer} venv at {envs.portable(python)}: "
                          f"python -m benchmarks.envs build {args.peer}")
-    out = args.out or RESULTS / f"sembench_{args.peer.replace('.', '')}_{args.split}.jsonl"
+    out = args.out or RESULTS / f"sembench_{args.peer.replace('.', '').replace('-', '')}_{args.split}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     header = {**protocol.run_record("sembench_peers.py", argv, protocol.model_arg(args.gguf)
                                     if not args.base_url else None,
@@ -511,6 +530,39 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "instances"}, indent=2, default=str))
     return 0
+
+
+def side_by_side(engine: dict[str, Any], modes: Sequence[str],
+                 peers_: dict[str, dict[str, Any] | None]) -> str:
+    """The markdown table of the README: per query, each mode's and each peer's metric
+    (95% interval), then their model calls and prompt tokens over the same instances."""
+    rows: list[tuple[str, dict[str, Any], dict[str, str]]] = [
+        (f"blendsql `{m}`", engine["modes"][m]["queries"], {}) for m in modes
+        if m in engine.get("modes", {})]
+    rows += [(name, res.get("queries", {}), res.get("not_applicable", {}))
+             for name, res in peers_.items() if res is not None]
+    head = "| system | " + " | ".join(f"{q} ({METRIC_NAMES[q]})" for q in sembench.QUERIES) + \
+        " | calls | prompt tokens |"
+    lines = [head, "|" + "---|" * (len(sembench.QUERIES) + 3)]
+    for name, queries, na in rows:
+        cells = []
+        for q in sembench.QUERIES:
+            if q in na:
+                cells.append("n/a")
+            elif q in queries:
+                ci = queries[q].get("ci95") or [None, None]
+                band = f" ({ci[0]:.2f}–{ci[1]:.2f})" if None not in ci else ""
+                cells.append(f"{queries[q]['mean']:.2f}{band}")
+            else:
+                cells.append("not run")
+        calls = sum(int(v.get("model_calls") or 0) for v in queries.values())
+        tokens = sum(int(v.get("prompt_tokens") or 0) for v in queries.values())
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {calls:,} | {tokens:,} |")
+    return "\n".join(lines)
+
+
+METRIC_NAMES = {"Q1": "F1", "Q2": "F1", "Q3": "rel. err.", "Q4": "rel. err.", "Q5": "F1",
+                "Q6": "F1", "Q7": "F1", "Q8": "rel. err.", "Q9": "Spearman", "Q10": "Spearman"}
 
 
 def dry_run(peer: str, data: sembench.Data, insts: Sequence[sembench.Instance]) -> int:

@@ -297,3 +297,25 @@ def test_run_all_meters_each_instance_and_resumes(data: sb.Data, upstream: str, 
         assert row[row["metric"]] == worst  # nothing found / no count returned
     assert peers.run_all("lotus", Path(sys.executable), data, insts, upstream, "m", out, 60, tmp_path) == 0
     json.dumps(peers.runner_request("lotus", data, insts, "u", "m"))  # the request is plain JSON
+
+
+def test_the_side_by_side_table_names_each_metric_and_what_did_not_run() -> None:
+    engine = {"modes": {"default": {"queries": {
+        "Q2": {"mean": 0.9, "ci95": [0.8, 1.0], "model_calls": 10, "prompt_tokens": 1000}}}}}
+    lotus = {"queries": {"Q2": {"mean": 1.0, "ci95": [1.0, 1.0], "model_calls": 12,
+                                "prompt_tokens": 1500}}, "not_applicable": {"Q5": "no join"}}
+    table = peers.side_by_side(engine, ["default"], {"lotus": lotus, "palimpzest": None})
+    lines = table.splitlines()
+    assert lines[0].startswith("| system | Q1 (F1) | Q2 (F1) | Q3 (rel. err.)")
+    assert lines[2].startswith("| blendsql `default` | not run | 0.90 (0.80–1.00) |")
+    assert lines[2].endswith("| 10 | 1,000 |")
+    assert "| lotus | not run | 1.00 (1.00–1.00) |" in lines[3] and "| n/a |" in lines[3]
+    assert len(lines) == 4  # no row for a peer without results
+
+
+def test_a_peer_runs_without_this_checkout_on_its_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = tmp_path / "runner.py"
+    runner.write_text("import json, os, sys; json.load(sys.stdin); "
+                      "print(json.dumps({'path': os.environ.get('PYTHONPATH')}))")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    assert peers.run_peer_once(Path(sys.executable), runner, {}, 60) == {"path": None}
