@@ -535,14 +535,17 @@ def main(argv: list[str] | None = None) -> int:
 def side_by_side(engine: dict[str, Any], modes: Sequence[str],
                  peers_: dict[str, dict[str, Any] | None]) -> str:
     """The markdown table of the README: per query, each mode's and each peer's metric
-    (95% interval), then their model calls and prompt tokens over the same instances."""
+    (95% interval), then model calls and prompt tokens summed over the queries every
+    row ran (the same instances)."""
     rows: list[tuple[str, dict[str, Any], dict[str, str]]] = [
         (f"blendsql `{m}`", engine["modes"][m]["queries"], {}) for m in modes
         if m in engine.get("modes", {})]
     rows += [(name, res.get("queries", {}), res.get("not_applicable", {}))
              for name, res in peers_.items() if res is not None]
+    common = [q for q in sembench.QUERIES if all(q in queries for _, queries, _ in rows)]
+    span = ", ".join(common) if len(common) < len(sembench.QUERIES) else "all"
     head = "| system | " + " | ".join(f"{q} ({METRIC_NAMES[q]})" for q in sembench.QUERIES) + \
-        " | calls | prompt tokens |"
+        f" | calls ({span}) | prompt tokens ({span}) |"
     lines = [head, "|" + "---|" * (len(sembench.QUERIES) + 3)]
     for name, queries, na in rows:
         cells = []
@@ -555,8 +558,8 @@ def side_by_side(engine: dict[str, Any], modes: Sequence[str],
                 cells.append(f"{queries[q]['mean']:.2f}{band}")
             else:
                 cells.append("not run")
-        calls = sum(int(v.get("model_calls") or 0) for v in queries.values())
-        tokens = sum(int(v.get("prompt_tokens") or 0) for v in queries.values())
+        calls = sum(int(queries[q].get("model_calls") or 0) for q in common)
+        tokens = sum(int(queries[q].get("prompt_tokens") or 0) for q in common)
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {calls:,} | {tokens:,} |")
     return "\n".join(lines)
 

@@ -308,6 +308,7 @@ def test_the_side_by_side_table_names_each_metric_and_what_did_not_run() -> None
     lines = table.splitlines()
     assert lines[0].startswith("| system | Q1 (F1) | Q2 (F1) | Q3 (rel. err.)")
     assert lines[2].startswith("| blendsql `default` | not run | 0.90 (0.80–1.00) |")
+    assert lines[0].endswith("| calls (Q2) | prompt tokens (Q2) |")
     assert lines[2].endswith("| 10 | 1,000 |")
     assert "| lotus | not run | 1.00 (1.00–1.00) |" in lines[3] and "| n/a |" in lines[3]
     assert len(lines) == 4  # no row for a peer without results
