@@ -267,7 +267,7 @@ BENCHES: tuple[Bench, ...] = (
           "benchmarks/results/sembench_report.json",
           _sembench_numbers(SEMBENCH_REPORT_MODES),
           "~1 h (2 processes; ~3,400 model calls)", ("eval-model", "data:sembench")),
-    *(Bench(f"sembench-{peer}", f"SemBench's report instances through {peer} behind the same "
+    *(Bench(f"sembench-{peer.replace('.', '')}", f"SemBench's report instances through {peer} behind the same "
             "llama.cpp server, metered", "README.md, benchmarks/README.md (SemBench)",
             (one(cmd("sembench_peers.py", "--peer", peer, "--queries", queries, "--out",
                      f"benchmarks/results/sembench_{peer.replace('.', '').replace('-', '')}_report.jsonl")),),
