@@ -295,7 +295,7 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         for the trace (``TraceStep.details['decisions']``).
         """
         stage = model.name
-        decisions = self.scored_decisions(model, requests, ask, back,
+        decisions = scored_decisions(self, model, requests, ask, back,
                                           calibration.bias(model), stage, kwargs)
         if policy.cascade is not None:
             decisions = self.cascade(model, policy, decisions, requests, ask, back,
@@ -332,8 +332,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
             threshold = None
         else:
             picked = cascade_sample([r.prompt for r in requests], size)
-            oracle = self.scored_decisions(second, [requests[i] for i in picked], ask, back,
-                                           bias, name, kwargs)
+            oracle = scored_decisions(self, second, [requests[i] for i in picked], ask, back,
+                                      bias, name, kwargs)
             threshold = fit_cascade_threshold(
                 [(decisions[i].probability, decisions[i].value == d.value)
                  for i, d in zip(picked, oracle, strict=True)], policy.target)
@@ -342,24 +342,20 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
                 out[i] = replace(d, note=d.note or f"cascade sample ({model.name} {agreed})",
                                  threshold=threshold)
             chosen = set(picked)
-            doubtful = [i for i, d in enumerate(decisions) if i not in chosen
-                        and (d.probability is None or d.probability < threshold)]
+            doubtful = []
             for i, d in enumerate(decisions):
-                if i not in chosen and i not in doubtful:
+                if i in chosen:
+                    continue
+                if d.probability is None or d.probability < threshold:
+                    doubtful.append(i)
+                else:
                     out[i] = replace(d, threshold=threshold)
         if doubtful:
-            again = self.scored_decisions(second, [requests[i] for i in doubtful], ask, back,
-                                          bias, name, kwargs)
+            again = scored_decisions(self, second, [requests[i] for i in doubtful], ask, back,
+                                     bias, name, kwargs)
             for i, d in zip(doubtful, again, strict=True):
                 out[i] = replace(d, threshold=threshold)
         return out
-
-    def scored_decisions(
-        self, model: Model, requests: list[Request], ask: Constraint, back: dict[str, Any],
-        bias: dict[str, float], stage: str, kwargs: dict[str, Any],
-    ) -> list[Decision]:
-        """One batch of scored requests (:func:`scored_decisions`)."""
-        return scored_decisions(self, model, requests, ask, back, bias, stage, kwargs)
 
     def run_batched(
         self, values: list[Any], per_prompt: int, question: str | None, constraint: Constraint,

@@ -44,6 +44,7 @@ class DuckMirror:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.copies: dict[tuple[Any, ...], Any] = {}
+        self.sources: list[Any] = []  # kept alive, so no other connection reuses an id(...)
 
     def open(self, source: Any) -> Any:
         from blendsql.db.backend import open_database
@@ -57,6 +58,7 @@ class DuckMirror:
         else:
             return open_database(source)
         if key not in self.copies:
+            self.sources.append(source)
             n = len(self.copies)
             flat = self.folder / f"copy{n}.sqlite"
             if isinstance(source, sqlite3.Connection):
