@@ -25,8 +25,8 @@ reports, the same way for every peer. The server is ``--base-url``, or llama.cpp
     python benchmarks/sembench_peers.py --peer blendsql-0.1.28 --queries Q2,Q3,Q8
     python benchmarks/sembench_peers.py --peer palimpzest --dry-run   # no peer, no model
 
-Not yet run against the peers' venvs: the runner follows their documented APIs
-(lotus-ai 1.2.4, palimpzest 0.7.21) and may need adjusting to them.
+Run against lotus-ai 1.2.4, palimpzest 0.7.21 and blendsql 0.1.28 (``--keys`` runs a
+subset of the instances into the same ``--out``, e.g. one movie's pairs queries).
 """
 
 from __future__ import annotations
@@ -483,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", choices=["report", "tune"], default="report")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--queries", default=",".join(sembench.QUERIES), help="comma-separated, e.g. Q2,Q3,Q8")
+    ap.add_argument("--keys", help="run only these instance keys (comma-separated, e.g. "
+                    "Q5:the_favourite_2018); the summary still covers every --queries instance in --out")
     ap.add_argument("--peer-python", type=Path, help="the peer venv's python (default: benchmarks/envs.py's)")
     ap.add_argument("--base-url", help="a running OpenAI-compatible server (else llama-server is started)")
     ap.add_argument("--model-name", default="default", help="the model name sent to the server")
@@ -509,8 +511,13 @@ def main(argv: list[str] | None = None) -> int:
     data = sembench.load(args.data)
     wanted = {q.strip() for q in args.queries.split(",") if q.strip()}
     insts = [i for i in sembench.instances(data, args.split, args.seed) if i.query in wanted]
+    keys = {k.strip() for k in (args.keys or "").split(",") if k.strip()}
+    unknown = keys - {i.key for i in insts}
+    if unknown:
+        ap.error(f"--keys not among the --queries instances: {', '.join(sorted(unknown))}")
+    to_run = [i for i in insts if not keys or i.key in keys]
     if args.dry_run:
-        return dry_run(args.peer, data, insts)
+        return dry_run(args.peer, data, to_run)
     python = args.peer_python or envs.peer_python_path(args.peer)
     if not python.is_file():
         raise SystemExit(f"no {args.peer} venv at {envs.portable(python)}: "
@@ -523,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
               "peer": args.peer, "split": args.split, "seed": args.seed,
               "instances": [i.record() for i in insts]}
     with model_server(args) as url, tempfile.TemporaryDirectory(prefix="bsql-sembench-peer-") as work:
-        run_all(args.peer, python, data, insts, url, args.model_name, out, args.timeout, Path(work))
+        run_all(args.peer, python, data, to_run, url, args.model_name, out, args.timeout, Path(work))
     done = sembench.read_rows(out)
     rows = [done[k] for i in insts if (k := f"{i.key}|{args.peer}") in done]
     result = summary(rows, header)
