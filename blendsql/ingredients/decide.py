@@ -18,7 +18,13 @@ answer. This module turns those numbers into decisions:
   threshold at which, on that sample, it agrees with the second at least
   ``target`` of the time with 90% confidence (:func:`fit_cascade_threshold`,
   a one-sided Wilson bound). Without a sample, :func:`cascade_split` trusts the
-  first model's own probabilities.
+  first model's own probabilities;
+- an embedding proxy (:class:`EmbeddingProxy`, ``proxy='embedding'``) is a stage
+  before any model: the map's model decides the same seeded sample, a
+  nearest-centroid classifier over the values' embeddings is fitted on its
+  answers, and the proxy decides, without a model call, the values it puts
+  above the threshold that its leave-one-out answers on the sample meet at
+  ``target`` (the same Wilson rule); the model decides the rest.
 
 Options are validated here (:func:`check_choice`, :func:`check_target`) so an
 ingredient reports a misspelt ``calibrate=`` the same way everywhere.
@@ -30,6 +36,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from blendsql.errors import IngredientError
 from blendsql.models.base import Model
@@ -50,6 +58,11 @@ CASCADE_SAMPLE = 0.1
 CASCADE_MIN_SAMPLE = 16
 #: one-sided 90% normal quantile of the cascade's confidence bound
 CASCADE_Z = 1.2816
+#: ``proxy=``: none, or embedding (a nearest-centroid stage before the model)
+PROXIES = ("none", "embedding")
+#: the proxy's softmax temperature over cosine similarities (its probabilities only rank
+#: values; the threshold that decides is fitted on the sample)
+PROXY_TEMPERATURE = 20.0
 
 
 @dataclass
@@ -157,11 +170,13 @@ class DecisionPolicy:
     cascade: Model | None = None
     target: float = DEFAULT_TARGET
     sample: float | int = CASCADE_SAMPLE
+    proxy: str = "none"
 
     @property
     def active(self) -> bool:
         """True when answers are scored (and decisions traced)."""
-        return self.scored or self.calibrate != "none" or self.cascade is not None
+        return (self.scored or self.calibrate != "none" or self.cascade is not None
+                or self.proxy != "none")
 
     def ask_constraint(self, constraint: Constraint, back: dict[str, Any]
                        ) -> tuple[Constraint, dict[str, Any]]:
@@ -182,7 +197,13 @@ class DecisionPolicy:
     def check_scoreable(self, ask: Constraint, n_examples: int) -> None:
         """Calibration and cascades need answers that can be scored (a clear error otherwise)."""
         needs = "calibrate=" + repr(self.calibrate) if self.calibrate != "none" else (
-            "cascade=" if self.cascade is not None else None)
+            "cascade=" if self.cascade is not None else
+            "proxy=" + repr(self.proxy) if self.proxy != "none" else None)
+        if self.proxy != "none" and self.sample == 0:
+            raise IngredientError(
+                f"proxy={self.proxy!r} is fitted on a sample the model decides, and "
+                "cascade_sample=0 takes none",
+                hint="give cascade_sample=0.1 (the default) or a count such as 20")
         answers = scored_answers(ask)
         if needs is not None and answers is None:
             raise IngredientError(
@@ -345,3 +366,86 @@ def stage_counts(decisions: Sequence[Decision]) -> dict[str, int]:
     for d in decisions:
         out[d.stage] = out.get(d.stage, 0) + 1
     return out
+
+
+@dataclass(frozen=True)
+class ProxyAnswer:
+    """The proxy's answer for one value and its probability over the answers it knows."""
+
+    answer: str
+    probability: float
+    probabilities: dict[str, float]
+
+
+def proxy_probabilities(sims: np.ndarray, answers: Sequence[str],
+                        temperature: float = PROXY_TEMPERATURE) -> dict[str, float]:
+    """Softmax of ``temperature`` times the cosine similarities to each answer's centroid."""
+    z = temperature * (sims - sims.max())
+    e = np.exp(z)
+    return {a: float(x) for a, x in zip(answers, e / e.sum(), strict=True)}
+
+
+@dataclass(frozen=True)
+class EmbeddingProxy:
+    """A nearest-centroid classifier over value embeddings, and the probability above
+    which it may decide alone.
+
+    ``centroids``: one unit vector per answer (the mean direction of the sampled
+    values the model gave that answer). ``threshold``: fitted on leave-one-out
+    answers for the sample (:func:`fit_cascade_threshold`); ``inf`` when the
+    proxy never reaches ``target``, ``loo_agreed`` / ``sample`` say how it did.
+    """
+
+    embedder: str
+    centroids: dict[str, np.ndarray]
+    threshold: float
+    sample: int
+    loo_agreed: int
+
+    @classmethod
+    def fit(cls, embedder: str, vectors: np.ndarray, answers: Sequence[str | None],
+            target: float) -> EmbeddingProxy:
+        """Fit on the sample's unit vectors and the model's answers (None: unscored, skipped).
+
+        Fewer than two distinct answers leave nothing to tell apart: threshold ``inf``.
+        """
+        keep = [i for i, a in enumerate(answers) if a is not None]
+        labels = [str(answers[i]) for i in keep]
+        vecs = np.asarray(vectors, dtype=np.float64)[keep]
+        kinds = sorted(set(labels))
+        sums = {a: vecs[[i for i, x in enumerate(labels) if x == a]].sum(axis=0) for a in kinds}
+        counts = {a: labels.count(a) for a in kinds}
+        centroids = {a: unit(sums[a]) for a in kinds}
+        if len(kinds) < 2:
+            return cls(embedder, centroids, math.inf, len(labels), 0)
+        loo: list[tuple[float | None, bool]] = []
+        for v, label in zip(vecs, labels, strict=True):
+            others = {a: unit(sums[a] - (v if a == label else 0.0)) for a in kinds
+                      if counts[a] - (a == label) > 0}
+            if len(others) < 2:
+                loo.append((None, False))
+                continue
+            guess = predict_one(v, others)
+            loo.append((guess.probability, guess.answer == label))
+        threshold = fit_cascade_threshold(loo, target)
+        agreed = sum(ok for _, ok in loo)
+        return cls(embedder, centroids, threshold, len(labels), agreed)
+
+    def predict(self, vectors: np.ndarray) -> list[ProxyAnswer]:
+        """The nearest answer for each row of ``vectors`` (unit rows)."""
+        return [predict_one(np.asarray(v, dtype=np.float64), self.centroids) for v in vectors]
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    """``v`` scaled to unit length (a zero vector stays zero)."""
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
+def predict_one(v: np.ndarray, centroids: Mapping[str, np.ndarray]) -> ProxyAnswer:
+    """The answer whose centroid is nearest (cosine) to ``v``, with its proxy probability."""
+    answers = list(centroids)
+    sims = np.array([float(np.dot(v, centroids[a])) for a in answers])
+    probs = proxy_probabilities(sims, answers)
+    best = max(answers, key=lambda a: probs[a])
+    return ProxyAnswer(best, probs[best], probs)

@@ -15,8 +15,10 @@ from blendsql.ingredients.decide import (
     CONTENT_FREE,
     DEFAULT_TARGET,
     FRAMINGS,
+    PROXIES,
     Decision,
     DecisionPolicy,
+    EmbeddingProxy,
     cascade_sample,
     cascade_split,
     check_choice,
@@ -33,6 +35,7 @@ from blendsql.ingredients.decide import (
 from blendsql.models.base import Model, Request, Response
 from blendsql.models.constraints import Bool, Constraint, ListOf, Text
 from blendsql.models.scoring import LOG_FLOOR, answer_text, normalise, scored_answers
+from blendsql.retrieval.embeddings import Embedder, default_embedder
 from blendsql.text_values import render_scalar
 
 BATCH_HINT = ("There are {n} values, numbered. Answer with a JSON list of {n} answers, "
@@ -144,7 +147,15 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
       confidence); ``big_model`` decides the rest. ``cascade_sample=0``:
       no sample, the session model's probability is compared with ``target``
       as it is. The trace counts the values each model decided and gives the
-      fitted threshold.
+      fitted threshold;
+    - ``proxy='embedding'``: a stage before the model. The model decides the
+      cascade's seeded sample, a nearest-centroid classifier over the values'
+      embeddings (the instance's ``embedder=``, else MiniLM when the
+      ``embeddings`` extra is installed, else hashed n-grams) is fitted on its
+      answers, and the proxy decides, with no model call, the values it is
+      surer of than the probability at which its leave-one-out answers agreed
+      with the model's on the sample at least ``target`` of the time (90%
+      confidence); the model (and a ``cascade`` after it) decides the rest.
     """
 
     options_spec = (
@@ -164,6 +175,10 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
                          "model also decides to fit its threshold: a fraction or a count"),
         IngredientOption("cascade", (Model,), "a second model for the values the first is "
                          "unsure of", query=False),
+        IngredientOption("proxy", (str,), "none, or embedding: a classifier over value "
+                         "embeddings decides the values it is sure of before the model"),
+        IngredientOption("embedder", (Embedder,), "the embedding proxy's embedder",
+                         query=False),
     )
 
     needs_model = True
@@ -274,7 +289,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
             calibrate=check_choice("calibrate", self.setting(kwargs, "calibrate", "none"),
                                    CALIBRATIONS),
             framing=framing, labels=labels, cascade=cascade,
-            target=check_target(self.setting(kwargs, "target", DEFAULT_TARGET)))
+            target=check_target(self.setting(kwargs, "target", DEFAULT_TARGET)),
+            proxy=check_choice("proxy", self.setting(kwargs, "proxy", "none"), PROXIES))
 
     @property
     def last_decisions(self) -> list[Decision]:
@@ -289,24 +305,90 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
     ) -> list[Any]:
         """Scored decisions for ``requests`` (one per input), cascading the doubtful ones.
 
-        The first model decides every value; with a ``cascade`` model, values
-        whose calibrated probability is below ``target`` (or that could not be
-        scored) are decided again by it. Each decision is recorded on the model
-        for the trace (``TraceStep.details['decisions']``).
+        With ``proxy='embedding'`` the proxy decides the values it is sure of
+        first (:meth:`proxy_stage`); the model decides every other value; with a
+        ``cascade`` model, values whose calibrated probability is below
+        ``target`` (or that could not be scored) are decided again by it. Each
+        decision is recorded on the model for the trace
+        (``TraceStep.details['decisions']``).
         """
         stage = model.name
-        decisions = scored_decisions(self, model, requests, ask, back,
-                                          calibration.bias(model), stage, kwargs)
+        bias = calibration.bias(model)
+        out: list[Decision | None] = [None] * len(requests)
+        todo = list(range(len(requests)))
+        if policy.proxy == "embedding":
+            todo, known = self.proxy_stage(model, policy, requests, inputs, ask, back, bias,
+                                           kwargs, out)
+        else:
+            known = {}
+        ask_now = [i for i in todo if i not in known]
+        fresh = scored_decisions(self, model, [requests[i] for i in ask_now], ask, back,
+                                 bias, stage, kwargs)
+        known.update(zip(ask_now, fresh, strict=True))
+        decisions = [known[i] for i in todo]
         if policy.cascade is not None:
-            decisions = self.cascade(model, policy, decisions, requests, ask, back,
-                                     calibration, kwargs)
-        model.record_decisions([d.record(v) for d, v in zip(decisions, inputs, strict=True)])
-        self.__dict__["_last_decisions"] = decisions
-        unscored = [d for d in decisions if not d.scored]
+            decisions = self.cascade(model, policy, decisions, [requests[i] for i in todo], ask,
+                                     back, calibration, kwargs)
+        for i, d in zip(todo, decisions, strict=True):
+            out[i] = d
+        final = [d for d in out if d is not None]
+        assert len(final) == len(requests)
+        model.record_decisions([d.record(v) for d, v in zip(final, inputs, strict=True)])
+        self.__dict__["_last_decisions"] = final
+        unscored = [d for d in final if not d.scored]
         if unscored:
-            self.warn(kwargs, f"{len(unscored)} of {len(decisions)} value(s) were not scored "
+            self.warn(kwargs, f"{len(unscored)} of {len(final)} value(s) were not scored "
                       f"({unscored[0].note}); their greedy answers were kept")
-        return [d.value for d in decisions]
+        return [d.value for d in final]
+
+    def proxy_stage(
+        self, model: Model, policy: DecisionPolicy, requests: list[Request], inputs: list[Any],
+        ask: Constraint, back: dict[str, Any], bias: dict[str, float], kwargs: dict[str, Any],
+        out: list[Decision | None],
+    ) -> tuple[list[int], dict[int, Decision]]:
+        """The embedding proxy's decisions, written into ``out``.
+
+        The model decides the seeded sample; the proxy is fitted on its answers
+        (:meth:`~blendsql.ingredients.decide.EmbeddingProxy.fit`) and decides the
+        other values at or above its threshold. Returns the positions left to the
+        model (the sample first decided, then the doubtful) and the sample's
+        decisions by position.
+        """
+        embedder = self.proxy_embedder()
+        names = kwargs.get("value_names")
+        vectors = embedder.embed([render_value(v, names) for v in inputs])
+        picked = cascade_sample([r.prompt for r in requests], sample_size(len(requests),
+                                                                          policy.sample))
+        sample = scored_decisions(self, model, [requests[i] for i in picked], ask, back, bias,
+                                  model.name, kwargs)
+        proxy = EmbeddingProxy.fit(embedder.name, vectors[picked],
+                                   [d.answer if d.scored else None for d in sample], policy.target)
+        known = dict(zip(picked, sample, strict=True))
+        stage = f"embedding proxy ({embedder.name})"
+        rest = [i for i in range(len(requests)) if i not in known]
+        todo = sorted(known)
+        note = (f"proxy fitted on {proxy.sample} sampled answers of {model.name} "
+                f"({proxy.loo_agreed} agreed when left out)")
+        for i, guess in zip(rest, proxy.predict(vectors[rest]), strict=True):
+            if guess.probability >= proxy.threshold:
+                out[i] = Decision(answer_value(guess.answer, ask, back), guess.answer,
+                                  guess.probability, margin(guess.probabilities),
+                                  guess.probabilities, None, stage, note, proxy.threshold)
+            else:
+                todo.append(i)
+        for i in known:
+            known[i] = replace(known[i], note=known[i].note or f"proxy sample ({note})")
+        return sorted(todo), known
+
+    def proxy_embedder(self) -> Embedder:
+        """The instance's ``embedder=``, else the default one (loaded once per instance)."""
+        given = self.options.get("embedder")
+        if given is not None:
+            return given  # type: ignore[no-any-return]
+        cached = self.__dict__.get("_proxy_embedder")
+        if cached is None:
+            cached = self.__dict__["_proxy_embedder"] = default_embedder()
+        return cached  # type: ignore[no-any-return]
 
     def cascade(
         self, model: Model, policy: DecisionPolicy, decisions: list[Decision],
@@ -481,6 +563,12 @@ def scored_decisions(
         out.append(Decision(answer_value(answer, ask, back), answer, prob, margin, probs,
                             normalise(scores), stage))
     return out
+
+
+def margin(probabilities: dict[str, float]) -> float:
+    """The best answer's probability minus the runner-up's (1.0 with one answer)."""
+    top = sorted(probabilities.values(), reverse=True)
+    return top[0] - (top[1] if len(top) > 1 else 0.0)
 
 
 def answer_value(answer: str, ask: Constraint, back: dict[str, Any]) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -23,10 +24,12 @@ from blendsql.ingredients.decide import (
     choose,
     contextual_bias,
     fit_threshold,
+    stage_counts,
 )
 from blendsql.models import Distribution, FunctionModel
 from blendsql.models.base import Request
 from blendsql.models.constraints import Bool, Choice, Text
+from blendsql.retrieval.embeddings import Embedder, normalise_rows
 
 REVIEWS = {"great food": 0.9, "loved it": 0.85, "cold and slow": 0.7, "rude staff": 0.65}
 POSITIVE = {"great food", "loved it"}
@@ -342,3 +345,139 @@ def test_scored_llmqa_needs_options_or_a_yes_no_answer(recorder):
 
     with pytest.raises(IngredientError, match="scored=TRUE needs options="):
         LLMQA().run("Who?", None, None, model=recorder(lambda r: "x").model, scored=True)
+
+
+# ---------------------------------------------------------------- the embedding proxy
+
+
+class AxisEmbedder(Embedder):
+    """'pos-i' near the first axis, 'neg-i' near the second, 'mid-i' on the diagonal;
+    the offset ``(i % 5) / 10`` gives each value a different proxy probability."""
+
+    name = "axis"
+
+    def embed(self, texts):
+        rows = []
+        for t in texts:
+            kind, i = t.split("-")
+            off = (int(i) % 5) / 10
+            rows.append({"pos": [1.0, off], "neg": [off, 1.0], "mid": [1.0, 1.0]}[kind])
+        return normalise_rows(np.array(rows))
+
+
+def truth(value: str) -> bool:
+    """TRUE for 'pos-' values and odd 'mid-' ones (the embeddings cannot tell those apart)."""
+    kind, i = value.split("-")
+    return kind == "pos" or (kind == "mid" and int(i) % 2 == 1)
+
+
+def truthful(req: Request) -> Distribution:
+    """The model: sure of :func:`truth`."""
+    p = 0.95 if truth(value_of(req)) else 0.05
+    return Distribution({True: p, False: 1 - p})
+
+
+def test_embedding_proxy_decides_the_values_it_is_sure_of_without_the_model(recorder):
+    values = [f"pos-{i}" for i in range(30)] + [f"neg-{i}" for i in range(30)]
+    rec = recorder(truthful)
+    ing = LLMMap(embedder=AxisEmbedder())
+    out = ing.run("ok?", values, model=rec.model, constraint=Bool(), proxy="embedding", target=0.9)
+    assert out == [v.startswith("pos") for v in values]
+    decisions = ing.last_decisions
+    by_proxy = [v for v, d in zip(values, decisions, strict=True) if d.stage == "embedding proxy (axis)"]
+    asked = {value_of(r) for r in rec.requests}
+    assert len(rec.requests) == 16  # the sample (a tenth, at least 16); the proxy took the rest
+    assert len(by_proxy) == 44 and not asked & set(by_proxy)
+    sampled = [d for d in decisions if (d.note or "").startswith("proxy sample")]
+    assert len(sampled) == 16 and all(d.stage == "recorder" for d in sampled)
+    threshold = next(d.threshold for d in decisions if d.stage.startswith("embedding"))
+    assert threshold is not None and 0.5 < threshold < 1
+    assert all(d.probability >= threshold for d in decisions if d.stage.startswith("embedding"))
+
+
+def test_embedding_proxy_leaves_values_between_the_answers_to_the_model(recorder):
+    values = [f"pos-{i}" for i in range(30)] + [f"neg-{i}" for i in range(30)] + \
+        [f"mid-{i}" for i in range(10)]
+    rec = recorder(truthful)
+    ing = LLMMap(embedder=AxisEmbedder())
+    out = ing.run("ok?", values, model=rec.model, constraint=Bool(), proxy="embedding",
+                  cascade_sample=20)
+    assert out == [truth(v) for v in values]
+    asked = {value_of(r) for r in rec.requests}
+    assert {f"mid-{i}" for i in range(10)} <= asked  # halfway between: the model decides
+    stages = {d.stage for d in ing.last_decisions}
+    assert stages == {"recorder", "embedding proxy (axis)"}
+
+
+@pytest.mark.parametrize("values", [
+    [f"pos-{i}" for i in range(40)],  # the sample has one answer: nothing to tell apart
+    [f"mid-{i}" for i in range(20)] + [f"neg-{i}" for i in range(20)],
+])
+def test_embedding_proxy_that_cannot_reach_the_target_sends_every_value_to_the_model(recorder, values):
+    def flip(req: Request) -> Distribution:  # answers unrelated to the embeddings
+        p = 0.95 if int(value_of(req).split("-")[1]) % 2 else 0.05
+        return Distribution({True: p, False: 1 - p})
+
+    rec = recorder(flip if values[0].startswith("mid") else truthful)
+    ing = LLMMap(embedder=AxisEmbedder())
+    ing.run("ok?", values, model=rec.model, constraint=Bool(), proxy="embedding")
+    assert len(rec.requests) == len(values)
+    assert {d.stage for d in ing.last_decisions} == {"recorder"}
+
+
+def test_embedding_proxy_then_a_cascade_for_what_the_model_doubts(recorder):
+    values = [f"pos-{i}" for i in range(30)] + [f"neg-{i}" for i in range(30)] + \
+        [f"mid-{i}" for i in range(10)]
+
+    def small(req: Request) -> Distribution:  # unsure of the values between the answers
+        v = value_of(req)
+        p = (0.55 if truth(v) else 0.45) if v.startswith("mid") else (0.95 if truth(v) else 0.05)
+        return Distribution({True: p, False: 1 - p})
+
+    big_rec = recorder(lambda r: Distribution({True: 0.1, False: 0.9}))
+    ing = LLMMap(embedder=AxisEmbedder(), cascade=FunctionModel(big_rec, name="big"))
+    out = ing.run("ok?", values, model=recorder(small).model, constraint=Bool(),
+                  proxy="embedding", cascade_sample=0.3, target=0.9)
+    counts = stage_counts(ing.last_decisions)
+    assert counts.get("embedding proxy (axis)", 0) > 0 and counts.get("big", 0) > 0
+    asked_big = {value_of(r) for r in big_rec.requests}
+    assert {f"mid-{i}" for i in range(10)} <= asked_big
+    assert [o for v, o in zip(values, out, strict=True) if v.startswith("mid")] == [False] * 10
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"proxy": "bm25"}, "proxy='bm25' is not one of"),
+    ({"proxy": "embedding", "cascade_sample": 0}, "cascade_sample=0 takes none"),
+])
+def test_bad_proxy_options_are_clear_errors(recorder, kwargs, message):
+    rec = recorder(truthful)
+    with pytest.raises(IngredientError, match=re.escape(message)) as e:
+        LLMMap(embedder=AxisEmbedder()).run("ok?", ["pos-1"], model=rec.model, constraint=Bool(),
+                                            **kwargs)
+    assert e.value.hint and rec.requests == []
+
+
+def test_embedding_proxy_needs_a_yes_no_or_choice_answer(recorder):
+    rec = recorder(lambda r: "x")
+    with pytest.raises(IngredientError, match="proxy='embedding' needs a yes/no"):
+        LLMMap().run("Name?", ["pos-1"], model=rec.model, constraint=Text(), proxy="embedding")
+
+
+def test_embedding_proxy_from_a_query_uses_the_default_embedder_and_is_traced():
+    texts = [f"a wonderful moving film number {i}" for i in range(20)] + \
+        [f"a dull tedious mess number {i}" for i in range(20)]
+
+    def fn(req: Request) -> Distribution:
+        p = 0.9 if "wonderful" in value_of(req) else 0.1
+        return Distribution({True: p, False: 1 - p})
+
+    model = FunctionModel(fn, name="m")
+    bsql = BlendSQL({"r": pd.DataFrame({"t": texts})}, model=model)
+    sm = bsql.execute("SELECT t FROM r WHERE {{LLMMap('Is this review positive?', r.t, "
+                      "proxy='embedding')}} = TRUE")
+    assert sorted(sm.df["t"]) == sorted(texts[:20])
+    step = next(s for s in sm.trace if s.kind == "ingredient")
+    stages = step.details["stages"]
+    proxy_stage = next(k for k in stages if k.startswith("embedding proxy ("))
+    assert stages["m"] + stages[proxy_stage] == 40 and stages[proxy_stage] > 0
+    assert step.model_calls == stages["m"]
