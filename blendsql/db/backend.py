@@ -304,7 +304,8 @@ class Backend(ABC):
     def distinct_values(self, table: str, column: str, limit: int, *,
                         text_lengths: tuple[int, int] | None = None,
                         equal_to: str | None = None, nocase: bool = False) -> list[Any]:
-        """Up to ``limit`` distinct non-NULL values of ``table.column``.
+        """Up to ``limit`` distinct non-NULL values of ``table.column``, in sorted order
+        (SQLite's own: in the order they first appear).
 
         ``text_lengths=(lo, hi)``: only text values of ``lo`` to ``hi``
         characters; ``equal_to``: only values equal to this text (``nocase``:
@@ -323,8 +324,11 @@ class Backend(ABC):
         if equal_to is not None:
             where.append(f"lower({c}) = lower(?)" if nocase else f"{c} = ?")
             params.append(equal_to)
+        # sorted: a typed backend's DISTINCT comes back in no fixed order (DuckDB hashes in
+        # parallel), and a prompt listing the values must be the same on every run
         _, rows = self.execute(f"SELECT DISTINCT {c} FROM {quote(table)} WHERE "
-                               f"{' AND '.join(where)} LIMIT {max(0, int(limit))}", params)
+                               f"{' AND '.join(where)} ORDER BY {c} LIMIT {max(0, int(limit))}",
+                               params)
         return [r[0] for r in rows]
 
     def dry_run(self, sql: str, seconds: float | None = None) -> None:

@@ -104,9 +104,13 @@ def read_sqlite(path: str | Path) -> list[tuple[str, list[str], list[str], list[
         for name, _ in tables:
             if name in shadow:
                 continue
-            info = con.execute(f"PRAGMA table_info({quote(name)})").fetchall()
+            # table_xinfo: generated columns too (hidden 2 / 3), their values copied as data;
+            # a virtual table's hidden columns (1: FTS5's own name and rank) are not data
+            info = [r for r in con.execute(f"PRAGMA table_xinfo({quote(name)})").fetchall()
+                    if r[6] != 1]
             cols = [r[1] for r in info]
-            rows = con.execute(f"SELECT * FROM {quote(name)}").fetchall()
+            rows = con.execute(f"SELECT {', '.join(quote(c) for c in cols)} "
+                               f"FROM {quote(name)}").fetchall()
             kinds = [column_kind(str(r[2] or ""), [row[i] for row in rows])
                      for i, r in enumerate(info)]
             rows = [tuple(_convert(v, k) for v, k in zip(row, kinds, strict=True))

@@ -240,9 +240,12 @@ class Transpiler:
             ranked[key] = (table, alias, m.expression)
         first = next(iter(ranked.values()))
         for col in list(select.find_all(exp.Column)):
-            if col.name.lower() == "rank" and not col.table and col.find_ancestor(
-                    exp.Select) is select:
-                col.replace(exp.paren(self.full_text.score(*first)))  # type: ignore[union-attr]
+            if col.name.lower() != "rank" or col.find_ancestor(exp.Select) is not select:
+                continue
+            # FTS5's rank: bare, or qualified with the matched table (``documents.rank``)
+            which = first if not col.table else ranked.get(col.table.lower())
+            if which is not None:
+                col.replace(exp.paren(self.full_text.score(*which)))  # type: ignore[union-attr]
         for fn in list(select.find_all(exp.Anonymous)):
             if fn.name.lower() == "bm25" and fn.expressions:
                 key = fn.expressions[0].name.lower()

@@ -167,6 +167,10 @@ def test_duckdb_full_text_match_and_rank() -> None:
         "SELECT city FROM w WHERE city = {{FirstTitle('Which?', (SELECT title FROM documents "
         "WHERE documents MATCH '120 miles' ORDER BY rank LIMIT 1))}}").df
     assert _names(answer) == ["Bathurst"]
+    # FTS5's rank qualified with the matched table, in a joined scope (the NL sketch's form)
+    joined = bsql.execute("SELECT w.city FROM w JOIN documents ON w.city = documents.title "
+                          "WHERE documents MATCH 'city OR miles' ORDER BY documents.rank").df
+    assert sorted(_names(joined)) == ["Bathurst"]
 
 
 def test_duckdb_match_without_index_in_read_only_file_is_clear(duck_file: Path) -> None:
@@ -247,6 +251,9 @@ def test_postgres_full_text_match_and_rank(pg_url: str) -> None:
     got = bsql.execute("SELECT title FROM documents WHERE documents MATCH 'sydney' "
                        "ORDER BY rank LIMIT 1").df
     assert _names(got) in (["Sydney"], ["Bathurst"])
+    got = bsql.execute("SELECT d.title FROM documents AS d WHERE d MATCH 'miles OR france' "
+                       "ORDER BY d.rank, d.title").df
+    assert sorted(_names(got)) == ["Bathurst", "Paris"]
     bsql.close()
 
 
@@ -402,3 +409,27 @@ def test_select_that_changes_session_state_is_refused(pg_url: str) -> None:
                 bsql.execute(sql)
     assert db.conn.execute("SELECT nextval('s')").fetchone() == (1,)
     pg.close()
+
+
+def test_transfer_copies_generated_columns_and_skips_fts_hidden_ones(tmp_path: Path) -> None:
+    """A generated column is data in the copy; FTS5's hidden columns (its own name, rank)
+    are not columns of the table."""
+    import sqlite3
+
+    from blendsql.db.transfer import read_sqlite
+
+    src = tmp_path / "g.sqlite"
+    con = sqlite3.connect(src)
+    con.executescript("CREATE TABLE g (a INTEGER, b INTEGER, total INTEGER GENERATED ALWAYS AS "
+                      "(a + b)); INSERT INTO g (a, b) VALUES (1, 2);"
+                      "CREATE VIRTUAL TABLE documents USING fts5(title, content);"
+                      "INSERT INTO documents VALUES ('t', 'c');")
+    con.commit()
+    con.close()
+    tables = {name: (cols, rows) for name, cols, _, rows, _ in read_sqlite(src)}
+    assert tables["g"] == (["a", "b", "total"], [(1, 2, 3)])
+    assert tables["documents"] == (["title", "content"], [("t", "c")])
+    from blendsql.db.transfer import sqlite_to_duckdb
+
+    duck = _session(str(sqlite_to_duckdb(src, tmp_path / "g.duckdb")))
+    assert duck.execute("SELECT total FROM g").df.iloc[0, 0] == 3

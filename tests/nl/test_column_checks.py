@@ -73,6 +73,7 @@ def test_validate_reports_it_and_the_parser_retries_with_it(conn):
     assert "is not a column of programs" in prompts[1]
 
 
+@pytest.mark.sqlite_only("FTS5's hidden columns and an ATTACHed SQLite file")
 def test_hidden_generated_and_attached_columns_count_as_the_subquerys_own(conn, tmp_path):
     conn.executescript("""
         CREATE VIRTUAL TABLE documents USING fts5(title, content);

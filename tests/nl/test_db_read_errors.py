@@ -33,6 +33,7 @@ def _interrupting(tmp_path: Path) -> tuple[BlendSQL, FunctionModel]:
     return bsql, model
 
 
+@pytest.mark.sqlite_only("interrupts a SQLite connection through its progress handler")
 def test_parse_turns_an_interrupted_read_into_an_execution_error(tmp_path):
     bsql, model = _interrupting(tmp_path)
     with pytest.raises(ExecutionError) as info:

@@ -1,8 +1,10 @@
 """The NL → BlendSQL parser and ask() flows, with a scripted FunctionModel."""
 
+import re
 import sqlite3
 
 import pytest
+from nl_backend import BACKEND_NAME, NL_BACKEND  # tests/nl/nl_backend.py
 
 from blendsql import BlendSQL
 from blendsql.errors import OptionError
@@ -82,7 +84,7 @@ def test_parser_prompt_has_guide_examples_schema_hints_history(conn):
     assert result.ok and result.attempts == [(result.program, None)]
     prompt = script.prompts[0].prompt
     assert "LLMMap" in prompt and "Who was picked 5th?" in prompt
-    assert "CREATE TABLE w" in prompt and "w.position = 'Pitcher'" in prompt  # bridge hint
+    assert re.search(r'CREATE TABLE "?w"? ', prompt) and "w.position = 'Pitcher'" in prompt  # bridge hint
     assert "Earlier question: Who plays catcher?" in prompt
     assert isinstance(script.prompts[0].constraint, Text)  # free decoding by default
 
@@ -106,7 +108,7 @@ def test_parser_retries_with_the_error_then_succeeds(conn):
     result = parser.parse("List players", conn, BlendSQL(conn).registry)
     assert result.program == "SELECT w.player FROM w"
     assert len(result.attempts) == 2 and "no such column" in result.attempts[0][1]
-    assert "It failed: SQLite rejected the query" in script.prompts[1].prompt
+    assert f"It failed: {BACKEND_NAME} rejected the query" in script.prompts[1].prompt
 
 
 def test_parser_gives_up_after_max_retries(conn):
@@ -195,7 +197,7 @@ def test_large_schema_is_cut_to_the_selected_tables():
 
 def test_small_schema_is_shown_whole(conn):
     parser = Parser(FunctionModel(lambda r: ""), examples=EXAMPLES)
-    assert [t.name for t in parser.relevant_tables("q", conn)] == ["w", "documents"]
+    assert sorted(t.name for t in parser.relevant_tables("q", conn)) == ["documents", "w"]
 
 
 def test_a_program_sqlite_prepares_but_cannot_run_is_fed_back() -> None:
@@ -226,8 +228,10 @@ def test_a_program_sqlite_prepares_but_cannot_run_is_fed_back() -> None:
     result = Parser(FunctionModel(write), examples=[]).parse(
         "Which player went to the school of the Rainbow Warriors?", conn, IngredientRegistry())
     assert result.program == good
-    assert "unable to use function MATCH" in (result.attempts[0][1] or "")
-    assert "unable to use function MATCH" in prompts[1]
+    error = result.attempts[0][1] or ""
+    assert error and error in prompts[1]
+    if NL_BACKEND == "sqlite":  # DuckDB refuses it before running (MATCH on a column)
+        assert "unable to use function MATCH" in error
     conn.close()
 
 

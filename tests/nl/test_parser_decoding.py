@@ -1,5 +1,6 @@
 """Parser decoding, validation and few-shot retrieval, with scripted models (no GGUF needed)."""
 
+import re
 import sqlite3
 
 import pytest
@@ -109,7 +110,7 @@ def test_prompt_shows_retrieved_examples_after_the_schema(conn):
     result = parser.parse("How many singers are from France?", conn, BlendSQL(conn).registry)
     assert result.ok
     prompt = model.requests[0].prompt
-    assert prompt.index("CREATE TABLE singer") < prompt.index("Examples of questions")
+    assert re.search(r'CREATE TABLE "?singer"? ', prompt).start() < prompt.index("Examples of questions")
     assert prompt.index("Examples of questions") < prompt.rindex("Question: How many singers are from France?")
     assert "Dogs(dog_id, name)" not in prompt  # an off-schema example was not chosen
 

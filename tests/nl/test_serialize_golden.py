@@ -1,7 +1,9 @@
 """Golden files of schema serialisation over real Spider databases.
 
 Regenerate after a deliberate format change with
-``python tests/nl/test_serialize_golden.py --regen`` and read the diff.
+``python tests/nl/test_serialize_golden.py --regen`` (and again with
+``BLENDSQL_NL_BACKEND=duckdb``: DuckDB has its own golden files, its schema
+text is built from its catalogue, not SQLite's DDL) and read the diff.
 """
 
 import sqlite3
@@ -9,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from nl_backend import NL_BACKEND  # tests/nl/nl_backend.py
 
 from blendsql.nl.serialize import bridge_hints, format_hints, serialize_schema
 
@@ -21,7 +24,8 @@ QUESTIONS = {
 
 
 def golden_path(db: str) -> Path:
-    return HERE / "golden" / f"schema_{db}.txt"
+    suffix = "" if NL_BACKEND == "sqlite" else f".{NL_BACKEND}"
+    return HERE / "golden" / f"schema_{db}{suffix}.txt"
 
 
 def render(db: str) -> str:
@@ -37,6 +41,14 @@ def test_schema_matches_golden(db):
 
 
 if __name__ == "__main__" and "--regen" in sys.argv:
+    if NL_BACKEND != "sqlite":
+        import tempfile
+
+        from nl_backend import DuckMirror
+
+        import blendsql.nl.source as source
+
+        source.open_database = DuckMirror(Path(tempfile.mkdtemp())).open  # type: ignore[assignment]
     for name in DBS:
         golden_path(name).parent.mkdir(exist_ok=True)
         golden_path(name).write_text(render(name))
