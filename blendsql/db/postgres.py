@@ -94,7 +94,8 @@ class PostgresDatabase(GuardedBackend):
         psycopg = require("psycopg", "psycopg[binary]")
         super().__init__(allow_writes=allow_writes, dialect="postgres",
                          transpiler=Transpiler("postgres", PgFullText(self),
-                                               types=self.column_types))
+                                               types=self.column_types,
+                                               spelling=self.table_spelling))
         self._owns = True
         self._text_columns: dict[str, list[str]] = {}
         self._saved_autocommit: bool | None = None
@@ -231,6 +232,15 @@ class PostgresDatabase(GuardedBackend):
             "lower(table_name) = lower(%s) AND table_schema = ANY(current_schemas(true)) "
             "ORDER BY ordinal_position", [table]).fetchall()
         return {str(c): str(t) for c, t in rows} or None
+
+    def table_spelling(self, table: str) -> str | None:
+        """How the catalog spells a user table or view named ``table`` in any case (None:
+        no such table, or several that differ only in case)."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT table_name FROM information_schema.tables WHERE "
+            "lower(table_name) = lower(%s) AND table_schema = ANY(current_schemas(false))",
+            [table]).fetchall()
+        return str(rows[0][0]) if len(rows) == 1 else None
 
     def text_columns(self, table: str) -> list[str]:
         if table not in self._text_columns:

@@ -155,17 +155,19 @@ def sqlite_to_duckdb(sqlite_path: str | Path, duckdb_path: str | Path) -> Path:
     return target
 
 
-def sqlite_to_postgres(sqlite_path: str | Path, url: str) -> None:
+def sqlite_to_postgres(sqlite_path: str | Path, url: str, *, lower_case: bool = False) -> None:
     """Write every table of a SQLite file into the PostgreSQL database at ``url``.
 
-    Table and column names are lower-cased (see the comment below).
+    Names keep their case (``"Singer_ID"``): the PostgreSQL backend writes a name the
+    catalog spells with capitals quoted, so query text in any case finds it, as in
+    SQLite. ``lower_case=True`` lower-cases them instead, for other PostgreSQL clients
+    that write names unquoted.
     """
     psycopg = require("psycopg", "psycopg[binary]")
     with psycopg.connect(url) as con:
         for name, cols, kinds, rows, is_fts in read_sqlite(sqlite_path):
-            # PostgreSQL folds unquoted names to lower case; SQLite ignores case. Lower-case
-            # names let the same query text (``singer.Name``) find them.
-            name, cols = name.lower(), [c.lower() for c in cols]
+            if lower_case:
+                name, cols = name.lower(), [c.lower() for c in cols]
             types = [_PG[k] for k in kinds]
             con.execute(f"CREATE TABLE {quote(name)} ("
                         + ", ".join(f"{quote(c)} {t}" for c, t in zip(cols, types, strict=True))

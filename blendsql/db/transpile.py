@@ -84,7 +84,8 @@ class Transpiler:
     def __init__(self, dialect: str, full_text: FullText | None = None,
                  read: str = "sqlite",
                  columns: Callable[[str], set[str] | None] | None = None,
-                 types: Callable[[str], dict[str, str] | None] | None = None) -> None:
+                 types: Callable[[str], dict[str, str] | None] | None = None,
+                 spelling: Callable[[str], str | None] | None = None) -> None:
         self.dialect = dialect
         self.read = read
         self.full_text = full_text
@@ -94,6 +95,10 @@ class Transpiler:
         # SQLite's typing (blendsql.db.sqlite_compat); cached per table, see forget()
         self.types = types
         self._schemas: dict[str, dict[str, str]] = {}
+        # the catalog's spelling of a table named in any case (None: no such table), for a
+        # backend that folds unquoted names to lower case (PostgreSQL); see _catalog_case
+        self.spelling = spelling
+        self._spellings: dict[str, str | None] = {}
         # (engine temp table, column) pairs holding only NULLs (see _untyped_lookups)
         self.null_columns: set[tuple[str, str]] = set()
         self._cache: OrderedDict[str, tuple[str, list[str | None]]] = OrderedDict()
@@ -125,11 +130,69 @@ class Transpiler:
     def forget(self, table: str) -> None:
         """Drop what is cached about ``table`` (an engine temp table being dropped)."""
         self._schemas.pop(table.lower(), None)
+        self._spellings.pop(table.lower(), None)
 
     def reset(self) -> None:
         """Forget every table's columns and every translation (a user's table changed)."""
         self._schemas.clear()
+        self._spellings.clear()
         self._cache.clear()
+
+    def table_spelling(self, table: str) -> str | None:
+        """The catalog's spelling of ``table`` (any case), cached once found."""
+        key = table.lower()
+        if key in self._spellings:
+            return self._spellings[key]
+        found = self.spelling(table) if self.spelling is not None else None
+        if found is not None:
+            self._spellings[key] = found
+        return found
+
+    def _catalog_case(self, tree: exp.Expression) -> None:
+        """SQLite ignores the case of names; PostgreSQL folds unquoted ones to lower case,
+        so a table or column the catalog spells with capitals (``"PetType"``, as pandas'
+        ``to_sql`` makes them) is written quoted, as the catalog spells it.
+
+        A column is respelled only when the tables the query reads agree on one
+        spelling of its name, and not in ORDER BY / GROUP BY when a SELECT alias has that
+        name (there the alias is meant).
+        """
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        read: list[str] = []
+        for table in tree.find_all(exp.Table):
+            if table.db or table.name.lower() in ctes or not isinstance(table.this, exp.Identifier):
+                continue
+            actual = self.table_spelling(table.name)
+            if actual is None:
+                continue
+            read.append(actual)
+            if needs_respelling(table.this, actual):
+                table.set("this", exp.to_identifier(actual, quoted=True))
+        spellings: dict[str, set[str]] = {}
+        for actual in dict.fromkeys(read):
+            for column in self.types(actual) or {} if self.types is not None else {}:
+                spellings.setdefault(column.lower(), set()).add(column)
+        aliases = {a.alias.lower() for a in tree.find_all(exp.Alias)}
+        renamed = {a.lower(): a for a in read}  # a qualifier naming a table, not an alias
+        for a in tree.find_all(exp.TableAlias):
+            renamed.pop(a.name.lower(), None)
+        for col in tree.find_all(exp.Column):
+            qualifier = col.args.get("table")
+            if isinstance(qualifier, exp.Identifier) and not col.args.get("db"):
+                actual = renamed.get(qualifier.name.lower())
+                if actual is not None and needs_respelling(qualifier, actual):
+                    col.set("table", exp.to_identifier(actual, quoted=True))
+            ident = col.this
+            if not isinstance(ident, exp.Identifier):
+                continue
+            if ident.name.lower() in aliases and col.find_ancestor(exp.Order, exp.Group):
+                continue  # there a SELECT alias of the name comes first; elsewhere the column
+
+            options = spellings.get(ident.name.lower())
+            if options is not None and len(options) == 1:
+                actual = next(iter(options))
+                if needs_respelling(ident, actual):
+                    col.set("this", exp.to_identifier(actual, quoted=True))
 
     def column_set(self, table: str) -> set[str] | None:
         """Lower-case column names of ``table`` (None: unknown)."""
@@ -169,6 +232,8 @@ class Transpiler:
 
     def _rewrite(self, tree: exp.Expression) -> None:
         if self.dialect == "postgres":
+            if self.spelling is not None:
+                self._catalog_case(tree)
             _rowid_as_ctid(tree, self.column_set)
             for table in tree.find_all(exp.Table):
                 if table.db.lower() == "temp" and not table.catalog:
@@ -251,6 +316,13 @@ class Transpiler:
                 key = fn.expressions[0].name.lower()
                 if key in ranked:
                     fn.replace(exp.paren(self.full_text.score(*ranked[key])))  # type: ignore[union-attr]
+
+
+def needs_respelling(ident: exp.Identifier, actual: str) -> bool:
+    """Would PostgreSQL miss ``actual`` when given ``ident`` as written? (A quoted name must
+    match exactly; an unquoted one is folded to lower case.)"""
+    written = ident.name if ident.quoted else ident.name.lower()
+    return written != actual
 
 
 #: string functions whose first argument SQLite converts to text (numbers included)

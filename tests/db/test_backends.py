@@ -433,3 +433,39 @@ def test_transfer_copies_generated_columns_and_skips_fts_hidden_ones(tmp_path: P
 
     duck = _session(str(sqlite_to_duckdb(src, tmp_path / "g.duckdb")))
     assert duck.execute("SELECT total FROM g").df.iloc[0, 0] == 3
+
+
+def test_postgres_names_with_capitals_are_found_in_any_case(postgres_server: Any) -> None:
+    """Tables and columns spelled with capitals (pandas' ``to_sql`` makes them, quoted):
+    the query's names in any case find them, as in SQLite; a CTE or SELECT alias of the
+    same name is left alone; the plain-language schema shows the catalog's spelling."""
+    import psycopg
+
+    from blendsql.nl.serialize import serialize_schema
+
+    url = str(postgres_server.create_db("capitals"))
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute('CREATE TABLE "Pets" ("PetID" integer, "PetType" text, pet_age integer)')
+        con.execute("""INSERT INTO "Pets" VALUES (1, 'dog', 3), (2, 'cat', 5), (3, 'dog', 1)""")
+        con.execute('CREATE TABLE "Owners" ("PetID" integer, "Name" text)')
+        con.execute("""INSERT INTO "Owners" VALUES (1, 'Ann'), (3, 'Bo')""")
+    bsql = _session(url)
+    try:
+        for sql in ("SELECT PetID FROM Pets WHERE PetType = 'dog' ORDER BY PetID",
+                    "SELECT petid FROM pets WHERE pettype = 'dog' ORDER BY 1",
+                    'SELECT "PETID" FROM "PETS" WHERE "pettype" = \'dog\' ORDER BY 1',
+                    "SELECT p.PetID FROM Pets AS p JOIN Owners AS o ON p.PetID = o.PetID "
+                    "ORDER BY o.Name",
+                    "WITH owners AS (SELECT PetID FROM Pets WHERE PetType = 'dog') "
+                    "SELECT PetID FROM owners ORDER BY PetID"):  # the CTE, not the table
+            assert bsql.execute(sql).df.iloc[:, 0].tolist() == [1, 3], sql
+        got = bsql.execute("SELECT PetType AS kind, COUNT(*) AS n FROM Pets GROUP BY kind "
+                           "ORDER BY kind").df
+        assert got.values.tolist() == [["cat", 1], ["dog", 2]]
+        mapped = bsql.execute("SELECT Name FROM Owners WHERE {{StartsWith('A', Owners.Name)}} "
+                              "= TRUE").df
+        assert mapped["Name"].tolist() == ["Ann"]
+        schema = serialize_schema(bsql)
+        assert 'CREATE TABLE "Pets" ("PetID" integer, "PetType" text, "pet_age" integer)' in schema
+    finally:
+        bsql.close()

@@ -235,6 +235,7 @@ def test_a_failing_read_is_a_blendsql_error(source: Any) -> None:
         bsql.db.sample_rows("nowhere", 2)
 
 
+@pytest.mark.sqlite_only("SQLite's own trace callback; this file checks the other backends itself")
 def test_every_statement_sqlite_ran_for_a_question_is_in_the_trace(sqlite_file: Path) -> None:
     """Ground truth from SQLite itself (``set_trace_callback``), as for the engine."""
     script = Script(["SELECT w.player FROM w WHERE w.pick = 99"])

@@ -43,6 +43,7 @@ def test_parse_turns_an_interrupted_read_into_an_execution_error(tmp_path):
     assert "\n  in: SELECT" in info.value.message
 
 
+@pytest.mark.sqlite_only("interrupts a SQLite connection through its progress handler")
 def test_conversation_ask_and_correct_never_leak_a_sqlite_error(tmp_path):
     bsql, model = _interrupting(tmp_path)
     conv = Conversation(bsql, Parser(model), classify_acts=False)
@@ -54,6 +55,7 @@ def test_conversation_ask_and_correct_never_leak_a_sqlite_error(tmp_path):
     assert all(c.error and "ExecutionError" in c.error for c in turn.candidates)
 
 
+@pytest.mark.sqlite_only("interrupts a SQLite connection through its progress handler")
 def test_ask_with_fallback_never_leaks_a_sqlite_error(tmp_path):
     bsql, _ = _interrupting(tmp_path)
     with pytest.raises(BlendSQLError):
