@@ -147,6 +147,7 @@ class _Endpoint:
         self.max_in_flight = 0
         self.first = 0.0
         self.last = 0.0
+        self.busy = 0.0  # seconds of slot time in service (sum over requests)
         self.port = 0
 
 
@@ -226,7 +227,9 @@ class _Servers:
                 self.values[value] += 1
             ep.in_flight += 1
             ep.max_in_flight = max(ep.max_in_flight, ep.in_flight)
+            t_in = time.perf_counter()
             await asyncio.sleep(self.latency)
+            ep.busy += time.perf_counter() - t_in  # the latency plus the loop's lateness
             ep.in_flight -= 1
             ep.last = time.time()
         text = "true" if value is not None and answer_for(value) else "false"
@@ -260,9 +263,12 @@ class _Servers:
             "first_request_at": min(firsts) if firsts else None,
             "last_answer_at": max((e.last for e in self.eps), default=None) or None,
             "server_cpu_s": round(time.process_time(), 3),
+            "slots": self.slots,
             "endpoints": [{"port": e.port, "requests": e.requests, "chat": e.chat,
                            "completions": e.completions, "logprobs_asked": e.logprobs,
-                           "max_in_flight": e.max_in_flight} for e in self.eps],
+                           "max_in_flight": e.max_in_flight, "busy_s": round(e.busy, 3),
+                           "mean_service_s": round(e.busy / e.requests, 5) if e.requests
+                           else None} for e in self.eps],
         }
 
     async def serve(self) -> None:
@@ -374,6 +380,7 @@ def run_engine(db_path: Path, k: int, args: argparse.Namespace,
     row = [int(x) for x in smoothie.df.iloc[0].tolist()]
     meta = smoothie.meta
     answered = stats["distinct_values"]
+    busy = sum(e["busy_s"] for e in stats["endpoints"])
     first, last = stats["first_request_at"], stats["last_answer_at"]
     model_s = (last - first) if first and last else None
     values_per_s = answered / wall if wall > 0 else 0.0
@@ -402,6 +409,15 @@ def run_engine(db_path: Path, k: int, args: argparse.Namespace,
         },
         "model_phase_values_per_s": round(answered / model_s, 2) if model_s else None,
         "model_phase_fraction_of_limit": round(answered / model_s / limit, 4) if model_s else None,
+        # slot time in service over the slot time there was (model phase): 1.0 = the client
+        # kept every slot busy; below 1, slots waited for a request
+        "slot_utilisation": round(busy / (k * args.slots * model_s), 4) if model_s else None,
+        # each request's time in its slot, measured by the server: the set latency plus its
+        # event loop's lateness on this machine; the limit the servers could really give
+        "mean_service_s": round(busy / answered, 5) if answered else None,
+        "effective_limit_per_s": round(k * args.slots * answered / busy, 3) if busy else None,
+        "fraction_of_effective_limit": round(values_per_s * busy / (k * args.slots * answered), 4)
+        if busy and answered else None,
         "client_cpu_s": round(cpu1 - cpu0, 3),
         "client_cores_busy": round((cpu1 - cpu0) / wall, 3) if wall > 0 else None,
         "client_cpu_ms_per_value": round(1000 * (cpu1 - cpu0) / max(1, answered), 4),
@@ -414,7 +430,8 @@ def run_engine(db_path: Path, k: int, args: argparse.Namespace,
                          "values_asked_more_than_once", "unrecognised_prompts")},
         "per_endpoint": [{"requests": e["requests"], "chat": e["chat"],
                           "completions": e["completions"], "logprobs_asked": e["logprobs_asked"],
-                          "max_in_flight": e["max_in_flight"]} for e in stats["endpoints"]],
+                          "max_in_flight": e["max_in_flight"],
+                          "mean_service_s": e["mean_service_s"]} for e in stats["endpoints"]],
         "pool_failovers": pool.failovers,
     }
     return out
@@ -449,7 +466,8 @@ def run_pool_only(requests: Sequence[Any], k: int, args: argparse.Namespace) -> 
     limit = k * args.slots / args.latency
     with fake_servers(k, args.slots, args.latency) as servers:
         pool = make_pool(servers.urls, args.concurrency, args.timeout)
-        pool.endpoints[0].kind()  # the /models probe, outside the timing
+        for endpoint in pool.endpoints:
+            endpoint.kind()  # the /models probe, outside the timing
         cpu0, t0 = time.process_time(), time.time()
         out = pool.generate(requests)
         wall, cpu = time.time() - t0, time.process_time() - cpu0
@@ -462,7 +480,19 @@ def run_pool_only(requests: Sequence[Any], k: int, args: argparse.Namespace) -> 
             "client_cores_busy": round(cpu / wall, 3),
             "client_cpu_ms_per_value": round(1000 * cpu / len(requests), 4),
             "answers_right": right, "each_value_asked_once":
-                stats["values_asked_more_than_once"] == 0 and stats["requests"] == len(requests)}
+                stats["values_asked_more_than_once"] == 0 and stats["requests"] == len(requests),
+            **_effective(stats, len(requests), wall)}
+
+
+def _effective(stats: dict[str, Any], n: int, wall: float) -> dict[str, Any]:
+    """The servers' measured service time and the fraction of the limit it allows."""
+    busy = sum(e["busy_s"] for e in stats["endpoints"])
+    slots = stats["slots"] * len(stats["endpoints"])
+    if not busy or not n or wall <= 0:
+        return {}
+    return {"mean_service_s": round(busy / n, 5),
+            "effective_limit_per_s": round(slots * n / busy, 3),
+            "fraction_of_effective_limit": round(n / wall * busy / (slots * n), 4)}
 
 
 def run_plain_client(requests: Sequence[Any], k: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -507,7 +537,8 @@ def run_plain_client(requests: Sequence[Any], k: int, args: argparse.Namespace) 
             "client_cores_busy": round(cpu / wall, 3),
             "client_cpu_ms_per_value": round(1000 * cpu / len(requests), 4),
             "answers_right": right, "each_value_asked_once":
-                stats["values_asked_more_than_once"] == 0 and stats["requests"] == len(requests)}
+                stats["values_asked_more_than_once"] == 0 and stats["requests"] == len(requests),
+            **_effective(stats, len(requests), wall)}
 
 
 def _layer(filename: str, func: str) -> str:
@@ -606,6 +637,8 @@ def summarise(engine: list[dict[str, Any]]) -> dict[str, Any]:
                      "fraction_of_limit": r["fraction_of_limit"],
                      "ratio_to_first": r["ratio_to_first"],
                      "model_phase_fraction_of_limit": r["model_phase_fraction_of_limit"],
+                     "slot_utilisation": r.get("slot_utilisation"),
+                     "fraction_of_effective_limit": r.get("fraction_of_effective_limit"),
                      "client_cores_busy": r["client_cores_busy"], "correct": r["correct"]})
     out: dict[str, Any] = {"rows": rows, "all_correct": all(r["correct"] for r in engine)}
     by_k = {r["endpoints"]: r for r in engine}
