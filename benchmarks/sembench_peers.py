@@ -542,14 +542,19 @@ def main(argv: list[str] | None = None) -> int:
 def side_by_side(engine: dict[str, Any], modes: Sequence[str],
                  peers_: dict[str, dict[str, Any] | None]) -> str:
     """The markdown table of the README: per query, each mode's and each peer's metric
-    (95% interval), then model calls and prompt tokens summed over the queries every
-    row ran (the same instances)."""
+    (95% interval; "[k of n instances]" where a row ran fewer than the others), then
+    model calls and prompt tokens summed over the queries every row ran in full (the
+    same instances)."""
     rows: list[tuple[str, dict[str, Any], dict[str, str]]] = [
         (f"blendsql `{m}`", engine["modes"][m]["queries"], {}) for m in modes
         if m in engine.get("modes", {})]
     rows += [(name, res.get("queries", {}), res.get("not_applicable", {}))
              for name, res in peers_.items() if res is not None]
-    common = [q for q in sembench.QUERIES if all(q in queries for _, queries, _ in rows)]
+    full = {q: max(int(queries[q].get("n") or 0) for _, queries, _ in rows if q in queries)
+            for q in sembench.QUERIES if any(q in queries for _, queries, _ in rows)}
+    common = [q for q in sembench.QUERIES
+              if all(q in queries and int(queries[q].get("n") or 0) == full[q]
+                     for _, queries, _ in rows)]
     span = ", ".join(common) if len(common) < len(sembench.QUERIES) else "all"
     head = "| system | " + " | ".join(f"{q} ({METRIC_NAMES[q]})" for q in sembench.QUERIES) + \
         f" | calls ({span}) | prompt tokens ({span}) |"
@@ -562,7 +567,9 @@ def side_by_side(engine: dict[str, Any], modes: Sequence[str],
             elif q in queries:
                 ci = queries[q].get("ci95") or [None, None]
                 band = f" ({ci[0]:.2f}–{ci[1]:.2f})" if None not in ci else ""
-                cells.append(f"{queries[q]['mean']:.2f}{band}")
+                n = int(queries[q].get("n") or 0)
+                part = f" [{n} of {full[q]} instances]" if n < full[q] else ""
+                cells.append(f"{queries[q]['mean']:.2f}{band}{part}")
             else:
                 cells.append("not run")
         calls = sum(int(queries[q].get("model_calls") or 0) for q in common)

@@ -116,10 +116,27 @@ class TableSchema:
         return tuple(c for c, _ in self.columns)
 
 
-def create_statement(table: str, columns: Sequence[Column]) -> str:
-    """``CREATE TABLE "t" ("a" TYPE, ...)`` written from a table's columns."""
-    cols = ", ".join(f"{quote(c)} {t}".rstrip() for c, t in columns)
-    return f"CREATE TABLE {quote(table)} ({cols})"
+@dataclass(frozen=True)
+class Keys:
+    """A table's primary key and foreign keys, as its catalogue declares them.
+
+    ``foreign``: (columns, referenced table, referenced columns) per foreign key.
+    """
+
+    primary: tuple[str, ...] = ()
+    foreign: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = ()
+
+
+def create_statement(table: str, columns: Sequence[Column], keys: Keys | None = None) -> str:
+    """``CREATE TABLE "t" ("a" TYPE, ..., PRIMARY KEY (..), FOREIGN KEY (..) REFERENCES
+    "r" (..))`` written from a table's columns and keys."""
+    parts = [f"{quote(c)} {t}".rstrip() for c, t in columns]
+    if keys is not None and keys.primary:
+        parts.append(f"PRIMARY KEY ({', '.join(quote(c) for c in keys.primary)})")
+    for cols, ref, ref_cols in keys.foreign if keys is not None else ():
+        parts.append(f"FOREIGN KEY ({', '.join(quote(c) for c in cols)}) REFERENCES "
+                     f"{quote(ref)} ({', '.join(quote(c) for c in ref_cols)})")
+    return f"CREATE TABLE {quote(table)} ({', '.join(parts)})"
 
 
 class Backend(ABC):
@@ -289,8 +306,14 @@ class Backend(ABC):
             if name.startswith("_"):
                 continue
             cols = tuple(self.table_columns(name))
-            out.append(TableSchema(name, cols, create_statement(name, cols), name in documents))
+            out.append(TableSchema(name, cols, create_statement(name, cols, self.keys(name)),
+                                   name in documents))
         return out
+
+    def keys(self, table: str) -> Keys:
+        """The table's declared primary and foreign keys (none where the backend keeps
+        none or cannot say), shown in the schema a model reads: they name the joins."""
+        return Keys()
 
     def sample_rows(self, table: str, n: int) -> tuple[list[str], list[tuple[Any, ...]]]:
         """The first ``n`` rows of a table (as stored; no order promised)."""

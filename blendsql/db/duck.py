@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 from sqlglot import exp
 
-from blendsql.db.backend import require
+from blendsql.db.backend import Keys, require
 from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
@@ -292,6 +292,18 @@ class DuckDBDatabase(GuardedBackend):
             "duckdb_views() WHERE NOT internal AND NOT temporary AND schema_name = 'main' "
             "AND database_name = current_database() ORDER BY 1")
         return [r[0] for r in rows]
+
+    def keys(self, table: str) -> Keys:
+        """Primary and foreign keys from ``duckdb_constraints()``."""
+        _, rows = self.run_native(
+            "SELECT constraint_type, constraint_column_names, referenced_table, "
+            "referenced_column_names FROM duckdb_constraints() WHERE table_name = ? AND "
+            "schema_name = 'main' AND database_name = current_database() AND constraint_type "
+            "IN ('PRIMARY KEY', 'FOREIGN KEY') ORDER BY constraint_index", [table])
+        primary = next((tuple(cols) for kind, cols, _, _ in rows if kind == "PRIMARY KEY"), ())
+        foreign = tuple((tuple(cols), str(ref), tuple(ref_cols))
+                        for kind, cols, ref, ref_cols in rows if kind == "FOREIGN KEY")
+        return Keys(primary, foreign)
 
     def column_types(self, table: str) -> dict[str, str] | None:
         """Columns of a table or view of this database or of ``temp`` with their types

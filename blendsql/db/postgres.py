@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from blendsql.db.backend import require
+from blendsql.db.backend import Keys, require
 from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
@@ -232,6 +232,23 @@ class PostgresDatabase(GuardedBackend):
             "lower(table_name) = lower(%s) AND table_schema = ANY(current_schemas(true)) "
             "ORDER BY ordinal_position", [table]).fetchall()
         return {str(c): str(t) for c, t in rows} or None
+
+    def keys(self, table: str) -> Keys:
+        """Primary and foreign keys from ``pg_constraint`` (columns in key order)."""
+        _, rows = self.run_native(
+            "SELECT con.contype, ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH "
+            "ORDINALITY AS k(n, i) JOIN pg_attribute a ON a.attrelid = con.conrelid AND "
+            "a.attnum = k.n ORDER BY k.i), ref.relname, ARRAY(SELECT a.attname FROM "
+            "unnest(con.confkey) WITH ORDINALITY AS k(n, i) JOIN pg_attribute a ON "
+            "a.attrelid = con.confrelid AND a.attnum = k.n ORDER BY k.i) FROM pg_constraint con "
+            "JOIN pg_class rel ON rel.oid = con.conrelid JOIN pg_namespace ns ON ns.oid = "
+            "rel.relnamespace LEFT JOIN pg_class ref ON ref.oid = con.confrelid WHERE "
+            "rel.relname = %s AND ns.nspname = ANY(current_schemas(false)) AND con.contype IN "
+            "('p', 'f') ORDER BY con.contype DESC, con.conname", [table])
+        primary = next((tuple(cols) for kind, cols, _, _ in rows if kind == "p"), ())
+        foreign = tuple((tuple(cols), str(ref), tuple(ref_cols))
+                        for kind, cols, ref, ref_cols in rows if kind == "f")
+        return Keys(primary, foreign)
 
     def table_spelling(self, table: str) -> str | None:
         """How the catalog spells a user table or view named ``table`` in any case (None:

@@ -5,7 +5,9 @@ suite) run one BlendSQL query unchanged on SQLite, DuckDB and PostgreSQL.
 Each column gets the type its values need: SQLite's declared affinity when
 every stored value fits it (SQLite lets a TEXT cell sit in an INT column),
 otherwise TEXT. FTS5 tables become plain tables with a full-text index
-(DuckDB's ``fts``; PostgreSQL's GIN over ``to_tsvector``).
+(DuckDB's ``fts``; PostgreSQL's GIN over ``to_tsvector``). Declared primary and
+foreign keys are carried where the data satisfies them (:func:`sqlite_keys`):
+a model reading the copy's schema sees the same joins as on SQLite.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from blendsql.db.backend import require
+from blendsql.db.backend import Keys, create_statement, require
 from blendsql.db.sqlite_compat import real_text
 from blendsql.db.temp_rows import quote
 
@@ -121,6 +123,63 @@ def read_sqlite(path: str | Path) -> list[tuple[str, list[str], list[str], list[
         con.close()
 
 
+def sqlite_keys(path: str | Path) -> dict[str, Keys]:
+    """Each table's declared primary key and foreign keys in a SQLite file.
+
+    A foreign key naming a table or column that does not exist is left out; one that
+    names no columns of its table (``REFERENCES t``) points at that table's primary key.
+    Names are spelled as the referenced table declares them.
+    """
+    con = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+    try:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                           "AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
+        columns = {n: [r[1] for r in con.execute(f"PRAGMA table_info({quote(n)})")] for n in names}
+        primary = {n: tuple(r[1] for r in sorted((r for r in con.execute(
+            f"PRAGMA table_info({quote(n)})") if r[5]), key=lambda r: r[5])) for n in names}
+        by_lower = {n.lower(): n for n in names}
+        out: dict[str, Keys] = {}
+        for n in names:
+            groups: dict[int, list[tuple[Any, ...]]] = {}
+            for r in con.execute(f"PRAGMA foreign_key_list({quote(n)})"):
+                groups.setdefault(r[0], []).append(r)
+            foreign = []
+            for rows in groups.values():
+                rows.sort(key=lambda r: r[1])
+                ref = by_lower.get(str(rows[0][2]).lower())
+                if ref is None:
+                    continue
+                cols = [_spelled(str(r[3]), columns[n]) for r in rows]
+                ref_cols = ([_spelled(str(r[4]), columns[ref]) for r in rows]
+                            if all(r[4] is not None for r in rows) else list(primary[ref]))
+                if None in cols or None in ref_cols or len(ref_cols) != len(cols):
+                    continue
+                foreign.append((tuple(cols), ref, tuple(ref_cols)))
+            out[n] = Keys(primary[n], tuple(foreign))  # type: ignore[arg-type]
+        return out
+    finally:
+        con.close()
+
+
+def _spelled(name: str, columns: Sequence[str]) -> str | None:
+    """``name`` as ``columns`` spell it (case-insensitive), None when it is not one."""
+    return next((c for c in columns if c.lower() == name.lower()), None)
+
+
+def _dependency_order(tables: list[str], keys: dict[str, Keys]) -> list[str]:
+    """Tables with those their foreign keys reference first (cycles: as they come)."""
+    done: list[str] = []
+    todo = list(tables)
+    while todo:
+        ready = [t for t in todo if all(ref in done or ref == t or ref not in todo
+                                        for _, ref, _ in keys.get(t, Keys()).foreign)]
+        if not ready:
+            ready = todo[:1]
+        done += ready
+        todo = [t for t in todo if t not in ready]
+    return done
+
+
 def sqlite_to_duckdb(sqlite_path: str | Path, duckdb_path: str | Path) -> Path:
     """Write every table of a SQLite file into a new DuckDB file; returns its path."""
     duckdb = require("duckdb", "duckdb")
@@ -132,18 +191,33 @@ def sqlite_to_duckdb(sqlite_path: str | Path, duckdb_path: str | Path) -> Path:
     con = duckdb.connect(str(target))
     try:
         fts_path = fts_extension()
-        for name, cols, kinds, rows, is_fts in read_sqlite(sqlite_path):
+        tables = {t[0]: t for t in read_sqlite(sqlite_path)}
+        keys = sqlite_keys(sqlite_path)
+        made: dict[str, tuple[str, ...]] = {}  # table -> its primary key in the copy
+        for name in _dependency_order(list(tables), keys):
+            _, cols, kinds, rows, is_fts = tables[name]
             types = [_DUCK[k] for k in kinds]
-            con.execute(f"CREATE TABLE {quote(name)} ("
-                        + ", ".join(f"{quote(c)} {t}" for c, t in zip(cols, types, strict=True))
-                        + ")")
-            if rows:
-                frame = pd.DataFrame({f"c{i}": pd.array([r[i] for r in rows],
-                                                        dtype=_PANDAS[t])  # type: ignore[call-overload]
-                                      for i, t in enumerate(types)})
-                con.register("__bsql_copy", frame)
-                con.execute(f"INSERT INTO {quote(name)} SELECT * FROM __bsql_copy")
-                con.unregister("__bsql_copy")
+            columns = list(zip(cols, types, strict=True))
+            frame = pd.DataFrame({f"c{i}": pd.array([r[i] for r in rows],
+                                                    dtype=_PANDAS[t])  # type: ignore[call-overload]
+                                  for i, t in enumerate(types)})
+            # DuckDB checks keys on insert: a key the rows break (or a reference to a column
+            # that is not its table's primary key) is dropped, the rows are kept
+            want = keys.get(name, Keys())
+            usable = Keys(want.primary, tuple(f for f in want.foreign
+                                              if f[1] != name and made.get(f[1]) == f[2]))
+            for attempt in (usable, Keys(usable.primary), Keys()):
+                try:
+                    con.execute(create_statement(name, columns, attempt))
+                    if rows:
+                        con.register("__bsql_copy", frame)
+                        con.execute(f"INSERT INTO {quote(name)} SELECT * FROM __bsql_copy")
+                        con.unregister("__bsql_copy")
+                except duckdb.Error:
+                    con.execute(f"DROP TABLE IF EXISTS {quote(name)}")
+                    continue
+                made[name] = attempt.primary
+                break
             if is_fts and fts_path is not None:
                 con.execute(f"LOAD '{fts_path}'")
                 text = ", ".join(f"'{c}'" for c, k in zip(cols, kinds, strict=True)
@@ -164,6 +238,7 @@ def sqlite_to_postgres(sqlite_path: str | Path, url: str, *, lower_case: bool = 
     that write names unquoted.
     """
     psycopg = require("psycopg", "psycopg[binary]")
+    keys = sqlite_keys(sqlite_path)
     with psycopg.connect(url) as con:
         for name, cols, kinds, rows, is_fts in read_sqlite(sqlite_path):
             if lower_case:
@@ -182,3 +257,37 @@ def sqlite_to_postgres(sqlite_path: str | Path, url: str, *, lower_case: bool = 
                                          if k == "TEXT")
                 con.execute(f"CREATE INDEX {quote(name + '_fts')} ON {quote(name)} "
                             f"USING gin (to_tsvector('simple', {text}))")
+        _postgres_keys(con, keys, lower_case)
+
+
+def _postgres_keys(con: Any, keys: dict[str, Keys], lower_case: bool) -> None:
+    """Primary keys the rows satisfy, then foreign keys onto them (``NOT VALID``: rows that
+    break a reference stay, as in SQLite); each refused one is left out."""
+    import psycopg
+
+    def name(n: str) -> str:
+        return quote(n.lower() if lower_case else n)
+
+    def names(cols: Sequence[str]) -> str:
+        return ", ".join(name(c) for c in cols)
+
+    made: dict[str, tuple[str, ...]] = {}
+    for table, k in keys.items():
+        if not k.primary:
+            continue
+        try:
+            with con.transaction():
+                con.execute(f"ALTER TABLE {name(table)} ADD PRIMARY KEY ({names(k.primary)})")
+            made[table] = k.primary
+        except psycopg.Error:
+            pass
+    for table, k in keys.items():
+        for cols, ref, ref_cols in k.foreign:
+            if made.get(ref) != ref_cols:
+                continue
+            try:
+                with con.transaction():
+                    con.execute(f"ALTER TABLE {name(table)} ADD FOREIGN KEY ({names(cols)}) "
+                                f"REFERENCES {name(ref)} ({names(ref_cols)}) NOT VALID")
+            except psycopg.Error:
+                pass

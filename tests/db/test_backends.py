@@ -469,3 +469,46 @@ def test_postgres_names_with_capitals_are_found_in_any_case(postgres_server: Any
         assert 'CREATE TABLE "Pets" ("PetID" integer, "PetType" text, "pet_age" integer)' in schema
     finally:
         bsql.close()
+
+
+def test_copies_carry_the_keys_the_rows_satisfy(tmp_path: Path, postgres_server: Any) -> None:
+    """Primary and foreign keys reach the DuckDB and PostgreSQL copies and their schema
+    text (the joins a model reads); a key the rows break is dropped, never the rows."""
+    import sqlite3
+
+    from blendsql.db.transfer import sqlite_keys, sqlite_to_duckdb, sqlite_to_postgres
+
+    src = tmp_path / "k.sqlite"
+    con = sqlite3.connect(src)
+    con.executescript(
+        "CREATE TABLE Team (TeamID INTEGER PRIMARY KEY, name TEXT);"
+        "CREATE TABLE player (id INTEGER, team INTEGER, PRIMARY KEY (id), "
+        "  FOREIGN KEY (team) REFERENCES team (teamid));"
+        "CREATE TABLE dup (id INTEGER PRIMARY KEY, t INTEGER REFERENCES Team, x INTEGER "
+        "  REFERENCES nowhere (id));"
+        "INSERT INTO Team VALUES (1, 'a'), (2, 'b');"
+        "INSERT INTO player VALUES (10, 1), (11, 2);"
+        "INSERT INTO dup VALUES (1, 1, 0), (2, 9, 0);")  # team 9 does not exist
+    con.commit()
+    con.close()
+    keys = sqlite_keys(src)
+    assert keys["player"].primary == ("id",)
+    assert keys["player"].foreign == ((("team",), "Team", ("TeamID",)),)
+    assert keys["dup"].foreign == ((("t",), "Team", ("TeamID",)),)  # 'nowhere' left out
+    duck = _session(str(sqlite_to_duckdb(src, tmp_path / "k.duckdb")))
+    url = str(postgres_server.create_db("keys"))
+    sqlite_to_postgres(src, url)
+    pg = _session(url)
+    try:
+        for bsql in (duck, pg):
+            ddl = {t.name: t.ddl for t in bsql.db.schema()}
+            assert 'FOREIGN KEY ("team") REFERENCES "Team" ("TeamID")' in ddl["player"]
+            assert 'PRIMARY KEY ("id")' in ddl["player"]
+            assert bsql.execute("SELECT COUNT(*) FROM dup").df.iloc[0, 0] == 2  # rows kept
+        duck_dup = {t.name: t.ddl for t in duck.db.schema()}["dup"]
+        assert "FOREIGN KEY" not in duck_dup  # DuckDB checks it on insert: dropped
+        pg_dup = {t.name: t.ddl for t in pg.db.schema()}["dup"]
+        assert 'FOREIGN KEY ("t") REFERENCES "Team" ("TeamID")' in pg_dup  # NOT VALID: kept
+    finally:
+        duck.close()
+        pg.close()

@@ -58,9 +58,13 @@ def _corrected(question, wrong, feedback, gold, model, sources=None):
         turn = conv.correct(feedback)
         assert turn.program is not None, [(c.source, c.program, c.error) for c in turn.candidates]
         got = _rows(turn.result.itertuples(index=False, name=None))
-        assert got == _rows(bsql.db.conn.execute(gold).fetchall()), (
-            turn.program, [(c.source, c.program, c.error) for c in turn.candidates])
-        assert got != _rows(bsql.db.conn.execute(wrong).fetchall())
+        truth = sqlite3.connect(PETS)  # SQLite's answers (the session may be on a copy)
+        try:
+            assert got == _rows(truth.execute(gold).fetchall()), (
+                turn.program, [(c.source, c.program, c.error) for c in turn.candidates])
+            assert got != _rows(truth.execute(wrong).fetchall())
+        finally:
+            truth.close()
     finally:
         bsql.close()
 

@@ -2,8 +2,9 @@
 
 Regenerate after a deliberate format change with
 ``python tests/nl/test_serialize_golden.py --regen`` (and again with
-``BLENDSQL_NL_BACKEND=duckdb``: DuckDB has its own golden files, its schema
-text is built from its catalogue, not SQLite's DDL) and read the diff.
+``BLENDSQL_NL_BACKEND=duckdb`` and ``=postgresql``: those backends have their own
+golden files, their schema text is built from the catalogue, not SQLite's DDL) and
+read the diff.
 """
 
 import sqlite3
@@ -41,14 +42,26 @@ def test_schema_matches_golden(db):
 
 
 if __name__ == "__main__" and "--regen" in sys.argv:
-    if NL_BACKEND != "sqlite":
-        import tempfile
+    import tempfile
 
+    import blendsql.nl.source as source
+
+    server = None
+    if NL_BACKEND == "duckdb":
         from nl_backend import DuckMirror
 
-        import blendsql.nl.source as source
-
         source.open_database = DuckMirror(Path(tempfile.mkdtemp())).open  # type: ignore[assignment]
-    for name in DBS:
-        golden_path(name).parent.mkdir(exist_ok=True)
-        golden_path(name).write_text(render(name))
+    elif NL_BACKEND == "postgresql":
+        sys.path.insert(0, str(HERE.parent))
+        from nl_backend import PgMirror
+        from pg_server import PgServer
+
+        server = PgServer()
+        source.open_database = PgMirror(Path(tempfile.mkdtemp()), server).open  # type: ignore[assignment]
+    try:
+        for name in DBS:
+            golden_path(name).parent.mkdir(exist_ok=True)
+            golden_path(name).write_text(render(name))
+    finally:
+        if server is not None:
+            server.stop()
