@@ -42,7 +42,7 @@ prompt prefix in the KV cache. Each row records the backend a mode ran on
 (``"backend": "sqlite"`` or ``"duckdb"``).
 
 DuckDB copies: ``blendsql.db.transfer.sqlite_to_duckdb`` of each database, made
-once and reused, in ``spider-duckdb/`` under the cache folder
+once and reused, in ``spider-duckdb-2/`` under the cache folder
 (``$BLENDSQL_CACHE_DIR``, by default the platform's user cache directory, as for
 ``benchmarks/envs.py``), rebuilt when the SQLite file is newer than its copy. A
 copy that fails to build is that row's error (a wrong answer), not a crash.
@@ -102,7 +102,7 @@ MODES = ("direct", "direct_fewshot", "parser", "parser_no_examples", "parser_no_
          "grammar", "permissive", "parser_duckdb")
 #: the backend a mode's program runs on (the others: the SQLite file)
 BACKENDS = {"parser_duckdb": "duckdb"}
-DUCKDB_COPIES = "spider-duckdb"  # folder of the DuckDB copies under the cache dir
+DUCKDB_COPIES = "spider-duckdb-2"  # folder of the copies under the cache dir (2: with keys)
 
 
 def backend_of(mode: str) -> str:
