@@ -125,7 +125,7 @@ def db_path(data: Path, db_id: str) -> Path:
 
 
 def duckdb_copies() -> Path:
-    """Where the DuckDB copies live: ``$BLENDSQL_CACHE_DIR/spider-duckdb`` (else the user cache dir)."""
+    """Where the DuckDB copies live: ``$BLENDSQL_CACHE_DIR/spider-duckdb-2`` (else the user cache dir)."""
     return envs.cache_root() / DUCKDB_COPIES
 
 
