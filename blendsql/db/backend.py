@@ -126,6 +126,16 @@ class Keys:
     primary: tuple[str, ...] = ()
     foreign: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = ()
 
+    @classmethod
+    def from_rows(cls, rows: Iterable[Sequence[Any]], primary: str, foreign: str) -> Keys:
+        """From a catalogue's (kind, columns, referenced table, referenced columns) rows,
+        whose kind is ``primary`` or ``foreign``."""
+        rows = list(rows)
+        pk = next((tuple(cols) for kind, cols, _, _ in rows if kind == primary), ())
+        fks = tuple((tuple(cols), str(ref), tuple(ref_cols))
+                    for kind, cols, ref, ref_cols in rows if kind == foreign)
+        return cls(pk, fks)
+
 
 def create_statement(table: str, columns: Sequence[Column], keys: Keys | None = None) -> str:
     """``CREATE TABLE "t" ("a" TYPE, ..., PRIMARY KEY (..), FOREIGN KEY (..) REFERENCES

@@ -300,10 +300,7 @@ class DuckDBDatabase(GuardedBackend):
             "referenced_column_names FROM duckdb_constraints() WHERE table_name = ? AND "
             "schema_name = 'main' AND database_name = current_database() AND constraint_type "
             "IN ('PRIMARY KEY', 'FOREIGN KEY') ORDER BY constraint_index", [table])
-        primary = next((tuple(cols) for kind, cols, _, _ in rows if kind == "PRIMARY KEY"), ())
-        foreign = tuple((tuple(cols), str(ref), tuple(ref_cols))
-                        for kind, cols, ref, ref_cols in rows if kind == "FOREIGN KEY")
-        return Keys(primary, foreign)
+        return Keys.from_rows(rows, "PRIMARY KEY", "FOREIGN KEY")
 
     def column_types(self, table: str) -> dict[str, str] | None:
         """Columns of a table or view of this database or of ``temp`` with their types

@@ -245,10 +245,7 @@ class PostgresDatabase(GuardedBackend):
             "rel.relnamespace LEFT JOIN pg_class ref ON ref.oid = con.confrelid WHERE "
             "rel.relname = %s AND ns.nspname = ANY(current_schemas(false)) AND con.contype IN "
             "('p', 'f') ORDER BY con.contype DESC, con.conname", [table])
-        primary = next((tuple(cols) for kind, cols, _, _ in rows if kind == "p"), ())
-        foreign = tuple((tuple(cols), str(ref), tuple(ref_cols))
-                        for kind, cols, ref, ref_cols in rows if kind == "f")
-        return Keys(primary, foreign)
+        return Keys.from_rows(rows, "p", "f")
 
     def table_spelling(self, table: str) -> str | None:
         """How the catalog spells a user table or view named ``table`` in any case (None:
