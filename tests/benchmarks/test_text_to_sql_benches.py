@@ -196,11 +196,11 @@ def test_spider_parser_duckdb_runs_on_the_cached_copy_and_scores_against_sqlite_
         return spider.run_mode("parser_duckdb", FunctionModel(scripted_tiny), [], path, question, 5.0)
 
     out = run()
-    copies = list((tmp_path / "cache" / "spider-duckdb").iterdir())
+    copies = list((tmp_path / "cache" / spider.DUCKDB_COPIES).iterdir())
     assert [c.suffix for c in copies] == [".duckdb"]  # one copy, no temporary left behind
     assert out["error"] is None, out
     assert out["pred"] == gold_sql
-    assert out["duckdb_copy"] == f"${ENV_CACHE_DIR}/spider-duckdb/{copies[0].name}"
+    assert out["duckdb_copy"] == f"${ENV_CACHE_DIR}/{spider.DUCKDB_COPIES}/{copies[0].name}"
     assert spider.same_result(out["rows"], gold, False) and gold == [(2.0,)]
 
     # the program runs on the copy, which is reused: change the copy only, the answer changes
@@ -212,7 +212,7 @@ def test_spider_parser_duckdb_runs_on_the_cached_copy_and_scores_against_sqlite_
     later = copies[0].stat().st_mtime + 10
     os.utime(path, (later, later))
     assert run()["rows"] == gold
-    assert list((tmp_path / "cache" / "spider-duckdb").iterdir()) == copies
+    assert list((tmp_path / "cache" / spider.DUCKDB_COPIES).iterdir()) == copies
 
 
 def spider_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modes: str) -> tuple[list[dict], dict]:
@@ -238,9 +238,9 @@ def test_spider_run_pairs_parser_duckdb_with_parser_and_records_backends(
     for row in rows:
         assert row["parser"]["backend"] == "sqlite" and row["parser_duckdb"]["backend"] == "duckdb"
         assert row["parser"]["match"] and row["parser_duckdb"]["match"], row
-        assert row["parser_duckdb"]["duckdb_copy"].startswith(f"${ENV_CACHE_DIR}/spider-duckdb/")
-    assert len(list((tmp_path / "cache" / "spider-duckdb").glob("tiny-*.duckdb"))) == 1
-    assert summary["duckdb_copies"] == f"${ENV_CACHE_DIR}/spider-duckdb"
+        assert row["parser_duckdb"]["duckdb_copy"].startswith(f"${ENV_CACHE_DIR}/{spider.DUCKDB_COPIES}/")
+    assert len(list((tmp_path / "cache" / spider.DUCKDB_COPIES).glob("tiny-*.duckdb"))) == 1
+    assert summary["duckdb_copies"] == f"${ENV_CACHE_DIR}/{spider.DUCKDB_COPIES}"
     modes = summary["modes"]
     assert (modes["parser"]["backend"], modes["parser_duckdb"]["backend"]) == ("sqlite", "duckdb")
     assert modes["parser_duckdb"]["correct"] == 2 and len(modes["parser_duckdb"]["ci95"]) == 2
@@ -266,5 +266,5 @@ def test_spider_parser_duckdb_reports_a_failed_copy_in_its_row(
         r = row["parser_duckdb"]
         assert not r["match"] and r["backend"] == "duckdb", r
         assert r["error"] == "DuckDB copy of tiny.sqlite failed: OSError: disk full"
-    assert list((tmp_path / "cache" / "spider-duckdb").iterdir()) == []  # nothing half-built kept
+    assert list((tmp_path / "cache" / spider.DUCKDB_COPIES).iterdir()) == []  # nothing half-built kept
     assert summary["modes"]["parser_duckdb"]["executed"] == 0.0
