@@ -414,6 +414,22 @@ BENCHES: tuple[Bench, ...] = (
           (Number("value first: cached prompt tokens", "results.value_first.cached_prompt_tokens"),
            Number("value last: cached prompt tokens", "results.value_last.cached_prompt_tokens")),
           "~10 min (embedded model)"),
+    Bench(
+    "endpoint-scaling", "LLMMap values/s over a pool of 1, 2, 4 fake OpenAI-compatible "
+    "endpoints (8 slots, 50 ms each): fraction of the summed limit, ratio to 1 endpoint; "
+    "1M rows / 100k distinct values",
+    "benchmarks/README.md (Endpoint scaling)",
+    (one(cmd("endpoint_scaling.py", "--rows", "1000000", "--distinct", "100000", "--endpoints",
+             "1", "2", "4", "--slots", "8", "--latency", "0.05", "--baseline-values", "20000",
+             "--profile", "2000")),),
+    "benchmarks/results/endpoint_scaling.json",
+    (*(Number(f"{k} endpoint{'s' * (k > 1)}: values/s", f"summary.rows[endpoints={k}].values_per_s")
+       for k in (1, 2, 4)),
+     *(Number(f"{k} endpoint{'s' * (k > 1)}: fraction of the summed limit",
+              f"summary.rows[endpoints={k}].fraction_of_limit") for k in (1, 2, 4)),
+     Number("4 endpoints / 1 endpoint", "summary.targets.ratio_4_over_1"),
+     Number("answers right, each value asked once", "summary.all_correct")),
+    "~25 min"),
 )
 
 REGISTRY: dict[str, Bench] = {b.name: b for b in BENCHES}
