@@ -422,8 +422,8 @@ class EmbeddingProxy:
         for v, label in zip(vecs, labels, strict=True):
             others = {a: unit(sums[a] - (v if a == label else 0.0)) for a in kinds
                       if counts[a] - (a == label) > 0}
-            if len(others) < 2:
-                loo.append((None, False))
+            if len(others) < 2:  # its answer's only example: the proxy could never give it
+                loo.append((1.0, False))
                 continue
             guess = predict_one(v, others)
             loo.append((guess.probability, guess.answer == label))

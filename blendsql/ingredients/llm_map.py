@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -356,12 +357,12 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         """
         embedder = self.proxy_embedder()
         names = kwargs.get("value_names")
-        vectors = embedder.embed([render_value(v, names) for v in inputs])
         picked = cascade_sample([r.prompt for r in requests], sample_size(len(requests),
                                                                           policy.sample))
         sample = scored_decisions(self, model, [requests[i] for i in picked], ask, back, bias,
                                   model.name, kwargs)
-        proxy = EmbeddingProxy.fit(embedder.name, vectors[picked],
+        proxy = EmbeddingProxy.fit(embedder.name,
+                                   embedder.embed([render_value(inputs[i], names) for i in picked]),
                                    [d.answer if d.scored else None for d in sample], policy.target)
         known = dict(zip(picked, sample, strict=True))
         stage = f"embedding proxy ({embedder.name})"
@@ -369,15 +370,18 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         todo = sorted(known)
         note = (f"proxy fitted on {proxy.sample} sampled answers of {model.name} "
                 f"({proxy.loo_agreed} agreed when left out)")
-        for i, guess in zip(rest, proxy.predict(vectors[rest]), strict=True):
+        for i in known:
+            known[i] = replace(known[i], note=known[i].note or f"proxy sample ({note})")
+        if not math.isfinite(proxy.threshold):  # it decides nothing: embed no more
+            return sorted(todo + rest), known
+        vectors = embedder.embed([render_value(inputs[i], names) for i in rest])
+        for i, guess in zip(rest, proxy.predict(vectors), strict=True):
             if guess.probability >= proxy.threshold:
                 out[i] = Decision(answer_value(guess.answer, ask, back), guess.answer,
                                   guess.probability, margin(guess.probabilities),
                                   guess.probabilities, None, stage, note, proxy.threshold)
             else:
                 todo.append(i)
-        for i in known:
-            known[i] = replace(known[i], note=known[i].note or f"proxy sample ({note})")
         return sorted(todo), known
 
     def proxy_embedder(self) -> Embedder:

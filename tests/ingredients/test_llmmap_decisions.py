@@ -481,3 +481,14 @@ def test_embedding_proxy_from_a_query_uses_the_default_embedder_and_is_traced():
     proxy_stage = next(k for k in stages if k.startswith("embedding proxy ("))
     assert stages["m"] + stages[proxy_stage] == 40 and stages[proxy_stage] > 0
     assert step.model_calls == stages["m"]
+
+
+def test_embedding_proxy_fit_with_a_single_example_of_an_answer_reaches_no_threshold():
+    from blendsql.ingredients.decide import EmbeddingProxy
+
+    # a rare TRUE among FALSE values (a filter with few hits): left out, it cannot be predicted
+    vectors = normalise_rows(np.array([[1.0, 0.1 * (i % 5)] for i in range(15)] + [[0.0, 1.0]]))
+    answers = ["false"] * 15 + ["true"]
+    proxy = EmbeddingProxy.fit("axis", vectors, answers, target=0.9)
+    assert proxy.loo_agreed == 15 and proxy.sample == 16
+    assert proxy.threshold == math.inf  # 15 of 16: the bound (0.81) is under 0.9
