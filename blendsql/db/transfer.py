@@ -206,7 +206,8 @@ def sqlite_to_duckdb(sqlite_path: str | Path, duckdb_path: str | Path) -> Path:
             want = keys.get(name, Keys())
             usable = Keys(want.primary, tuple(f for f in want.foreign
                                               if f[1] != name and made.get(f[1]) == f[2]))
-            for attempt in (usable, Keys(usable.primary), Keys()):
+            attempts = (usable, Keys(usable.primary), Keys())
+            for n, attempt in enumerate(attempts, 1):
                 try:
                     con.execute(create_statement(name, columns, attempt))
                     if rows:
@@ -215,6 +216,8 @@ def sqlite_to_duckdb(sqlite_path: str | Path, duckdb_path: str | Path) -> Path:
                         con.unregister("__bsql_copy")
                 except duckdb.Error:
                     con.execute(f"DROP TABLE IF EXISTS {quote(name)}")
+                    if n == len(attempts):
+                        raise  # not the keys: the table itself cannot be copied
                     continue
                 made[name] = attempt.primary
                 break

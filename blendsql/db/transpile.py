@@ -41,6 +41,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.scope import traverse_scope
 
 from blendsql.db.sqlite_compat import (
     Affinity,
@@ -99,6 +100,7 @@ class Transpiler:
         # backend that folds unquoted names to lower case (PostgreSQL); see _catalog_case
         self.spelling = spelling
         self._spellings: dict[str, str | None] = {}
+        self._column_spellings: dict[str, dict[str, str]] = {}
         # (engine temp table, column) pairs holding only NULLs (see _untyped_lookups)
         self.null_columns: set[tuple[str, str]] = set()
         self._cache: OrderedDict[str, tuple[str, list[str | None]]] = OrderedDict()
@@ -131,68 +133,77 @@ class Transpiler:
         """Drop what is cached about ``table`` (an engine temp table being dropped)."""
         self._schemas.pop(table.lower(), None)
         self._spellings.pop(table.lower(), None)
+        self._column_spellings.pop(table.lower(), None)
 
     def reset(self) -> None:
         """Forget every table's columns and every translation (a user's table changed)."""
         self._schemas.clear()
         self._spellings.clear()
+        self._column_spellings.clear()
         self._cache.clear()
 
     def table_spelling(self, table: str) -> str | None:
-        """The catalog's spelling of ``table`` (any case), cached once found."""
+        """The catalogue's spelling of ``table`` (any case; None: not a user table), cached."""
         key = table.lower()
         if key in self._spellings:
             return self._spellings[key]
         found = self.spelling(table) if self.spelling is not None else None
-        if found is not None:
-            self._spellings[key] = found
+        self._spellings[key] = found  # a miss too: reset() forgets both when tables change
         return found
+
+    def column_spellings(self, table: str) -> dict[str, str]:
+        """Lower-case column -> the catalogue's spelling, for a user table (cached)."""
+        key = table.lower()
+        hit = self._column_spellings.get(key)
+        if hit is None:
+            found = self.types(table) if self.types is not None else None
+            hit = {c.lower(): c for c in found or {}}
+            self._column_spellings[key] = hit
+        return hit
 
     def _catalog_case(self, tree: exp.Expression) -> None:
         """SQLite ignores the case of names; PostgreSQL folds unquoted ones to lower case,
-        so a table or column the catalog spells with capitals (``"PetType"``, as pandas'
-        ``to_sql`` makes them) is written quoted, as the catalog spells it.
+        so a table or column the catalogue spells with capitals (``"PetType"``, as pandas'
+        ``to_sql`` makes them) is written quoted, as the catalogue spells it.
 
-        A column is respelled only when the tables the query reads agree on one
-        spelling of its name, and not in ORDER BY / GROUP BY when a SELECT alias has that
-        name (there the alias is meant).
+        Resolved scope by scope, innermost first (:func:`sqlglot.optimizer.scope.traverse_scope`):
+        a column is respelled only when it resolves to one user table's column (qualified
+        by that table or its alias; unqualified, when every source of its scope is known
+        and exactly one has the name) or to a derived table's output named so. Columns of
+        the engine's temp tables and of unknown sources are left as written, and so is an
+        ORDER BY name that is an alias of the same SELECT (there the alias is meant).
         """
         ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-        read: list[str] = []
+        spelled: dict[int, str] = {}  # id(exp.Table) -> the catalogue's spelling
         for table in tree.find_all(exp.Table):
             if table.db or table.name.lower() in ctes or not isinstance(table.this, exp.Identifier):
                 continue
             actual = self.table_spelling(table.name)
             if actual is None:
                 continue
-            read.append(actual)
+            spelled[id(table)] = actual
             if needs_respelling(table.this, actual):
                 table.set("this", exp.to_identifier(actual, quoted=True))
-        spellings: dict[str, set[str]] = {}
-        for actual in dict.fromkeys(read):
-            for column in self.types(actual) or {} if self.types is not None else {}:
-                spellings.setdefault(column.lower(), set()).add(column)
-        aliases = {a.alias.lower() for a in tree.find_all(exp.Alias)}
-        renamed = {a.lower(): a for a in read}  # a qualifier naming a table, not an alias
-        for a in tree.find_all(exp.TableAlias):
-            renamed.pop(a.name.lower(), None)
-        for col in tree.find_all(exp.Column):
-            qualifier = col.args.get("table")
-            if isinstance(qualifier, exp.Identifier) and not col.args.get("db"):
-                actual = renamed.get(qualifier.name.lower())
-                if actual is not None and needs_respelling(qualifier, actual):
-                    col.set("table", exp.to_identifier(actual, quoted=True))
-            ident = col.this
-            if not isinstance(ident, exp.Identifier):
-                continue
-            if ident.name.lower() in aliases and col.find_ancestor(exp.Order, exp.Group):
-                continue  # there a SELECT alias of the name comes first; elsewhere the column
-
-            options = spellings.get(ident.name.lower())
-            if options is not None and len(options) == 1:
-                actual = next(iter(options))
-                if needs_respelling(ident, actual):
-                    col.set("this", exp.to_identifier(actual, quoted=True))
+        if not spelled:
+            return
+        try:
+            scopes = traverse_scope(tree)
+        except SqlglotError:
+            return  # a shape sqlglot cannot scope: names stay as written
+        outputs: dict[int, dict[str, str] | None] = {}
+        seen: set[int] = set()
+        for scope in scopes:
+            sources: dict[str, dict[str, str] | None] = {}
+            for name, source in scope.sources.items():
+                if isinstance(source, exp.Table):
+                    actual = spelled.get(id(source))
+                    sources[name.lower()] = self.column_spellings(actual) if actual else None
+                    if actual is not None and not source.alias:
+                        sources[actual.lower()] = sources[name.lower()]
+                else:
+                    sources[name.lower()] = outputs.get(id(getattr(source, "expression", None)))
+            respell_scope(scope, sources, spelled, seen)
+            outputs[id(scope.expression)] = output_names(scope.expression, sources)
 
     def column_set(self, table: str) -> set[str] | None:
         """Lower-case column names of ``table`` (None: unknown)."""
@@ -316,6 +327,116 @@ class Transpiler:
                 key = fn.expressions[0].name.lower()
                 if key in ranked:
                     fn.replace(exp.paren(self.full_text.score(*ranked[key])))  # type: ignore[union-attr]
+
+
+def respell_scope(scope: Any, sources: dict[str, dict[str, str] | None],
+                  spelled: dict[int, str], seen: set[int]) -> None:
+    """Respell the columns ``scope`` owns (see ``Transpiler._catalog_case``): ``sources``
+    maps each source name (lower case) to its columns' spellings, None when unknown."""
+    select = scope.expression
+    for col in scope.columns:
+        if id(col) not in seen and isinstance(col.this, exp.Identifier):
+            _respell_column(col, scope, sources, spelled, seen)
+    if not isinstance(select, exp.Select):
+        return
+    # names sqlglot's scope leaves out (HAVING / ORDER BY names a projection also has):
+    # in ORDER BY the output, elsewhere the source column, as SQLite reads them
+    outputs = output_names(select) or {}
+    for clause in (select.args.get("having"), select.args.get("order")):
+        for col in clause.find_all(exp.Column) if clause is not None else ():
+            ident = col.this
+            if (id(col) in seen or col.table or not isinstance(ident, exp.Identifier)
+                    or col.find_ancestor(exp.Select) is not select):
+                continue
+            if isinstance(clause, exp.Order) and ident.name.lower() in outputs:
+                seen.add(id(col))
+                _set_spelling(col, outputs[ident.name.lower()])
+            else:
+                _respell_column(col, scope, sources, spelled, seen)
+    for join in select.args.get("joins") or []:
+        for i, ident in enumerate(join.args.get("using") or []):
+            if isinstance(ident, exp.Identifier):
+                actual = _one_spelling(ident.name.lower(), sources)
+                if actual is not None and needs_respelling(ident, actual):
+                    join.args["using"][i] = exp.to_identifier(actual, quoted=True)
+
+
+def _respell_column(col: exp.Column, scope: Any, sources: dict[str, dict[str, str] | None],
+                    spelled: dict[int, str], seen: set[int]) -> None:
+    """One column of ``scope``: qualified by a source of it, or bare (see respell_scope)."""
+    select = scope.expression
+    name = col.this.name.lower()
+    qualifier = col.args.get("table")
+    if isinstance(qualifier, exp.Identifier):
+        if col.args.get("db") or qualifier.name.lower() not in sources:
+            return  # an outer scope's table: resolved there
+        seen.add(id(col))
+        table_actual = next((a for a in spelled.values() if a.lower() == qualifier.name.lower()),
+                            None)
+        if (table_actual is not None and needs_respelling(qualifier, table_actual)
+                and qualifier.name.lower() not in _aliases_of(scope)):
+            col.set("table", exp.to_identifier(table_actual, quoted=True))
+        known = sources[qualifier.name.lower()]
+        actual = known.get(name) if known is not None else None
+    else:
+        order = col.find_ancestor(exp.Order)
+        aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)} \
+            if isinstance(select, exp.Select) else set()
+        if order is not None and order.parent is select and name in aliases:
+            seen.add(id(col))
+            return  # ORDER BY an alias of this SELECT
+        if any(m is None for m in sources.values()):
+            seen.add(id(col))
+            return  # a source whose columns are unknown may hold the name
+        if not any(m is not None and name in m for m in sources.values()):
+            return  # not this scope's: an outer query's column
+        seen.add(id(col))
+        actual = _one_spelling(name, sources)
+    if actual is not None:
+        _set_spelling(col, actual)
+
+
+def _one_spelling(name: str, sources: dict[str, dict[str, str] | None]) -> str | None:
+    """The spelling of a bare column ``name`` when the known sources that have it agree on
+    one (two sources with it: a USING column, or an ambiguity the database reports)."""
+    hits = {m[name] for m in sources.values() if m is not None and name in m}
+    return hits.pop() if len(hits) == 1 else None
+
+
+def _set_spelling(col: exp.Column, actual: str) -> None:
+    if needs_respelling(col.this, actual):
+        col.set("this", exp.to_identifier(actual, quoted=True))
+
+
+def _aliases_of(scope: Any) -> set[str]:
+    """Lower-case aliases given to the tables of ``scope``."""
+    return {t.alias.lower() for t in scope.tables if t.alias}
+
+
+def output_names(select: Any, sources: dict[str, dict[str, str] | None] | None = None
+                 ) -> dict[str, str] | None:
+    """A SELECT's named output columns as PostgreSQL names them, keyed by lower case; a
+    star brings its sources' columns (``sources`` as in respell_scope). None when a star
+    over an unknown source leaves them unknown."""
+    if not isinstance(select, exp.Select):
+        return None
+    out: dict[str, str] = {}
+    for e in select.expressions:
+        star_of = ("" if isinstance(e, exp.Star) else e.table.lower()
+                   if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) else None)
+        if star_of is not None:
+            maps = [m for k, m in (sources or {}).items() if not star_of or k == star_of]
+            if not maps or any(m is None for m in maps):
+                return None
+            for m in maps:
+                out.update(m or {})
+            continue
+        ident = e.args.get("alias") if isinstance(e, exp.Alias) else (
+            e.this if isinstance(e, exp.Column) else None)
+        if not isinstance(ident, exp.Identifier):
+            continue  # unnamed (PostgreSQL calls it ?column? / count): not referable
+        out[ident.name.lower()] = ident.name if ident.quoted else ident.name.lower()
+    return out
 
 
 def needs_respelling(ident: exp.Identifier, actual: str) -> bool:

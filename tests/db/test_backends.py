@@ -449,6 +449,10 @@ def test_postgres_names_with_capitals_are_found_in_any_case(postgres_server: Any
         con.execute("""INSERT INTO "Pets" VALUES (1, 'dog', 3), (2, 'cat', 5), (3, 'dog', 1)""")
         con.execute('CREATE TABLE "Owners" ("PetID" integer, "Name" text)')
         con.execute("""INSERT INTO "Owners" VALUES (1, 'Ann'), (3, 'Bo')""")
+        con.execute('CREATE TABLE "Tags" ("V" text, "K" text)')  # the engine lookups' names
+        con.execute("""INSERT INTO "Tags" VALUES ('apple', 'zzz'), ('banana', 'apple')""")
+        con.execute('CREATE TABLE lower_pets (petid integer, v text, k text)')
+        con.execute("INSERT INTO lower_pets VALUES (1, 'x', 'y'), (2, 'x', 'y')")
     bsql = _session(url)
     try:
         for sql in ("SELECT PetID FROM Pets WHERE PetType = 'dog' ORDER BY PetID",
@@ -462,9 +466,30 @@ def test_postgres_names_with_capitals_are_found_in_any_case(postgres_server: Any
         got = bsql.execute("SELECT PetType AS kind, COUNT(*) AS n FROM Pets GROUP BY kind "
                            "ORDER BY kind").df
         assert got.values.tolist() == [["cat", 1], ["dog", 2]]
+        # scopes: derived tables, USING, correlated and lookup subqueries, a column two
+        # tables spell differently, a GROUP BY alias SQLite reads as the column
+        cases = {
+            "SELECT t.PetID FROM (SELECT PetID FROM Pets WHERE PetType = 'dog') AS t "
+            "ORDER BY t.PetID": [1, 3],
+            "SELECT t.Age FROM (SELECT max(pet_age) AS Age FROM Pets) AS t": [5],
+            "SELECT Name FROM Owners JOIN Pets USING (PetID) ORDER BY Name": ["Ann", "Bo"],
+            "SELECT PetID FROM Pets WHERE PetID IN (SELECT PetID FROM Owners WHERE Name = 'Bo')": [3],
+            "SELECT PetID FROM Pets p WHERE EXISTS (SELECT 1 FROM Owners o WHERE o.PetID = p.PetID "
+            "AND o.Name = 'Ann')": [1],
+            "SELECT pet_age / 2 AS pet_age FROM Pets GROUP BY pet_age ORDER BY 1": [0, 1, 2],
+            "SELECT PetID FROM lower_pets WHERE petid IN (SELECT PetID FROM Pets WHERE "
+            "PetType = 'cat')": [2],
+        }
+        for sql, want in cases.items():
+            assert bsql.execute(sql).df.iloc[:, 0].tolist() == want, sql
         mapped = bsql.execute("SELECT Name FROM Owners WHERE {{StartsWith('A', Owners.Name)}} "
                               "= TRUE").df
         assert mapped["Name"].tolist() == ["Ann"]
+        looked_up = bsql.execute("SELECT petid FROM lower_pets WHERE {{StartsWith('1', "
+                                 "lower_pets.petid)}} = TRUE").df
+        assert looked_up.iloc[:, 0].tolist() == [1]
+        tagged = bsql.execute("SELECT V FROM Tags WHERE {{StartsWith('a', Tags.V)}} = TRUE").df
+        assert tagged.iloc[:, 0].tolist() == ["apple"]  # the engine's own v / k stay its own
         schema = serialize_schema(bsql)
         assert 'CREATE TABLE "Pets" ("PetID" integer, "PetType" text, "pet_age" integer)' in schema
     finally:

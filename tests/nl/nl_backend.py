@@ -83,7 +83,7 @@ class DuckMirror(Mirror):
 
 class PgMirror(Mirror):
     """PostgreSQL databases (on the test session's server) copied from the SQLite ones;
-    names are lower-cased by the copy, as ``sqlite_to_postgres`` documents."""
+    names keep their case, as ``sqlite_to_postgres`` copies them."""
 
     def __init__(self, folder: Path, server: Any) -> None:
         super().__init__(folder)
