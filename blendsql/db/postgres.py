@@ -250,10 +250,15 @@ class PostgresDatabase(GuardedBackend):
     def table_spelling(self, table: str) -> str | None:
         """How the catalog spells a user table or view named ``table`` in any case (None:
         no such table, or several that differ only in case)."""
-        rows = self.conn.execute(
-            "SELECT DISTINCT table_name FROM information_schema.tables WHERE "
-            "lower(table_name) = lower(%s) AND table_schema = ANY(current_schemas(false))",
-            [table]).fetchall()
+        import psycopg
+
+        try:
+            rows = self.conn.execute(
+                "SELECT DISTINCT table_name FROM information_schema.tables WHERE "
+                "lower(table_name) = lower(%s) AND table_schema = ANY(current_schemas(false))",
+                [table]).fetchall()
+        except psycopg.Error:
+            return None  # the names stay as written; the statement itself reports the error
         return str(rows[0][0]) if len(rows) == 1 else None
 
     def text_columns(self, table: str) -> list[str]:
