@@ -169,7 +169,8 @@ class Transpiler:
         Resolved scope by scope, innermost first (:func:`sqlglot.optimizer.scope.traverse_scope`):
         a column is respelled only when it resolves to one user table's column (qualified
         by that table or its alias; unqualified, when every source of its scope is known
-        and exactly one has the name) or to a derived table's output named so. Columns of
+        and those that have the name agree on its spelling) or to a derived table's
+        output named so. Columns of
         the engine's temp tables and of unknown sources are left as written, and so is an
         ORDER BY name that is an alias of the same SELECT (there the alias is meant).
         """
