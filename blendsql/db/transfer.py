@@ -134,9 +134,10 @@ def sqlite_keys(path: str | Path) -> dict[str, Keys]:
     try:
         names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
                                            "AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
-        columns = {n: [r[1] for r in con.execute(f"PRAGMA table_info({quote(n)})")] for n in names}
-        primary = {n: tuple(r[1] for r in sorted((r for r in con.execute(
-            f"PRAGMA table_info({quote(n)})") if r[5]), key=lambda r: r[5])) for n in names}
+        info = {n: con.execute(f"PRAGMA table_info({quote(n)})").fetchall() for n in names}
+        columns = {n: [r[1] for r in rows] for n, rows in info.items()}
+        primary = {n: tuple(r[1] for r in sorted((r for r in rows if r[5]), key=lambda r: r[5]))
+                   for n, rows in info.items()}
         by_lower = {n.lower(): n for n in names}
         out: dict[str, Keys] = {}
         for n in names:

@@ -199,8 +199,6 @@ class Transpiler:
                 if isinstance(source, exp.Table):
                     actual = spelled.get(id(source))
                     sources[name.lower()] = self.column_spellings(actual) if actual else None
-                    if actual is not None and not source.alias:
-                        sources[actual.lower()] = sources[name.lower()]
                 else:
                     sources[name.lower()] = outputs.get(id(getattr(source, "expression", None)))
             respell_scope(scope, sources, spelled, seen)
@@ -335,9 +333,11 @@ def respell_scope(scope: Any, sources: dict[str, dict[str, str] | None],
     """Respell the columns ``scope`` owns (see ``Transpiler._catalog_case``): ``sources``
     maps each source name (lower case) to its columns' spellings, None when unknown."""
     select = scope.expression
+    aliases = ({e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
+               if isinstance(select, exp.Select) else set())
     for col in scope.columns:
         if id(col) not in seen and isinstance(col.this, exp.Identifier):
-            _respell_column(col, scope, sources, spelled, seen)
+            _respell_column(col, scope, sources, spelled, seen, aliases)
     if not isinstance(select, exp.Select):
         return
     # names sqlglot's scope leaves out (HAVING / ORDER BY names a projection also has):
@@ -353,7 +353,7 @@ def respell_scope(scope: Any, sources: dict[str, dict[str, str] | None],
                 seen.add(id(col))
                 _set_spelling(col, outputs[ident.name.lower()])
             else:
-                _respell_column(col, scope, sources, spelled, seen)
+                _respell_column(col, scope, sources, spelled, seen, aliases)
     for join in select.args.get("joins") or []:
         for i, ident in enumerate(join.args.get("using") or []):
             if isinstance(ident, exp.Identifier):
@@ -363,8 +363,9 @@ def respell_scope(scope: Any, sources: dict[str, dict[str, str] | None],
 
 
 def _respell_column(col: exp.Column, scope: Any, sources: dict[str, dict[str, str] | None],
-                    spelled: dict[int, str], seen: set[int]) -> None:
-    """One column of ``scope``: qualified by a source of it, or bare (see respell_scope)."""
+                    spelled: dict[int, str], seen: set[int], aliases: set[str]) -> None:
+    """One column of ``scope``: qualified by a source of it, or bare (see respell_scope);
+    ``aliases``: the scope's SELECT aliases, lower case."""
     select = scope.expression
     name = col.this.name.lower()
     qualifier = col.args.get("table")
@@ -381,8 +382,6 @@ def _respell_column(col: exp.Column, scope: Any, sources: dict[str, dict[str, st
         actual = known.get(name) if known is not None else None
     else:
         order = col.find_ancestor(exp.Order)
-        aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)} \
-            if isinstance(select, exp.Select) else set()
         if order is not None and order.parent is select and name in aliases:
             seen.add(id(col))
             return  # ORDER BY an alias of this SELECT
