@@ -145,6 +145,21 @@ class Model(ABC):
         counted, budgeted and traced like itself."""
         return other
 
+    #: True: :meth:`for_executors` makes a copy that answers the same in another process
+    #: (a client of a server, rebuilt from its settings); such a model's requests run on a
+    #: Spark session's executors by default (the ``executors`` option). False: a model
+    #: with local state (weights in memory, a Python function that may close over the
+    #: driver's objects) answers on the driver unless ``executors='on'`` asks otherwise.
+    shippable: bool = False
+
+    def for_executors(self, share: int) -> Model:
+        """A copy of this model to send to one of ``share`` worker processes answering at
+        once (Spark tasks); a client divides its requests in flight per server among them.
+
+        The default is the model itself (shipped as it pickles); clients of servers
+        override it to send their settings, never their connections."""
+        return self
+
 
 def parse_response(text: str, constraint: Constraint) -> tuple[Any, str | None]:
     """Parse ``text`` under ``constraint``: (value, None) or (None, error message)."""

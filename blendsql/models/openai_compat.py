@@ -291,6 +291,38 @@ class OpenAI(Model):
         self._lock = threading.Lock()
         self._encode = _tiktoken_encoder(model)
 
+    # -- shipping to worker processes -------------------------------------------------
+    shippable = True
+
+    def settings(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this client (its key included)."""
+        return {"model": self.model, "base_url": self.base_url, "api_key": self._client.api_key,
+                "max_concurrency": self.max_concurrency, "timeout": self.timeout,
+                "max_retries": self.max_retries, "server_kind": self.server_kind,
+                "backoff": self.backoff, "max_backoff": self.max_backoff}
+
+    def for_executors(self, share: int) -> OpenAI:
+        """A new client with these settings and ``max_concurrency / share`` (rounded up)
+        requests in flight, knowing what this one learnt of the server (its kind, the
+        constraint fields and ``logprobs`` it refused)."""
+        settings = self.settings()
+        settings["max_concurrency"] = -(-self.max_concurrency // max(1, share))
+        twin = type(self)(**settings)
+        twin.retry_connection_errors = self.retry_connection_errors
+        with self._lock:
+            twin._kind = self._kind
+            twin._known_models = list(self._known_models)
+            twin._rejected = set(self._rejected)
+            twin._no_logprobs = self._no_logprobs
+        return twin
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its settings and what it learnt (a live HTTP client does not pickle)."""
+        with self._lock:
+            learnt = (self._kind, list(self._known_models), set(self._rejected),
+                      self._no_logprobs, self.retry_connection_errors)
+        return (_rebuild_openai, (type(self), self.settings(), learnt))
+
     # -- identity ---------------------------------------------------------------
     @property
     def endpoint(self) -> str:
@@ -557,6 +589,15 @@ class OpenAI(Model):
                               hint="lower max_concurrency= or raise max_retries=")
         return ModelError(f"{where} answered HTTP {status}: {detail}",
                           hint="see the server's log; the request may use a feature it lacks")
+
+
+def _rebuild_openai(cls: type[OpenAI], settings: dict[str, Any],
+                    learnt: tuple[Any, ...]) -> OpenAI:
+    """An unpickled :class:`OpenAI` (see ``OpenAI.__reduce__``)."""
+    model = cls(**settings)
+    (model._kind, model._known_models, model._rejected, model._no_logprobs,
+     model.retry_connection_errors) = learnt
+    return model
 
 
 def prefix_order(requests: Sequence[Request]) -> list[int]:

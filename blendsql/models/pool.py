@@ -142,6 +142,21 @@ class Pool(Model):
                    probe_backoff=probe_backoff, max_probe_backoff=max_probe_backoff,
                    probe_timeout=probe_timeout)
 
+    # -- shipping to worker processes -------------------------------------------------
+    shippable = True
+
+    def for_executors(self, share: int) -> Pool:
+        """A pool of each endpoint's :meth:`OpenAI.for_executors` copy (its requests in
+        flight divided by ``share``), all up: each copy finds dead endpoints itself."""
+        return Pool([e.model.for_executors(share) for e in self._eps],
+                    probe_backoff=self.probe_backoff, max_probe_backoff=self.max_probe_backoff,
+                    probe_timeout=self.probe_timeout)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its endpoints and probe settings (not its threads and counters)."""
+        return (_rebuild_pool, ([e.model for e in self._eps], self.probe_backoff,
+                                self.max_probe_backoff, self.probe_timeout))
+
     # -- the Model contract -------------------------------------------------------
     def identity(self) -> str:
         return f"openai-pool|{self.model}|kind={self.server_kind}"
@@ -326,6 +341,13 @@ class Pool(Model):
             hint="start the servers or check the base_url list; a down endpoint is probed "
             f"(GET /models) again after {self.probe_backoff:g} s, doubling up to "
             f"{self.max_probe_backoff:g} s")
+
+
+def _rebuild_pool(endpoints: list[OpenAI], probe_backoff: float, max_probe_backoff: float,
+                  probe_timeout: float) -> Pool:
+    """An unpickled :class:`Pool` (see ``Pool.__reduce__``)."""
+    return Pool(endpoints, probe_backoff=probe_backoff, max_probe_backoff=max_probe_backoff,
+                probe_timeout=probe_timeout)
 
 
 def _work(req: Request) -> int:
