@@ -17,6 +17,7 @@ from sqlglot import exp
 from blendsql.budget import Budget, Prices, prices_of
 from blendsql.db.backend import DEFAULT_TIMEOUT, Backend, open_database
 from blendsql.db.frames import rows_to_frame
+from blendsql.db.spark_calls import executor_mode
 from blendsql.errors import (
     BlendSQLError,
     ExecutionError,
@@ -123,8 +124,8 @@ class BlendSQL:
         self.cache: bool | str = cache
         self.progress = progress  # progress(ingredient, done, total), e.g. the CLI's bar
         self._model_arg = model
-        self._model: Model | None = (guarded(model) if isinstance(model, Model) and not cache
-                                     else None)
+        self._model: Model | None = (guarded(self.db.distribute(model))
+                                     if isinstance(model, Model) and not cache else None)
         self._parse_cache: dict[tuple[str, tuple[tuple[str, int], ...]], exp.Expression] = {}
 
     # -- model ------------------------------------------------------------------------
@@ -133,7 +134,8 @@ class BlendSQL:
     def model(self) -> Model:
         """The session model, created on first access (the embedded one by default)."""
         if self._model is None:
-            self._model = guarded(with_cache(self._load_model(), self.cache))
+            # on Spark, batches are answered on the executors under the cache
+            self._model = guarded(with_cache(self.db.distribute(self._load_model()), self.cache))
         return self._model
 
     def _load_model(self) -> Model:
@@ -201,7 +203,8 @@ class BlendSQL:
         # one thread at a time; every statement under the time limit; a borrowed
         # connection is guarded only inside and given back as it came
         with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT)), \
-                self.db.tracing(run.on_statement):  # every statement becomes a trace step
+                self.db.tracing(run.on_statement), \
+                executor_mode(run.options.get("executors")):  # every statement traced
             return self._run(run, query, params, started)
 
     def _run(self, run: Run, query: str | exp.Expression, params: Any,
@@ -253,7 +256,7 @@ class BlendSQL:
         run = Run(self.db, self.registry, MeteredModel(lambda: self.model), bind_params(params),
                   run_options)
         with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT)), \
-                self.db.tracing(run.on_statement):
+                self.db.tracing(run.on_statement), executor_mode(run.options.get("executors")):
             try:
                 return self._build_plan(run, query)
             finally:

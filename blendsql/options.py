@@ -119,6 +119,10 @@ _SPECS: list[OptionSpec] = [
     _spec("rules_off", (set, frozenset, list, tuple), None,
           "planning rules switched off by name (blendsql.plan.rules.RULES), e.g. "
           "{'preaggregate', 'lazy'}", check=_rule_names),
+    _spec("executors", (str,), "auto",
+          "on Spark, where ingredient calls run: 'auto' (a model server client's batches of "
+          "256+ requests on the executors), 'on' (every batch and deterministic map), 'off' "
+          "(all on the driver)", choices=("auto", "on", "off")),
     _spec("max_query_chars", (int,), DEFAULT_MAX_QUERY_CHARS,
           "longest query text accepted in characters; longer ones are refused before "
           "parsing (None: no limit)", check=_positive, nullable=True),

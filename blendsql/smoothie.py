@@ -40,7 +40,8 @@ class TraceStep:
     """One thing the engine did, in order.
 
     ``kind`` is one of: ``parse``, ``plan``, ``sql``, ``temp_table``,
-    ``ingredient``, ``retrieval``, ``warning``, ``error`` (the failure that
+    ``ingredient``, ``retrieval``, ``executors`` (a batch of calls answered on a
+    Spark session's executors: one job), ``warning``, ``error`` (the failure that
     ended a run; found in ``BlendSQLError.trace``).
     """
 

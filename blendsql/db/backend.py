@@ -271,6 +271,11 @@ class Backend(ABC):
     def drop_temp_table(self, name: str) -> None:
         """Drop an engine temp table; never raises."""
 
+    def distribute(self, model: Any) -> Any:
+        """The session model as this backend runs it: itself, or (Spark) a model that
+        answers large batches where the data is (:mod:`blendsql.db.spark_calls`)."""
+        return model
+
     def bind_function(self, fn: Callable[[Any], Any]) -> str | None:
         """Register ``fn`` as a one-argument SQL function; its name, or None (unsupported)."""
         return None

@@ -50,7 +50,7 @@ from typing import Any
 
 from blendsql.db.backend import INGREDIENT_VALUE_HINT, require, short
 from blendsql.db.guarded import GuardedBackend, as_type, engine_value, floats
-from blendsql.db.statements import leading_keyword
+from blendsql.db.statements import EXECUTOR_JOB, leading_keyword
 from blendsql.db.temp_rows import encodes_utf8
 from blendsql.db.transpile import FullText, Transpiler
 from blendsql.errors import ExecutionError
@@ -140,6 +140,35 @@ class _TempRows:
 
     def create(self, spark: Any) -> None:
         spark.createDataFrame(self.rows, self.schema).createTempView(self.name)
+
+
+class _ExecutorCalls:
+    """An engine "statement" that runs Python on the executors: ``items`` (pickled, one
+    row each, in ``partitions`` partitions) through ``mapInPandas`` with the shipped
+    worker (:mod:`blendsql.db.spark_calls`); its rows are the answers.
+
+    Like :class:`_TempRows` it travels as the bound parameters of the traced,
+    time-limited path (a job group cancelled past the limit).
+    """
+
+    def __init__(self, shipped: bytes, items: Sequence[Any], partitions: int) -> None:
+        self.shipped = shipped
+        self.items = items
+        self.partitions = partitions
+
+    def run(self, spark: Any) -> list[tuple[Any, ...]]:
+        import pickle
+
+        from pyspark.sql import types as T
+
+        from blendsql.db.spark_calls import OUT_SCHEMA, task
+
+        rows = [(i, pickle.dumps(item)) for i, item in enumerate(self.items)]
+        schema = T.StructType([T.StructField("i", T.LongType(), False),
+                               T.StructField("item", T.BinaryType(), False)])
+        frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, self.partitions),
+                                      schema)
+        return [tuple(r) for r in frame.mapInPandas(task(self.shipped), OUT_SCHEMA).collect()]
 
 
 class SparkBackend(GuardedBackend):
@@ -245,6 +274,9 @@ class SparkBackend(GuardedBackend):
             with self._job_group(canceller):
                 binds.create(self.spark)
             return [], []
+        if isinstance(binds, _ExecutorCalls):
+            with self._job_group(canceller):
+                return ["i", "out", "error", "notes"], binds.run(self.spark)
         explained = _EXPLAIN.match(text)
         if user:
             self._check_statement(text)
@@ -383,6 +415,48 @@ class SparkBackend(GuardedBackend):
         op = _TempRows(name, [tuple(r) for r in data], T.StructType(fields))
         self._run(f"CREATE TEMPORARY VIEW {backtick(name)} AS <{len(rows)} row(s) "
                   f"from spark.createDataFrame>", op, engine_value, native=True)
+
+    # -- calls on the executors (blendsql.db.spark_calls) -------------------------------
+
+    def distribute(self, model: Any) -> Any:
+        """The session model, its large batches answered on the executors."""
+        from blendsql.db.spark_calls import ExecutorModel
+
+        return model if isinstance(model, ExecutorModel) else ExecutorModel(model, self)
+
+    def executor_slots(self) -> int:
+        """Tasks the session runs at once (``defaultParallelism``: its executors' cores)."""
+        try:
+            return max(1, int(self._sc.defaultParallelism))
+        except Exception:  # noqa: BLE001 - a stopped context: the job reports it
+            return 1
+
+    def run_on_executors(self, shipped: bytes, items: Sequence[Any], what: str,
+                         limit: float | None) -> tuple[list[Any], list[str]]:
+        """``items`` answered by the pickled worker on the executors: (one output per
+        item, in order; the workers' warnings). One traced engine statement under
+        ``limit`` seconds; an error a worker raised is raised here as it was."""
+        from pyspark import cloudpickle
+
+        partitions = max(1, min(len(items), self.executor_slots()))
+        op = _ExecutorCalls(shipped, items, partitions)
+        with self.session(timeout=limit), self.engine():
+            _cols, rows = self._run(f"{EXECUTOR_JOB}{len(items)} {what} ON {partitions} "
+                                    "executor task(s) <mapInPandas>", op, engine_value,
+                                    native=True)
+        outs: list[Any] = [None] * len(items)
+        seen = [False] * len(items)
+        notes: list[str] = []
+        for i, out, error, note in rows:
+            if error is not None:
+                raise cloudpickle.loads(error)
+            outs[i], seen[i] = cloudpickle.loads(out), True
+            if note is not None:
+                notes += cloudpickle.loads(note)
+        if not all(seen) or len(rows) != len(items):
+            raise ExecutionError(f"the executors answered {len(rows)} of {len(items)} "
+                                 f"{what}", hint="see the Spark executors' logs")
+        return outs, notes
 
     def drop_temp_table(self, name: str) -> None:
         """Drop an engine temp view (see :meth:`GuardedBackend.drop_temp_table`)."""

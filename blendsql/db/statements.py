@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import re
 
+#: how the trace names a batch of calls answered on Spark's executors (one job; it is
+#: not SQL: see blendsql.db.spark_calls)
+EXECUTOR_JOB = "ANSWER "
 TRANSACTION_KEYWORDS = frozenset({"BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"})
 _SPACE_OR_COMMENT = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.S)
 _WORD = re.compile(r"[A-Za-z_]+")

@@ -18,6 +18,7 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.db.backend import INGREDIENT_VALUE_HINT, Backend
+from blendsql.db.statements import EXECUTOR_JOB
 from blendsql.errors import ExecutionError
 from blendsql.execute.collect import (
     Collector,
@@ -91,8 +92,13 @@ class Session:
             self.trace[-1].details.setdefault("cleanup", []).append(
                 {"sql": sql, "rows": rows, "seconds": seconds, **details})
             return
-        kind, summary = self._label or (
-            ("temp_table", sql.split("(", 1)[0][:60]) if engine else ("sql", "statement"))
+        if self._label is not None:
+            kind, summary = self._label
+        elif engine and sql.startswith(EXECUTOR_JOB):  # calls answered on Spark's executors
+            kind, summary = "executors", sql.split(" ON ", 1)[0][len(EXECUTOR_JOB):]
+        else:
+            kind, summary = (("temp_table", sql.split("(", 1)[0][:60]) if engine
+                             else ("sql", "statement"))
         self.trace.append(TraceStep(kind, summary, sql=sql, rows_out=rows, seconds=seconds,
                                     details=details))
 

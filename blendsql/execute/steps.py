@@ -15,10 +15,11 @@ from typing import Any
 import pandas as pd
 from sqlglot import exp
 
+from blendsql.db.spark_calls import map_on_executors, values_on_executors
 from blendsql.errors import BlendSQLError, IngredientError
 from blendsql.execute.evaluate import Evaluator, _describe, decode_tuple, value_key
 from blendsql.execute.lazy import lazy_pairs, pop_engine_kwargs
-from blendsql.execute.limits import call_user
+from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, call_user
 from blendsql.execute.optimise import call_cost
 from blendsql.execute.preagg import preaggregate
 from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
@@ -179,12 +180,20 @@ class StepRunner(Evaluator):
         constraint = self.constraint_for(call, kw, shared.hint)
         outputs = shared.outputs
 
+        distributed = values_on_executors(self.db, ing)
+
         def run_batch(vals: list[Any]) -> list[Any]:
             given = [decode_tuple(v) for v in vals] if kw_names else list(vals)
-            out = self.invoke(ing, call, given, lambda model, warns: call_user(
-                ing.run, question, given, model=model, db=self.db, constraint=constraint,
-                warnings=warns, **kw_names, **kw),
-                len(vals))
+            if distributed:  # Spark, executors='on': run() shipped to the executors
+                out = self.invoke(ing, call, given, lambda _model, warns: map_on_executors(
+                    self.db, ing, question, given, constraint, warns, {**kw_names, **kw},
+                    self.options.get("ingredient_timeout") or DEFAULT_INGREDIENT_TIMEOUT),
+                    len(vals))
+            else:
+                out = self.invoke(ing, call, given, lambda model, warns: call_user(
+                    ing.run, question, given, model=model, db=self.db, constraint=constraint,
+                    warnings=warns, **kw_names, **kw),
+                    len(vals))
             if not isinstance(out, (list, tuple)) or len(out) != len(vals):
                 raise IngredientError(
                     f"{call.name} returned {_describe(out)} for {len(vals)} values",

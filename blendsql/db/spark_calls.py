@@ -1,0 +1,295 @@
+"""Ingredient calls on a Spark session's executors.
+
+On Spark, a map's candidate values are computed by Spark; the calls that answer
+them may run there too, in the executors' Python workers (``mapInPandas`` over
+partitions of the values), instead of all leaving from the driver:
+
+- a **model**'s requests: the session model's :meth:`~blendsql.models.Model.for_executors`
+  copy (a client of a model server, or a pool of them, with its requests in flight
+  divided among the tasks) is pickled once per job and answers its partition's
+  requests; the responses (with the endpoint that answered each) come back to the
+  driver. :class:`ExecutorModel` does this *under* the session's cache, so only
+  misses travel, and answers are cached, counted, budgeted and traced on the driver
+  exactly as when the driver calls the model;
+- a **deterministic** map ingredient (no model): its ``run`` is shipped as it is
+  (cloudpickle: a class defined in a notebook travels by value; one from a package
+  must be installed on the executors) and runs on each partition's values.
+
+Which calls ship is the ``executors`` option: ``'auto'`` (default) ships a model's
+batch of at least :data:`MIN_BATCH` requests when the model is ``shippable`` (a
+client of a server: the executors reach the same servers); ``'on'`` ships every
+batch and every deterministic map (a model that does not pickle is refused with
+a clear error); ``'off'`` never. Each shipped batch is one engine "statement" on
+the backend's traced, time-limited path (a Spark job in its own job group,
+cancelled past its limit), shown in the trace as
+``ANSWER <n> ... ON <p> executor task(s)``.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from blendsql.errors import ExecutionError, ModelError
+from blendsql.models.base import DEFAULT_TIMEOUT, Model, Request, Response
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from blendsql.db.spark import SparkBackend
+
+#: the ``executors`` option's values
+MODES = ("auto", "on", "off")
+#: in ``'auto'``: the fewest requests of one batch worth a Spark job
+MIN_BATCH = 256
+#: most requests (or values) per job: answers are reported and cached round by round
+ROUND = 4096
+
+_MODE: ContextVar[str] = ContextVar("blendsql_executors", default="auto")
+
+
+@contextmanager
+def executor_mode(mode: str | None) -> Iterator[None]:
+    """The ``executors`` option for the calls made inside (one query's)."""
+    token = _MODE.set((mode or "auto").lower())
+    try:
+        yield
+    finally:
+        _MODE.reset(token)
+
+
+def current_mode() -> str:
+    return _MODE.get()
+
+
+# -- what runs on an executor ----------------------------------------------------------
+
+
+class RequestWorker:
+    """Answers a partition's requests with a copy of the session model."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    def __call__(self, items: list[Any]) -> tuple[list[Any], list[str]]:
+        return list(self.model.generate(items)), []
+
+
+class ValueWorker:
+    """Runs a deterministic map ingredient's ``run`` on a partition's values."""
+
+    def __init__(self, ingredient: Any, question: Any, constraint: Any,
+                 kwargs: dict[str, Any]) -> None:
+        self.ingredient = ingredient
+        self.question = question
+        self.constraint = constraint
+        self.kwargs = kwargs
+
+    def __call__(self, items: list[Any]) -> tuple[list[Any], list[str]]:
+        warnings: list[str] = []
+        out = self.ingredient.run(self.question, items, model=None, db=None,
+                                  constraint=self.constraint, warnings=warnings, **self.kwargs)
+        if not isinstance(out, (list, tuple)) or len(out) != len(items):
+            raise ValueError(f"{type(self.ingredient).__name__}.run returned "
+                             f"{type(out).__name__} for {len(items)} values; a map "
+                             "ingredient's run() returns a list as long as `values`")
+        return list(out), [str(w) for w in warnings]
+
+
+#: the rows a task returns: the item's index, its pickled output or error, and (on the
+#: first row of a batch) the batch's pickled warnings
+OUT_SCHEMA = "i long, out binary, error binary, notes binary"
+
+
+def task(shipped: bytes) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    """The ``mapInPandas`` function of one job: unpickle the worker once per task, call
+    it on each batch of items, and return outputs or the error, item by item."""
+
+    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        import pandas as pd
+        from pyspark import cloudpickle
+
+        try:
+            worker = cloudpickle.loads(shipped)
+        except Exception as e:  # noqa: BLE001 - e.g. a module the executors lack
+            worker = _Unloadable(e)
+        for batch in batches:
+            items = [pickle.loads(b) for b in batch["item"]]
+            outs: list[bytes | None] = [None] * len(items)
+            errors: list[bytes | None] = [None] * len(items)
+            notes: list[bytes | None] = [None] * len(items)
+            try:
+                answers, warnings = worker(items)
+                outs = [_dumps(a) for a in answers]
+                if warnings and items:
+                    notes[0] = pickle.dumps(warnings)
+            except Exception as e:  # noqa: BLE001 - sent back to the driver, raised there
+                errors = [_dump_error(e)] * len(items)
+            yield pd.DataFrame({"i": batch["i"], "out": outs, "error": errors,
+                                "notes": notes})
+
+    return run
+
+
+class _Unloadable:
+    """What a task runs when the shipped worker did not unpickle there: the reason."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def __call__(self, items: list[Any]) -> tuple[list[Any], list[str]]:
+        raise ExecutionError(
+            f"a Spark executor could not load what blendsql sent it: "
+            f"{type(self.error).__name__}: {self.error}",
+            hint="install blendsql (and the package defining your ingredient or model) on "
+            "the executors, or run the calls on the driver with executors='off'")
+
+
+def _dumps(value: Any) -> bytes:
+    from pyspark import cloudpickle
+
+    return bytes(cloudpickle.dumps(value))
+
+
+def _dump_error(e: BaseException) -> bytes:
+    """The exception pickled; one that does not pickle as a ModelError with its text."""
+    try:
+        data = _dumps(e)
+        pickle.loads(data)
+        return data
+    except Exception:  # noqa: BLE001 - e.g. an exception holding a lock or a socket
+        return _dumps(ModelError(f"{type(e).__name__}: {e}"))
+
+
+def ship(worker: Any, what: str) -> bytes:
+    """``worker`` pickled for the executors, or a clear error naming ``what`` it carries."""
+    from pyspark import cloudpickle
+
+    try:
+        return bytes(cloudpickle.dumps(worker))
+    except Exception as e:  # noqa: BLE001 - a lock, a socket, loaded weights ...
+        raise ExecutionError(
+            f"{what} cannot be sent to Spark's executors: {type(e).__name__}: {e}",
+            hint="run it on the driver with executors='off' (or 'auto': only clients of "
+            "model servers are sent)") from None
+
+
+# -- the driver's side -----------------------------------------------------------------
+
+
+def values_on_executors(backend: Any, ingredient: Any) -> bool:
+    """Whether a deterministic map's values run on the executors now (``'on'``)."""
+    return (current_mode() == "on" and not getattr(ingredient, "needs_model", True)
+            and hasattr(backend, "run_on_executors"))
+
+
+def map_on_executors(backend: Any, ingredient: Any, question: Any,
+                     values: list[Any], constraint: Any, warnings: list[str],
+                     kwargs: dict[str, Any], limit: float) -> list[Any]:
+    """A deterministic map ingredient's outputs for ``values``, computed on the executors
+    (``run`` shipped with its question and options); its warnings added to ``warnings``."""
+    if not values:
+        return []
+    shipped = ship(ValueWorker(ingredient, question, constraint, kwargs),
+                   f"the ingredient {getattr(ingredient, 'name', type(ingredient).__name__)}")
+    outs, notes = backend.run_on_executors(
+        shipped, values, f"value(s) for {getattr(ingredient, 'name', 'a map')}", limit)
+    warnings += notes
+    return outs
+
+
+
+class ExecutorModel(Model):
+    """The session model on a Spark backend: batches answered on the executors (see the
+    module docstring), smaller ones or with ``executors='off'`` by ``inner`` itself.
+
+    Sits under the cache: its identity is ``inner``'s, so cached answers are shared
+    with a driver-side run of the same model.
+    """
+
+    streams_results = True
+
+    def __init__(self, inner: Model, backend: SparkBackend) -> None:
+        self.inner = inner
+        self.backend = backend
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    @property
+    def cacheable(self) -> bool:  # type: ignore[override]
+        return self.inner.cacheable
+
+    @property
+    def shippable(self) -> bool:  # type: ignore[override]
+        return self.inner.shippable
+
+    def identity(self) -> str:
+        return self.inner.identity()
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def context_window(self) -> int | None:
+        return self.inner.context_window()
+
+    def ships(self, n: int) -> bool:
+        """Whether a batch of ``n`` requests runs on the executors now."""
+        mode = current_mode()
+        return n > 0 and (mode == "on" or (
+            mode == "auto" and self.inner.shippable and n >= MIN_BATCH))
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        return self.generate_each(requests, lambda _i, _r: None)
+
+    def generate_each(self, requests: Sequence[Request],
+                      on_result: Callable[[int, Response], None]) -> list[Response]:
+        if not self.ships(len(requests)):
+            return self.inner.generate_each(requests, on_result)
+        partitions = self.backend.executor_slots()
+        shipped = ship(RequestWorker(self.inner.for_executors(partitions)),
+                       f"the model {self.inner.name!r}")
+        out: list[Response] = []
+        for start in range(0, len(requests), ROUND):
+            part = list(requests[start:start + ROUND])
+            answers, _notes = self.backend.run_on_executors(
+                shipped, part, f"model request(s) to {self.inner.name}",
+                self._job_limit(part, partitions))
+            for j, resp in enumerate(answers):
+                if not isinstance(resp, Response):
+                    raise ModelError(f"an executor returned {type(resp).__name__} for a "
+                                     "model request", hint="see the Spark executor's log")
+                on_result(start + j, resp)
+            out += answers
+        return out
+
+    def _job_limit(self, requests: Sequence[Request], partitions: int) -> float:
+        """A bound on one job: each request's limit, times its retries, per wave of
+        requests in flight on the tasks, plus time to start the tasks."""
+        per = max((r.timeout or 0.0) for r in requests) or float(
+            getattr(self.inner, "timeout", None) or DEFAULT_TIMEOUT)
+        in_flight = max(1, partitions * _in_flight(self.inner, partitions))
+        waves = math.ceil(len(requests) / in_flight)
+        tries = 1 + int(getattr(self.inner, "max_retries", 0) or 0)
+        return per * tries * waves + 120.0
+
+    def __getattr__(self, item: str) -> object:
+        # backend-specific helpers (prices, tokenizer, endpoints ...) pass through
+        if item.startswith("__") or item in ("inner", "backend"):
+            raise AttributeError(item)
+        return getattr(self.inner, item)
+
+
+def _in_flight(model: Model, share: int) -> int:
+    """Requests one task's copy keeps in flight (1 when the model does not say)."""
+    eps = getattr(model, "endpoints", None)
+    if isinstance(eps, list) and eps:
+        return sum(_in_flight(e, share) for e in eps)
+    conc = getattr(model, "max_concurrency", None)
+    return max(1, -(-int(conc) // share)) if isinstance(conc, int) else 1
+
