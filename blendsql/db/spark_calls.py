@@ -29,9 +29,12 @@ from __future__ import annotations
 
 import math
 import pickle
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from blendsql.errors import ExecutionError, ModelError
@@ -165,20 +168,69 @@ def _dump_error(e: BaseException) -> bytes:
         return _dumps(ModelError(f"{type(e).__name__}: {e}"))
 
 
-def ship(worker: Any, what: str) -> bytes:
-    """``worker`` pickled for the executors, or a clear error naming ``what`` it carries."""
+def local_modules(objects: Sequence[Any]) -> list[ModuleType]:
+    """Modules of the user's own code that ``objects`` need (their classes, and the
+    functions and classes they hold) and that are not installed packages: a script or
+    test file beside the driver, which an executor could not import. ``__main__`` (a
+    notebook, a script) is left out: cloudpickle already sends it by value."""
+    found: dict[str, ModuleType] = {}
+    for obj in objects:
+        held = [v for v in getattr(obj, "__dict__", {}).values()
+                if isinstance(v, type) or callable(v)]
+        for item in (type(obj), *held):
+            name = getattr(item, "__module__", None) or ""
+            module = sys.modules.get(name)
+            path = getattr(module, "__file__", None)
+            if (module is None or path is None or name == "__main__"
+                    or name.split(".", 1)[0] in ("blendsql", "pyspark", "builtins")
+                    or any(p in ("site-packages", "dist-packages") for p in Path(path).parts)):
+                continue
+            found[name] = module
+    return list(found.values())
+
+
+def ship(worker: Any, what: str, carried: Sequence[Any] = ()) -> bytes:
+    """``worker`` pickled for the executors (the user's own modules among ``carried``'s
+    sent by value: :func:`local_modules`), or a clear error naming ``what`` it carries."""
     from pyspark import cloudpickle
 
+    modules = [m for m in local_modules(carried)
+               if m.__name__ not in cloudpickle.list_registry_pickle_by_value()]
     try:
+        for module in modules:
+            cloudpickle.register_pickle_by_value(module)
         return bytes(cloudpickle.dumps(worker))
     except Exception as e:  # noqa: BLE001 - a lock, a socket, loaded weights ...
         raise ExecutionError(
             f"{what} cannot be sent to Spark's executors: {type(e).__name__}: {e}",
             hint="run it on the driver with executors='off' (or 'auto': only clients of "
             "model servers are sent)") from None
+    finally:
+        for module in modules:
+            cloudpickle.unregister_pickle_by_value(module)
 
 
 # -- the driver's side -----------------------------------------------------------------
+
+
+def placement(backend: Any, needs_model: bool, calls: Any,
+              shippable: Callable[[], bool]) -> str | None:
+    """Where a map step's calls run, for the plan: None on the driver, else how they are
+    spread over the executors (``calls``: the step's model calls, a ``Bound``)."""
+    mode = current_mode()
+    if mode == "off" or not hasattr(backend, "run_on_executors"):
+        return None
+    tasks = backend.executor_slots()
+    if not needs_model:
+        return f"run() on {tasks} executor task(s)" if mode == "on" else None
+    if calls.high == 0 or not (mode == "on" or shippable()):
+        return None
+    if mode == "on" or calls.low >= MIN_BATCH:
+        return f"model requests on {tasks} executor task(s)"
+    if calls.high is None or calls.high >= MIN_BATCH:
+        return (f"model requests on {tasks} executor task(s) if {MIN_BATCH} or more "
+                "are not cached")
+    return None
 
 
 def values_on_executors(backend: Any, ingredient: Any) -> bool:
@@ -195,7 +247,8 @@ def map_on_executors(backend: Any, ingredient: Any, question: Any,
     if not values:
         return []
     shipped = ship(ValueWorker(ingredient, question, constraint, kwargs),
-                   f"the ingredient {getattr(ingredient, 'name', type(ingredient).__name__)}")
+                   f"the ingredient {getattr(ingredient, 'name', type(ingredient).__name__)}",
+                   [ingredient])
     outs, notes = backend.run_on_executors(
         shipped, values, f"value(s) for {getattr(ingredient, 'name', 'a map')}", limit)
     warnings += notes
@@ -252,8 +305,8 @@ class ExecutorModel(Model):
         if not self.ships(len(requests)):
             return self.inner.generate_each(requests, on_result)
         partitions = self.backend.executor_slots()
-        shipped = ship(RequestWorker(self.inner.for_executors(partitions)),
-                       f"the model {self.inner.name!r}")
+        copy = self.inner.for_executors(partitions)
+        shipped = ship(RequestWorker(copy), f"the model {self.inner.name!r}", [copy])
         out: list[Response] = []
         for start in range(0, len(requests), ROUND):
             part = list(requests[start:start + ROUND])

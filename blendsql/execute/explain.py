@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from sqlglot import exp
 
 from blendsql.budget import Prices
+from blendsql.db.spark_calls import placement
 from blendsql.errors import BlendSQLError
 from blendsql.execute import preagg
 from blendsql.execute.context import RunContext
@@ -298,10 +299,14 @@ class _Planner(Interpreter):
                             f"{values} group key(s)",
             "late_map": f"call {call.name} on the final rows' {values} value(s)",
         }[kind]
+        details = {"call": self.run.call_text(call), "call_id": call.call_id}
+        where = placement(self.run.db, needs, calls, lambda: bool(self.run.model.shippable))
+        if where is not None:
+            details["distributed"] = where
         self.plan.steps.append(Step(
             kind, summary, sql=sql, estimate=Estimate(values, calls, tokens, dollars),
             ingredient=call.name, constraint=hint.kind if hint.kind != "none" else None,
-            depends_on=why, details={"call": self.run.call_text(call), "call_id": call.call_id}))
+            depends_on=why, details=details))
 
     def qa_step(self, ing: QAIngredient, call: IngredientCall) -> None:
         key = self.run.call_key(call)

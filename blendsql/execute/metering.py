@@ -64,6 +64,10 @@ class MeteredModel(Model):
     def name(self) -> str:  # type: ignore[override]
         return self.inner.name
 
+    @property
+    def shippable(self) -> bool:  # type: ignore[override]
+        return self.inner.shippable
+
     def identity(self) -> str:
         return self.inner.identity()
 

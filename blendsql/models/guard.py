@@ -29,6 +29,10 @@ class GuardedModel(Model):
     def cacheable(self) -> bool:  # type: ignore[override]
         return self.inner.cacheable
 
+    @property
+    def shippable(self) -> bool:  # type: ignore[override]
+        return self.inner.shippable
+
     def identity(self) -> str:
         return self.inner.identity()
 

@@ -108,6 +108,8 @@ class Step:
                 head += f"  dollars~{self.estimate.dollars}"
             if self.constraint:
                 head += f"\n      constraint: {self.constraint}"
+        if self.details.get("distributed"):
+            head += f"\n      distributed: {self.details['distributed']}"
         if self.depends_on:
             head += f"\n      bound: {self.depends_on}"
         if self.sql:

@@ -1,0 +1,186 @@
+"""Ingredient calls on a Spark session's executors (``blendsql.db.spark_calls``).
+
+The same rows as on the driver, answered on the executors: a deterministic map's
+``run`` shipped as it is (``executors='on'``), a model's requests through its
+client copy (``'on'``, and by default for a model-server client's big batches),
+under the cache (a rerun is served without a job), with the executors' errors
+raised as blendsql errors. The ``spark_session`` fixture (tests/conftest.py)
+skips without pyspark or Java, and fails instead under ``BLENDSQL_REQUIRE_SPARK=1``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from fake_openai import FakeServer
+
+from blendsql import BlendSQL
+from blendsql.db.spark_calls import MIN_BATCH
+from blendsql.errors import BlendSQLError, IngredientError, OptionError
+from blendsql.ingredients import MapIngredient
+from blendsql.models import FunctionModel, OpenAI
+from blendsql.models.pool import Pool
+
+SINGERS = (Path(__file__).resolve().parents[1] / "data" / "spider" / "concert_singer"
+           / "concert_singer.sqlite")
+STARTS = ("SELECT Name, Age FROM singer WHERE {{StartsWith('J', singer.Name)}} = TRUE "
+          "AND Age > 20 ORDER BY Age")
+
+
+class StartsWith(MapIngredient):
+    """True where str(value) starts with the question (a warning for each empty value)."""
+
+    def run(self, question: Any, values: list, **kwargs: Any) -> list:
+        for v in values:
+            if not str(v):
+                kwargs["warnings"].append("an empty value")
+        return [str(v).startswith(str(question)) for v in values]
+
+
+class Exploding(MapIngredient):
+    """Fails on any value containing 'Rose'."""
+
+    def run(self, question: Any, values: list, **kwargs: Any) -> list:
+        if any("Rose" in str(v) for v in values):
+            raise RuntimeError("no roses here")
+        return [True for _ in values]
+
+
+def parity(prompt: str) -> str:
+    """The fake servers' answer: yes when the number after the last 'Value: n' is even."""
+    at = prompt.rfind("Value: ")
+    digits = "".join(ch for ch in prompt[at + 7:].split("\n", 1)[0] if ch.isdigit())
+    return "yes" if digits and int(digits) % 2 == 0 else "no"
+
+
+def views(spark: Any) -> list[str]:
+    return sorted(r.viewName for r in spark.sql("SHOW VIEWS").collect()
+                  if r.viewName.startswith("__bsql"))
+
+
+@pytest.fixture(scope="module")
+def frames(spark_session: Any) -> dict[str, Any]:
+    from spark_session import frames_from_sqlite
+
+    return frames_from_sqlite(spark_session, SINGERS)
+
+
+@pytest.fixture(scope="module")
+def numbers(spark_session: Any) -> Iterator[dict[str, Any]]:
+    """A table of 3 * MIN_BATCH rows over MIN_BATCH + 44 distinct numbers."""
+    n = MIN_BATCH + 44
+    frame = spark_session.createDataFrame(
+        pd.DataFrame({"id": range(3 * MIN_BATCH), "v": [i % n for i in range(3 * MIN_BATCH)]}))
+    yield {"nums": frame}
+
+
+@pytest.fixture
+def servers() -> Iterator[list[FakeServer]]:
+    started = [FakeServer(delay=0.002, slots=8, answer=parity) for _ in range(2)]
+    yield started
+    for s in started:
+        s.kill()
+
+
+def test_a_deterministic_map_on_the_executors_gives_the_drivers_rows(
+        frames: dict[str, Any], spark_session: Any) -> None:
+    with BlendSQL(frames, ingredients=[StartsWith], cache=False) as bsql:
+        driver = bsql.execute(STARTS, executors="off")
+        shipped = bsql.execute(STARTS, executors="on")
+        assert shipped.df.equals(driver.df) and len(driver.df) == 3
+        jobs = [t for t in shipped.trace if t.kind == "executors"]
+        assert len(jobs) == 1 and "value(s) for StartsWith ON 2 executor task(s)" in jobs[0].sql
+        assert jobs[0].rows_out == shipped.meta.values_passed == driver.meta.values_passed
+        assert not [t for t in driver.trace if t.kind == "executors"]
+        plan = str(bsql.plan(STARTS, executors="on"))
+        assert "distributed: run() on 2 executor task(s)" in plan
+        assert "distributed" not in str(bsql.plan(STARTS))  # 'auto': run() stays on the driver
+    assert views(spark_session) == []
+
+
+def test_a_model_map_on_the_executors_answers_and_counts_as_on_the_driver(
+        frames: dict[str, Any]) -> None:
+    model = FunctionModel(lambda r: "yes" if "Joe" in r.prompt or "John" in r.prompt else "no")
+    query = "SELECT Name, {{LLMMap('Is it J?', singer.Name)}} AS j FROM singer ORDER BY Name"
+    with BlendSQL(frames, model=model, cache=False) as bsql:
+        driver = bsql.execute(query, executors="off")
+        shipped = bsql.execute(query, executors="on")
+        auto = bsql.execute(query)  # a Python function is not sent unless asked: driver
+    assert shipped.df.equals(driver.df) and (shipped.df["j"] == "yes").sum() == 2
+    assert shipped.meta.model_calls == driver.meta.model_calls == 6
+    assert [t.kind for t in shipped.trace].count("executors") == 1
+    assert "executors" not in [t.kind for t in auto.trace]
+
+
+def test_a_server_clients_big_batch_goes_to_the_executors_and_a_rerun_to_the_cache(
+        numbers: dict[str, Any], servers: list[FakeServer], tmp_path: Path) -> None:
+    pool = Pool([OpenAI("m", s.url, max_concurrency=8, timeout=10, server_kind="generic")
+                 for s in servers])
+    query = "SELECT COUNT(*) AS n FROM nums WHERE {{LLMMap('Even?', nums.v)}} = TRUE"
+    want = sum(1 for i in range(3 * MIN_BATCH) if (i % (MIN_BATCH + 44)) % 2 == 0)
+    with BlendSQL(numbers, model=pool, cache=str(tmp_path / "c.sqlite")) as bsql:
+        assert "distributed: model requests on 2 executor task(s)" in str(bsql.plan(query))
+        first = bsql.execute(query)
+        assert first.df["n"].tolist() == [want]
+        assert [t.kind for t in first.trace].count("executors") == 1
+        assert first.meta.model_calls == MIN_BATCH + 44
+        answered = [p for s in servers for p in s.answered]
+        assert len(answered) == len(set(answered)) == MIN_BATCH + 44  # each once, both used
+        assert all(s.answered for s in servers)
+        again = bsql.execute(query)
+    assert again.df.equals(first.df) and again.meta.model_calls == 0
+    assert "executors" not in [t.kind for t in again.trace]
+    assert len([p for s in servers for p in s.answered]) == MIN_BATCH + 44
+
+
+def test_a_small_batch_stays_on_the_driver_in_auto(
+        frames: dict[str, Any], servers: list[FakeServer]) -> None:
+    model = OpenAI("m", servers[0].url, timeout=10, server_kind="generic")
+    with BlendSQL(frames, model=model, cache=False) as bsql:
+        s = bsql.execute("SELECT Name FROM singer WHERE {{LLMMap('Even?', singer.Age)}} = TRUE")
+    assert "executors" not in [t.kind for t in s.trace] and s.meta.model_calls == 6
+
+
+def test_an_error_on_an_executor_is_a_blendsql_error_and_nothing_is_left(
+        frames: dict[str, Any], spark_session: Any) -> None:
+    with BlendSQL(frames, ingredients=[Exploding], cache=False) as bsql:
+        with pytest.raises(IngredientError, match="no roses here"):
+            bsql.execute("SELECT Name FROM singer WHERE {{Exploding('x', singer.Name)}} = TRUE",
+                         executors="on")
+        assert len(bsql.execute(STARTS.replace("StartsWith", "Exploding").replace(
+            "singer.Name)", "singer.Country)"), executors="on").df) > 0
+    assert views(spark_session) == []
+
+
+def test_a_model_that_cannot_travel_is_refused_with_a_hint(frames: dict[str, Any]) -> None:
+    lock = threading.Lock()  # a lock does not pickle
+
+    def answer(_r: Any) -> str:
+        with lock:
+            return "yes"
+
+    with BlendSQL(frames, model=FunctionModel(answer), cache=False) as bsql:
+        with pytest.raises(BlendSQLError, match="cannot be sent to Spark's executors") as e:
+            bsql.execute("SELECT {{LLMMap('q', singer.Name)}} FROM singer", executors="on")
+        assert "executors='off'" in (e.value.hint or "")
+        assert len(bsql.execute("SELECT {{LLMMap('q', singer.Name)}} AS a FROM singer",
+                                executors="off").df) == 6
+
+
+def test_the_executors_option_is_checked() -> None:
+    with pytest.raises(OptionError, match="executors"):
+        BlendSQL({"t": pd.DataFrame({"a": [1]})}, executors="sometimes")
+    with pytest.raises(OptionError, match="executors"):
+        BlendSQL({"t": pd.DataFrame({"a": [1]})}, executors=True)
+
+
+def test_other_backends_ignore_the_option(tmp_path: Path) -> None:
+    with BlendSQL(str(SINGERS), ingredients=[StartsWith]) as bsql:
+        s = bsql.execute(STARTS, executors="on")
+    assert len(s.df) == 3 and "executors" not in [t.kind for t in s.trace]
+
