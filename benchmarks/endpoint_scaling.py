@@ -45,9 +45,14 @@ fresh child, stopped at the end (also on error). They answer
         [--profile 2000]
     python -m benchmarks endpoint-scaling      # the README's run
 
-Writes benchmarks/results/endpoint_scaling.json (``--out``). The issue's "1 and 2
-executors" part needs Spark executors calling the pool, which do not exist: not
-measured here.
+``--executors`` 1 2 (default) also runs the query with ``--executor-endpoints`` (4) on a
+local Spark session (``local[n]``: n executor task slots) holding the same table
+(cached before the clock starts): the distinct values are computed by Spark and
+the requests answered on the executors (``blendsql.db.spark_calls``, the pool's
+``for_executors`` copy in each task), checked like the rest, plus that the trace
+shows executor jobs (and none on SQLite).
+
+Writes benchmarks/results/endpoint_scaling.json (``--out``).
 """
 
 from __future__ import annotations
@@ -69,7 +74,7 @@ import zlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -363,20 +368,65 @@ def make_pool(urls: Sequence[str], concurrency: int, timeout: float) -> Any:
                           max_retries=2, backoff=0.05)
 
 
+def spark_session(executors: int) -> Any:
+    """A local Spark session with ``executors`` task slots (``local[n]``: one executor
+    process's n cores, as Spark runs on one machine), quiet, bound to 127.0.0.1."""
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(f"local[{executors}]")
+             .appName(f"blendsql-endpoint-scaling-{executors}")
+             .config("spark.default.parallelism", str(executors))
+             .config("spark.sql.shuffle.partitions", str(executors))
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.memory", "4g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+@contextmanager
+def spark_table(db_path: Path, executors: int) -> Iterator[Any]:
+    """The SQLite table ``t`` as a Spark DataFrame of a fresh ``local[executors]``
+    session (stopped after)."""
+    import pandas as pd
+
+    con = sqlite3.connect(db_path)
+    try:
+        frame = pd.read_sql_query("SELECT v, k FROM t", con)
+    finally:
+        con.close()
+    spark = spark_session(executors)
+    try:
+        yield spark.createDataFrame(frame).repartition(executors).cache()
+    finally:
+        spark.stop()
+
+
 def run_engine(db_path: Path, k: int, args: argparse.Namespace,
-               expected: dict[str, int]) -> dict[str, Any]:
-    """The query through BlendSQL over a pool of k fresh fake endpoints."""
+               expected: dict[str, int], executors: int = 0) -> dict[str, Any]:
+    """The query through BlendSQL over a pool of k fresh fake endpoints: on the SQLite
+    file (``executors`` 0, the model called from this process), or on a local Spark
+    session's table, the requests answered by ``executors`` executor tasks."""
     from blendsql import BlendSQL
 
     limit = k * args.slots / args.latency
-    with fake_servers(k, args.slots, args.latency) as servers:
+    with fake_servers(k, args.slots, args.latency) as servers, (
+            spark_table(db_path, executors) if executors else nullcontext()) as table:
         pool = make_pool(servers.urls, args.concurrency, args.timeout)
-        bsql = BlendSQL(str(db_path), model=pool, cache=False)
+        source: Any = {"t": table} if executors else str(db_path)
+        if executors:
+            table.count()  # cached before the clock starts, as the SQLite file is on disk
+        bsql = BlendSQL(source, model=pool, cache=False)
         cpu0, t0 = time.process_time(), time.time()
         smoothie = bsql.execute(QUERY)
         t1, cpu1 = time.time(), time.process_time()
         stats = servers.stats()
+        bsql.close()
     wall = t1 - t0
+    jobs = [t for t in smoothie.trace if t.kind == "executors"]
     row = [int(x) for x in smoothie.df.iloc[0].tolist()]
     meta = smoothie.meta
     answered = stats["distinct_values"]
@@ -392,9 +442,13 @@ def run_engine(db_path: Path, k: int, args: argparse.Namespace,
         and stats["requests"] == answered and stats["unrecognised_prompts"] == 0,
         "slots_respected": all(e["max_in_flight"] <= args.slots for e in stats["endpoints"]),
         "model_calls_equal_values": meta.model_calls == args.distinct,
+        "answered_where_asked": bool(jobs) == bool(executors),
     }
     out: dict[str, Any] = {
         "endpoints": k,
+        "backend": f"Spark local[{executors}]" if executors else "SQLite",
+        "executors": executors,
+        "executor_jobs": len(jobs),
         "summed_limit_per_s": round(limit, 3),
         "wall_s": round(wall, 3),
         "model_calls": meta.model_calls,
@@ -632,7 +686,8 @@ def summarise(engine: list[dict[str, Any]]) -> dict[str, Any]:
     rows = []
     for r in engine:
         r["ratio_to_first"] = round(r["values_per_s"] / base, 3) if base else None
-        rows.append({"endpoints": r["endpoints"], "values_per_s": r["values_per_s"],
+        rows.append({"endpoints": r["endpoints"], "executors": r.get("executors", 0),
+                     "values_per_s": r["values_per_s"],
                      "summed_limit_per_s": r["summed_limit_per_s"],
                      "fraction_of_limit": r["fraction_of_limit"],
                      "ratio_to_first": r["ratio_to_first"],
@@ -641,7 +696,7 @@ def summarise(engine: list[dict[str, Any]]) -> dict[str, Any]:
                      "fraction_of_effective_limit": r.get("fraction_of_effective_limit"),
                      "client_cores_busy": r["client_cores_busy"], "correct": r["correct"]})
     out: dict[str, Any] = {"rows": rows, "all_correct": all(r["correct"] for r in engine)}
-    by_k = {r["endpoints"]: r for r in engine}
+    by_k = {r["endpoints"]: r for r in engine if not r.get("executors")}
     if 4 in by_k:
         out["targets"] = {
             "fraction_of_limit_at_4": by_k[4]["fraction_of_limit"],
@@ -651,6 +706,15 @@ def summarise(engine: list[dict[str, Any]]) -> dict[str, Any]:
             ratio = by_k[4]["values_per_s"] / by_k[1]["values_per_s"]
             out["targets"]["ratio_4_over_1"] = round(ratio, 3)
             out["targets"]["ratio_4_over_1_ge_3.5"] = ratio >= 3.5
+    spark = [r for r in engine if r.get("executors")]
+    if spark:
+        out["executor_rows"] = [
+            {"executors": r["executors"], "endpoints": r["endpoints"],
+             "fraction_of_limit": r["fraction_of_limit"],
+             "ratio_to_sqlite_same_endpoints": round(
+                 r["values_per_s"] / by_k[r["endpoints"]]["values_per_s"], 3)
+             if r["endpoints"] in by_k and by_k[r["endpoints"]]["values_per_s"] else None}
+            for r in spark]
     return out
 
 
@@ -674,6 +738,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                          "request waits at the server whenever a slot frees; = --slots leaves a "
                          "slot idle for each request's round trip through the client)")
     ap.add_argument("--timeout", type=float, default=60.0, help="client timeout per request, s")
+    ap.add_argument("--executors", type=int, nargs="*", default=[1, 2],
+                    help="also run on a local Spark session with this many executor task "
+                         "slots (local[n]), the requests answered there (none: not run)")
+    ap.add_argument("--executor-endpoints", type=int, nargs="+", default=[4],
+                    help="pool sizes of the Spark runs")
     ap.add_argument("--baseline-values", type=int, default=0,
                     help="also send this many values through Pool.generate alone and a plain "
                          "openai client, with the largest pool (0: not run)")
@@ -704,8 +773,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
                           "latency_s": args.latency, "endpoints": args.endpoints,
                           "limit_per_endpoint_per_s": round(args.slots / args.latency, 3),
                           "query": QUERY, "client_max_concurrency_per_endpoint": args.concurrency}
-    record["executors"] = ("not measured: the issue's 1 and 2 Spark executors need executor-side "
-                           "model calls, which do not exist yet")
     record["load_1_5_15_before"] = load()
     with tempfile.TemporaryDirectory(prefix="endpoint-scaling-") as tmp:
         db_path = Path(tmp) / "t.db"
@@ -714,20 +781,25 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         record["table"] = {**expected, "build_s": round(time.time() - t0, 2)}
         engine = []
         biggest = max(args.endpoints)
-        for k in args.endpoints:
-            print(f"engine, {k} endpoint(s) ...", file=sys.stderr, flush=True)
+        runs = [(k, 0) for k in args.endpoints] + [
+            (k, n) for n in args.executors or [] for k in args.executor_endpoints]
+        for k, n in runs:
+            print(f"engine, {k} endpoint(s), {n or 'no'} executor(s) ...", file=sys.stderr,
+                  flush=True)
             try:
-                r = run_engine(db_path, k, args, expected)
+                r = run_engine(db_path, k, args, expected, n)
             except Exception as e:  # noqa: BLE001 - recorded, the other sizes still run
                 traceback.print_exc()
-                r = {"endpoints": k, "error": f"{type(e).__name__}: {e}", "correct": False,
+                r = {"endpoints": k, "executors": n, "error": f"{type(e).__name__}: {e}",
+                     "correct": False,
                      "values_per_s": 0.0, "fraction_of_limit": 0.0,
                      "summed_limit_per_s": k * args.slots / args.latency,
                      "model_phase_fraction_of_limit": None, "client_cores_busy": None}
             after = load()
             r["load_1min_after"] = after[0] if after else None
             engine.append(r)
-            print(json.dumps({key: r.get(key) for key in ("endpoints", "wall_s", "values_per_s",
+            print(json.dumps({key: r.get(key) for key in ("endpoints", "executors", "wall_s",
+                                                          "values_per_s",
                               "fraction_of_limit", "correct", "client_cores_busy")}),
                   file=sys.stderr, flush=True)
     record["engine"] = engine
