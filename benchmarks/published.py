@@ -12,8 +12,13 @@ committed, read before the run overwrites it)::
     python -m benchmarks call-economy         # run it; new numbers beside the recorded ones
     python -m benchmarks spider --dry-run     # the commands, without running them
     python -m benchmarks spider --recorded    # the recorded numbers only
-    python -m benchmarks spider --fresh       # run every item again (a resumable run
-                                              # otherwise skips the items in its --out files)
+
+A run recomputes every number: the item files a resumable script would resume from
+(its ``.jsonl`` ``--out`` files) are moved aside (to ``NAME.previous``) when they are
+the recorded run's, that is tracked by git and unchanged since HEAD; an item file of
+a run of yours that stopped (changed or untracked) is resumed. ``--fresh`` moves
+those aside too, ``--reuse`` moves nothing (items already in any --out file, the
+recorded ones included, are not run again).
 
 Inputs found through the environment, never through a path of a machine:
 ``$BLENDSQL_EVAL_MODEL`` (the evaluation model GGUF; ``export
@@ -163,6 +168,33 @@ def _sembench_numbers(modes: Sequence[str]) -> tuple[Number, ...]:
               for m in modes))
 
 
+SEMBENCH_QUERIES = tuple(f"Q{i}" for i in range(1, 11))
+SEMBENCH_METRICS = {"Q1": "F1", "Q2": "F1", "Q3": "relative error", "Q4": "relative error",
+                    "Q5": "F1", "Q6": "F1", "Q7": "F1", "Q8": "relative error",
+                    "Q9": "Spearman", "Q10": "Spearman"}  # = sembench_peers.METRIC_NAMES
+# the queries every system ran, over which benchmarks/README.md sums calls and tokens
+SEMBENCH_COMMON = ("Q1", "Q2", "Q3", "Q4", "Q8", "Q9", "Q10")
+
+
+def _peer_stem(peer: str) -> str:
+    return f"sembench_{peer.replace('.', '').replace('-', '')}_report"
+
+
+def _summed(field: str, queries: Sequence[str]) -> Callable[[Any], Any]:
+    return lambda d: int(sum(d["queries"][q][field] for q in queries))
+
+
+def _peer_numbers(scored: Sequence[str]) -> tuple[Number, ...]:
+    """A peer's row of the SemBench table: each scored query's mean, then the model calls
+    and prompt tokens summed over the queries every system ran."""
+    span = ", ".join(SEMBENCH_COMMON)
+    return (*(Number(f"{q} {SEMBENCH_METRICS[q]}", f"queries.{q}.mean") for q in scored),
+            *(Number(f"{q} model calls", f"queries.{q}.model_calls")
+              for q in scored if q in ("Q5", "Q6", "Q7")),
+            Number(f"model calls ({span})", fn=_summed("model_calls", SEMBENCH_COMMON)),
+            Number(f"prompt tokens ({span})", fn=_summed("prompt_tokens", SEMBENCH_COMMON)))
+
+
 def _dialogue_steps(dataset: str) -> tuple[tuple[tuple[str, ...], ...], ...]:
     """SParC / CoSQL: both shards of the three modes, the ablations on shard 1, the summary."""
     common = ("--dataset", dataset, "--questions", "150", "--threads", "1")
@@ -269,16 +301,17 @@ BENCHES: tuple[Bench, ...] = (
           "~1 h (2 processes; ~3,400 model calls)", ("eval-model", "data:sembench")),
     *(Bench(f"sembench-{peer.replace('.', '')}", f"SemBench's report instances through {peer} behind the same "
             "llama.cpp server, metered", "README.md, benchmarks/README.md (SemBench)",
-            (one(cmd("sembench_peers.py", "--peer", peer, "--queries", queries, "--out",
-                     f"benchmarks/results/sembench_{peer.replace('.', '').replace('-', '')}_report.jsonl")),),
-            f"benchmarks/results/sembench_{peer.replace('.', '').replace('-', '')}_report.json",
-            tuple(Number(f"{q} {metric}", f"queries.{q}.mean") for q, metric in
-                  (("Q2", "F1"), ("Q3", "relative error"), ("Q8", "relative error"))),
-            takes, ("eval-model", "data:sembench", f"peer:{peer}"))
-      for peer, queries, takes in (
-          ("lotus", "Q1,Q2,Q3,Q4,Q8,Q9,Q10", "~40 min"),
-          ("blendsql-0.1.28", "Q1,Q2,Q3,Q4,Q8,Q9,Q10", "~20 min"),
-          ("palimpzest", "Q2,Q3,Q4,Q8,Q9,Q10", "~40 min"))),
+            (one(cmd("sembench_peers.py", "--peer", peer, "--queries", ",".join(SEMBENCH_QUERIES),
+                     "--out", f"benchmarks/results/{_peer_stem(peer)}.jsonl")),),
+            f"benchmarks/results/{_peer_stem(peer)}.json",
+            _peer_numbers(scored), takes, ("eval-model", "data:sembench", f"peer:{peer}"))
+      # the queries scored in the committed results (Palimpzest 0.7 has no semantic join:
+      # Q5-Q7 are run and recorded as not applicable); times from the recorded seconds
+      for peer, scored, takes in (
+          ("lotus", SEMBENCH_QUERIES, "~2.5 h (Q5-Q7: one call per pair of reviews)"),
+          ("blendsql-0.1.28", SEMBENCH_QUERIES, "~20 min"),
+          ("palimpzest", tuple(q for q in SEMBENCH_QUERIES if q not in ("Q5", "Q6", "Q7")),
+           "~1 h 40 min"))),
     Bench("call-economy", "values passed per query: ours vs naive vs blendsql 0.1.28 vs the "
           "minimal set (27 queries), and the embedded-model subset",
           "benchmarks/README.md (Call economy)",
@@ -295,7 +328,8 @@ BENCHES: tuple[Bench, ...] = (
                   "model_subset.blendsql_0128.rows[id=llm_map_limit].num_generation_calls")),
           "~3 min (+ ~5 min once for the 0.1.28 venvs)",
           ("peer:blendsql-0.1.28", "peer:blendsql-0.1.28-latest", "data:hybridqa")),
-    Bench("call-economy-counts", "the deterministic part of call-economy (the targets table)",
+    Bench("call-economy-counts", "the deterministic part of call-economy (the targets table); "
+          "keeps the embedded-model subset already in the file",
           "benchmarks/README.md (Call economy: Targets)",
           (one(cmd("call_economy.py", "--no-model")),),
           "benchmarks/results/call_economy.json",
@@ -495,7 +529,7 @@ def shell(command: Sequence[str]) -> str:
 
 def outputs(bench: Bench) -> list[Path]:
     """The ``--out`` files of the commands that resume from them (``.jsonl``), with the
-    summaries beside them: what ``--fresh`` moves aside."""
+    summaries beside them: what a run moves aside."""
     out = []
     for command in bench.commands():
         for flag, value in zip(command, command[1:], strict=False):
@@ -505,12 +539,45 @@ def outputs(bench: Bench) -> list[Path]:
     return out
 
 
-def move_aside(bench: Bench) -> None:
-    for path in outputs(bench):
-        if path.exists():
-            aside = path.with_name(path.name + ".previous")
-            path.replace(aside)
-            print(f"moved {path.relative_to(ROOT)} to {aside.name}", flush=True)
+def _git_lines(*args: str) -> set[str] | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return set(out.stdout.splitlines()) if out.returncode == 0 else None
+
+
+def committed(paths: Sequence[Path]) -> set[Path]:
+    """The ``paths`` that are the recorded run's: tracked by git and unchanged since HEAD
+    (none without git)."""
+    rel = [p.relative_to(ROOT).as_posix() for p in paths if p.exists()]
+    if not rel:
+        return set()
+    tracked = _git_lines("ls-files", "--", *rel)
+    changed = _git_lines("diff", "--name-only", "--relative", "HEAD", "--", *rel)
+    if tracked is None or changed is None:
+        return set()
+    return {ROOT / r for r in tracked - changed}
+
+
+def to_move_aside(bench: Bench, mode: str) -> list[Path]:
+    """What a run moves aside before it starts: ``"fresh"`` every item file there,
+    ``"reuse"`` none, ``"default"`` the recorded run's (so the run recomputes the published
+    numbers, and resumes only a run of yours that stopped)."""
+    there = [p for p in outputs(bench) if p.exists()]
+    if mode == "fresh":
+        return there
+    if mode == "reuse":
+        return []
+    recorded = committed(there)
+    return [p for p in there if p in recorded]
+
+
+def move_aside(paths: Sequence[Path]) -> None:
+    for path in paths:
+        aside = path.with_name(path.name + ".previous")
+        path.replace(aside)
+        print(f"moved {path.relative_to(ROOT)} to {aside.name}", flush=True)
 
 
 def missing(bench: Bench) -> list[str]:
@@ -558,7 +625,9 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(args, cwd=cwd)
 
 
-def run_bench(bench: Bench, fresh: bool = False) -> int:
+def run_bench(bench: Bench, mode: str = "default") -> int:
+    """Run ``bench`` and print the new numbers beside the recorded ones; ``mode`` says
+    which item files are moved aside first (:func:`to_move_aside`)."""
     from benchmarks import envs
 
     gaps = missing(bench)
@@ -572,11 +641,14 @@ def run_bench(bench: Bench, fresh: bool = False) -> int:
             envs.peer_python(need.split(":", 1)[1])
         elif need == "llama-server":
             envs.llama_server()
-    if fresh:
-        move_aside(bench)
-    elif any(p.exists() for p in outputs(bench)):
-        print(f"{bench.name}: resumes from the --out files already there (items in them are "
-              f"not run again); --fresh moves them aside", flush=True)
+    aside = to_move_aside(bench, mode)
+    move_aside(aside)
+    kept = [p for p in outputs(bench) if p.suffix == ".jsonl" and p.exists() and p not in aside]
+    if kept:
+        why = ("--reuse" if mode == "reuse" else
+               "not the recorded run's (changed since HEAD or untracked): a run that stopped")
+        print(f"{bench.name}: resumes from {', '.join(p.name for p in kept)} ({why}); items in "
+              f"them are not run again; --fresh moves them aside", flush=True)
     t_all = time.monotonic()
     for group in bench.steps:
         commands = [[resolve(a) for a in c] for c in group]
@@ -622,9 +694,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="every benchmark and what it needs")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     ap.add_argument("--recorded", action="store_true", help="print the recorded numbers only")
-    ap.add_argument("--fresh", action="store_true",
-                    help="move the --out files a resumable run would resume from aside "
-                         "(to NAME.previous) and run every item again")
+    again = ap.add_mutually_exclusive_group()
+    again.add_argument("--fresh", action="store_true",
+                       help="move every --out file a resumable run would resume from aside "
+                            "(to NAME.previous), also those of a run of yours that stopped "
+                            "(by default only the recorded run's, tracked and unchanged, are)")
+    again.add_argument("--reuse", action="store_true",
+                       help="move nothing aside: items already in the --out files, the "
+                            "recorded run's included, are not run again")
     args = ap.parse_args(argv)
     if args.list or not args.name:
         print(listing())
@@ -638,6 +715,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             for c in group:
                 print(f"[{i}] {shell(c)}" + ("  &" if len(group) > 1 else ""))
         print(f"needs: {', '.join(bench.requirements()) or 'nothing outside the project venv'}")
+        mode = "fresh" if args.fresh else "reuse" if args.reuse else "default"
+        aside = to_move_aside(bench, mode)
+        if aside:
+            print("moves aside first: " + ", ".join(p.relative_to(ROOT).as_posix() for p in aside))
         return 0
     if args.recorded:
         recorded = read_numbers(bench, recorded_json(bench))
@@ -645,4 +726,4 @@ def main(argv: Sequence[str] | None = None) -> int:
               + (" (not yet measured again)" if bench.pending else ""))
         print(number_table(bench, recorded, None))
         return 0
-    return run_bench(bench, fresh=args.fresh)
+    return run_bench(bench, "fresh" if args.fresh else "reuse" if args.reuse else "default")

@@ -55,7 +55,7 @@ query runs under a time limit (``--query-seconds``). Every mode gets a 95%
 Wilson interval, and is paired against ``parser`` (bootstrap interval of the
 difference, McNemar's exact p).
 
-    export BLENDSQL_EVAL_MODEL=$(../shared/tools/get_eval_model.sh)
+    export BLENDSQL_EVAL_MODEL=$(python -m benchmarks.envs build eval-model)  # or any copy's path
     python benchmarks/spider.py --n 200 --shard 1/2 --out benchmarks/results/spider_1.jsonl &
     python benchmarks/spider.py --n 200 --shard 2/2 --out benchmarks/results/spider_2.jsonl
     python benchmarks/spider.py --combine benchmarks/results/spider_1.jsonl benchmarks/results/spider_2.jsonl

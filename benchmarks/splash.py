@@ -50,7 +50,7 @@ and its corrected query) or result on the item's database equals the item's.
 ``leak_checks`` rebuilds every report item's prompts without a model;
 ``--leak-check`` prints what ``protocol.prompt_leaks`` finds in them.
 
-    export BLENDSQL_EVAL_MODEL=$(../shared/tools/get_eval_model.sh)
+    export BLENDSQL_EVAL_MODEL=$(python -m benchmarks.envs build eval-model)  # or any copy's path
     python benchmarks/splash.py --n 150 --shard 1/2 --out benchmarks/results/splash_1.jsonl &
     python benchmarks/splash.py --n 150 --shard 2/2 --out benchmarks/results/splash_2.jsonl
     python benchmarks/splash.py --combine benchmarks/results/splash_1.jsonl benchmarks/results/splash_2.jsonl

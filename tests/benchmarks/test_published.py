@@ -4,8 +4,10 @@ Checks the registry of ``benchmarks/published.py`` without running a benchmark:
 each script exists and takes the flags given to it, ``--list`` / ``--dry-run`` /
 ``--recorded`` work, every recorded number is found in its committed results file,
 the READMEs' ``python -m benchmarks NAME`` commands name registered benchmarks and
-every benchmark is published there; and the runner, on a fake command, prints the
-new number beside the recorded one.
+every benchmark is published there, and every table of results in
+benchmarks/README.md has such a command next to it; and the runner, on a fake command,
+prints the new number beside the recorded one, after moving the recorded run's item
+files aside (so the command recomputes the numbers rather than resuming from them).
 """
 
 from __future__ import annotations
@@ -68,6 +70,83 @@ def test_readme_commands_name_registered_benchmarks() -> None:
     assert set(REGISTRY) <= used, f"not published in a README: {sorted(set(REGISTRY) - used)}"
 
 
+# sections of benchmarks/README.md whose tables no command reproduces, and why
+NO_COMMAND = {
+    "Withdrawn numbers, and what replaces them": "numbers withdrawn, kept to say what "
+                                                  "replaced them; nothing to rerun",
+}
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_RULE = re.compile(r"^\s*\|(\s*:?-{3,}:?\s*\|)+\s*$")
+
+
+def readme_tables(text: str) -> list[tuple[str, int, str]]:
+    """(the ``##`` / ``###`` heading, the table's line number, the table with the text
+    around it) for every markdown table: from the end of the previous table of the section
+    (or its heading) to the start of the next one (or the next heading)."""
+    lines = text.splitlines()
+    sections: list[tuple[str, int, int]] = []  # (heading, first line, end)
+    in_code = False
+    for i, line in enumerate(lines):
+        in_code ^= line.lstrip().startswith("```")
+        if not in_code and re.match(r"#{2,3} ", line):
+            sections.append((line.lstrip("#").strip(), i, len(lines)))
+            if len(sections) > 1:
+                prev = sections[-2]
+                sections[-2] = (prev[0], prev[1], i)
+    found = []
+    for heading, start, end in sections:
+        tables = []  # (first line, last line)
+        i = start + 1
+        while i < end:
+            if _TABLE_ROW.match(lines[i]) and i + 1 < end and _TABLE_RULE.match(lines[i + 1]):
+                j = i + 1
+                while j + 1 < end and _TABLE_ROW.match(lines[j + 1]):
+                    j += 1
+                tables.append((i, j))
+                i = j
+            i += 1
+        for k, (first, _last) in enumerate(tables):
+            lo = tables[k - 1][1] + 1 if k else start + 1
+            hi = tables[k + 1][0] if k + 1 < len(tables) else end
+            found.append((heading, first + 1, "\n".join(lines[lo:hi])))
+    return found
+
+
+def test_every_table_of_results_has_its_command() -> None:
+    text = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    tables = readme_tables(text)
+    assert len(tables) >= 10
+    headings = {h for h, _, _ in tables}
+    assert set(NO_COMMAND) <= headings, f"exempt but gone: {sorted(set(NO_COMMAND) - headings)}"
+    bare = [f"line {line} ({heading})" for heading, line, around in tables
+            if heading not in NO_COMMAND and not set(COMMAND.findall(around)) & set(REGISTRY)]
+    assert not bare, ("tables of benchmarks/README.md without a `python -m benchmarks NAME` "
+                      "next to them (before the next table or heading): " + ", ".join(bare))
+
+
+def test_readme_tables_are_found() -> None:
+    text = ("## A\n\nintro\n\n| a | b |\n|---|---:|\n| 1 | 2 |\n\nRerun: `python -m benchmarks x`\n\n"
+            "| c |\n|---|\n| 3 |\n\n```\n## not a heading\n```\n### B\n\n| d |\n|---|\n")
+    found = readme_tables(text)
+    assert [(h, line) for h, line, _ in found] == [("A", 5), ("A", 11), ("B", 20)]
+    assert "python -m benchmarks x" in found[0][2] and "python -m benchmarks x" in found[1][2]
+    assert "python -m benchmarks" not in found[2][2]
+
+
+def test_peer_commands_run_the_queries_their_results_hold() -> None:
+    """A rerun of a peer must not drop a query of the published table (the summary covers
+    the queries of the command only)."""
+    for name in ("sembench-lotus", "sembench-blendsql-0128", "sembench-palimpzest"):
+        bench = REGISTRY[name]
+        data = published.recorded_json(bench)
+        held = set(data["queries"]) | set(data.get("not_applicable") or {})
+        (command,) = bench.commands()
+        asked = set(command[command.index("--queries") + 1].split(","))
+        assert held <= asked, f"{name}: the command drops {sorted(held - asked)}"
+        assert {n.path.split(".")[1] for n in bench.numbers
+                if n.path.endswith(".mean")} == set(data["queries"]), name
+
+
 def test_needs_follow_from_the_arguments() -> None:
     assert "peer:blendsql-0.1.28" in REGISTRY["engine-overhead"].requirements()
     assert {"llama-server", "peer:blendsql-0.1.28"} <= set(REGISTRY["model-throughput"].requirements())
@@ -85,6 +164,8 @@ def test_list_dry_run_and_recorded(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "[1] python benchmarks/spider.py --n 200 --shard 1/2" in out
     assert "[3] python benchmarks/spider.py --combine" in out
+    assert published.main(["call-economy-counts", "--dry-run"]) == 0
+    assert "call_economy.py --no-model" in capsys.readouterr().out
     assert published.main(["lazy-limit", "--recorded"]) == 0
     assert re.search(r"lazy\s+144\b", capsys.readouterr().out)
     assert published.main(["nope"]) == 2
@@ -160,3 +241,68 @@ def test_runner_stops_before_running_without_the_evaluation_model(
     monkeypatch.setattr(published, "start", None)  # must not be reached
     assert published.main(["toy"]) == 2
     assert "python -m benchmarks.envs build eval-model" in capsys.readouterr().err
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+                   cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+def test_runner_moves_the_recorded_items_aside_and_resumes_a_stopped_run(
+        toy: Bench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a flag the recorded run's item file (tracked, unchanged) is moved aside, so
+    the command recomputes; a changed one (a run of yours that stopped) is resumed;
+    ``--reuse`` resumes from the recorded one."""
+    monkeypatch.setattr(published, "start", FakePopen)
+    items = tmp_path / "benchmarks" / "results" / "toy.jsonl"
+    items.write_text('{"item": 1}\n')
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "recorded")
+    summary = items.with_suffix(".json")  # the toy's results file, beside its items
+    assert published.to_move_aside(toy, "default") == [items, summary]
+    assert published.to_move_aside(toy, "reuse") == []
+    assert published.main(["toy", "--dry-run"]) == 0
+    assert "moves aside first: benchmarks/results/toy.jsonl" in capsys.readouterr().out
+
+    assert published.main(["toy", "--reuse"]) == 0
+    assert items.is_file() and "resumes from toy.jsonl (--reuse)" in capsys.readouterr().out
+
+    assert published.main(["toy"]) == 0
+    out = capsys.readouterr().out
+    assert "moved benchmarks/results/toy.jsonl to toy.jsonl.previous" in out
+    assert not items.exists() and re.search(r"^x\s+7\s+9$", out, re.M), out
+
+    items.write_text('{"item": 1}\n{"item": 2}\n')  # a run that stopped: changed since HEAD
+    assert published.to_move_aside(toy, "default") == []  # the summary is the new run's too
+    assert published.main(["toy"]) == 0
+    assert items.is_file() and "resumes from toy.jsonl" in capsys.readouterr().out
+    assert published.to_move_aside(toy, "fresh") == [items, summary]
+
+
+def test_call_economy_counts_keep_the_model_subset_and_read_the_pinned_versions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``call-economy-counts`` (``--no-model``) writes the shared call_economy.json: the
+    model subset already there is kept, not erased; the 0.1.28 venv's pandas / polars /
+    duckdb are read from its envs stamp, not written by hand."""
+    from benchmarks import call_economy, envs
+
+    out = tmp_path / "call_economy.json"
+    assert call_economy.kept_model_subset(out) is None
+    out.write_text(json.dumps({"model_subset": {"model": "m", "rows": [{"id": "a"}]}}))
+    kept = call_economy.kept_model_subset(out)
+    assert kept is not None and kept["rows"] == [{"id": "a"}] and "--no-model" in kept["kept"]
+    out.write_text(json.dumps({"model_subset": {"model": None, "rows": []}}))
+    assert call_economy.kept_model_subset(out) is None
+
+    monkeypatch.setitem(call_economy.VENVS_0128, "pinned", (None, []))
+    monkeypatch.setattr(envs, "peer_folder", lambda name: tmp_path / name)
+    monkeypatch.setattr(envs, "peer_python_path", lambda name: tmp_path / "no-python")
+    (tmp_path / "blendsql-0.1.28").mkdir()
+    (tmp_path / "blendsql-0.1.28" / envs.STAMP).write_text(json.dumps(
+        {"installed": ["blendsql==0.1.28", "duckdb==1.4.5", "pandas==2.3.3", "polars==1.33.1"]}))
+    assert call_economy.deps_0128("pinned") == "pandas 2.3.3, polars 1.33.1, duckdb 1.4.5"
+    pins = {r.split("==")[0]: r.split("==")[1] for r in envs.PEERS["blendsql-0.1.28"].requirements}
+    assert call_economy.deps_0128("pinned") == ", ".join(
+        f"{d} {pins[d]}" for d in call_economy.DEPS_0128)  # the pins are what was measured

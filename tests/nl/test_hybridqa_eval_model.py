@@ -1,8 +1,8 @@
 """HybridQA with the evaluation model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
 
-Runs only when the GGUF is present: ``BLENDSQL_EVAL_MODEL`` or the default cache path
-``~/.cache/blendsql-eval/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`` (assembled by
-``../shared/tools/get_eval_model.sh``); skipped otherwise. Checks the two failures
+Runs only when the GGUF is present: ``BLENDSQL_EVAL_MODEL`` (any copy of the file), or
+where ``python -m benchmarks.envs build eval-model`` puts it (tests/nl/eval_model.py);
+skipped otherwise. Checks the two failures
 that matter most on the benchmark: programs shaped ``{{LLMQA(..., options='w::c')}} =
 TRUE`` (never true) are not written, and an LLMQA answer is not lost by cutting its
 passage at the head. Slow (a minute or more per test on a loaded 2-core machine).

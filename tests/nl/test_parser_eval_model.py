@@ -1,8 +1,8 @@
 """The Parser with the evaluation model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M) on Spider fixtures.
 
-Runs only when the GGUF is present: ``BLENDSQL_EVAL_MODEL`` or the default
-cache path ``~/.cache/blendsql-eval/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf``
-(assembled by ``../shared/tools/get_eval_model.sh``); skipped otherwise. Each
+Runs only when the GGUF is present: ``BLENDSQL_EVAL_MODEL`` (any copy of the file),
+or where ``python -m benchmarks.envs build eval-model`` puts it
+(tests/nl/eval_model.py); skipped otherwise. Each
 question is a Spider dev question listed in ``dev_ids.txt`` (the tuning split:
 no question of the report split is used here) on a database in
 ``tests/data/spider``. The Parser sees the shipped pool without any example on
