@@ -49,8 +49,11 @@ if TYPE_CHECKING:
 MODES = ("auto", "on", "off")
 #: in ``'auto'``: the fewest requests of one batch worth a Spark job
 MIN_BATCH = 256
-#: most requests (or values) per job: answers are reported and cached round by round
-ROUND = 4096
+#: requests of a model batch's first job; each next job takes twice as many, up to
+#: :data:`MAX_ROUND`: answers are reported and cached job by job (the first soon), and
+#: few jobs mean few pauses between them (a job's start and its slowest task's tail)
+FIRST_ROUND = 4096
+MAX_ROUND = 32768
 
 _MODE: ContextVar[str] = ContextVar("blendsql_executors", default="auto")
 
@@ -308,8 +311,8 @@ class ExecutorModel(Model):
         copy = self.inner.for_executors(partitions)
         shipped = ship(RequestWorker(copy), f"the model {self.inner.name!r}", [copy])
         out: list[Response] = []
-        for start in range(0, len(requests), ROUND):
-            part = list(requests[start:start + ROUND])
+        for start, stop in rounds(len(requests)):
+            part = list(requests[start:stop])
             answers, _notes = self.backend.run_on_executors(
                 shipped, part, f"model request(s) to {self.inner.name}",
                 self._job_limit(part, partitions))
@@ -336,6 +339,16 @@ class ExecutorModel(Model):
         if item.startswith("__") or item in ("inner", "backend"):
             raise AttributeError(item)
         return getattr(self.inner, item)
+
+
+def rounds(n: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` of each job's requests: :data:`FIRST_ROUND`, then doubling up to
+    :data:`MAX_ROUND`."""
+    out, start, size = [], 0, FIRST_ROUND
+    while start < n:
+        out.append((start, min(n, start + size)))
+        start, size = start + size, min(MAX_ROUND, 2 * size)
+    return out
 
 
 def _in_flight(model: Model, share: int) -> int:

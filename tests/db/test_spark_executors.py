@@ -184,3 +184,14 @@ def test_other_backends_ignore_the_option(tmp_path: Path) -> None:
         s = bsql.execute(STARTS, executors="on")
     assert len(s.df) == 3 and "executors" not in [t.kind for t in s.trace]
 
+
+
+def test_a_batch_goes_out_in_growing_rounds_that_cover_it_once() -> None:
+    from blendsql.db.spark_calls import FIRST_ROUND, MAX_ROUND, rounds
+
+    for n in (0, 1, FIRST_ROUND, FIRST_ROUND + 1, 100_000, 10 * MAX_ROUND + 7):
+        spans = rounds(n)
+        assert [i for a, b in spans for i in range(a, b)] == list(range(n))
+        sizes = [b - a for a, b in spans]
+        assert all(s <= MAX_ROUND for s in sizes) and (not sizes or sizes[0] <= FIRST_ROUND)
+    assert [b - a for a, b in rounds(100_000)] == [4096, 8192, 16384, 32768, 32768, 5792]
