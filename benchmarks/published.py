@@ -464,6 +464,29 @@ BENCHES: tuple[Bench, ...] = (
      Number("4 endpoints / 1 endpoint", "summary.targets.ratio_4_over_1"),
      Number("answers right, each value asked once", "summary.all_correct")),
     "~25 min"),
+    Bench("llama-servers", "LLMMap values/s through a pool of two real llama.cpp servers "
+          "(llama_cpp.server, embedded model) against one, and one of two threads",
+          "benchmarks/README.md (Two real llama.cpp servers against one)",
+          (one(cmd("llama_servers.py", "--values", "200", "--rounds", "3")),),
+          "benchmarks/results/llama_servers.json",
+          (*(Number(f"{c}: values/s", f"summary.rows[config={c}].values_per_s")
+             for c in ("1x1", "2x1", "1x2")),
+           Number("2x1 / 1x1", "summary.ratios.2x1_over_1x1"),
+           Number("2x1 / 1x2", "summary.ratios.2x1_over_1x2"),
+           Number("every value answered once, counts agree", "summary.all_correct")),
+          "~3 min", ("module:llama_cpp",)),
+    Bench("plain-backends", "the plain part of a 10M-row query on Spark (local[2], local[1]) vs "
+          "DuckDB vs SQLite, twin and BlendSQL",
+          "benchmarks/README.md (Spark vs DuckDB vs SQLite)",
+          (one(cmd("plain_backends.py", "--rows", "10000000", "--repeat", "3")),),
+          "benchmarks/results/plain_backends.json",
+          (*(Number(f"{b}: {k}", f"summary.rows[backend={b}].{k}")
+             for b in ("sqlite", "duckdb", "spark_local2", "spark_local1")
+             for k in ("plain_ms", "blendsql_ms")),
+           Number("Spark local[2] / SQLite, plain", "summary.ratios.spark_local2/sqlite.plain"),
+           Number("Spark local[2] / DuckDB, plain", "summary.ratios.spark_local2/duckdb.plain"),
+           Number("same rows everywhere", "summary.same_rows_everywhere")),
+          "~5 min", ("module:pyspark",), note="Spark needs Java 17"),
 )
 
 REGISTRY: dict[str, Bench] = {b.name: b for b in BENCHES}
