@@ -451,19 +451,45 @@ BENCHES: tuple[Bench, ...] = (
     Bench(
     "endpoint-scaling", "LLMMap values/s over a pool of 1, 2, 4 fake OpenAI-compatible "
     "endpoints (8 slots, 50 ms each): fraction of the summed limit, ratio to 1 endpoint; "
+    "on SQLite and on Spark local[1] / local[2] with the requests answered on the executors; "
     "1M rows / 100k distinct values",
     "benchmarks/README.md (Endpoint scaling)",
     (one(cmd("endpoint_scaling.py", "--rows", "1000000", "--distinct", "100000", "--endpoints",
-             "1", "2", "4", "--slots", "8", "--latency", "0.05", "--baseline-values", "20000",
-             "--profile", "2000")),),
+             "1", "2", "4", "--executors", "1", "2", "--executor-endpoints", "4", "--slots", "8",
+             "--latency", "0.05", "--baseline-values", "20000", "--profile", "2000")),),
     "benchmarks/results/endpoint_scaling.json",
     (*(Number(f"{k} endpoint{'s' * (k > 1)}: values/s", f"summary.rows[endpoints={k}].values_per_s")
        for k in (1, 2, 4)),
      *(Number(f"{k} endpoint{'s' * (k > 1)}: fraction of the summed limit",
               f"summary.rows[endpoints={k}].fraction_of_limit") for k in (1, 2, 4)),
      Number("4 endpoints / 1 endpoint", "summary.targets.ratio_4_over_1"),
+     *(Number(f"Spark, {n} executor task slot{'s' * (n > 1)}, 4 endpoints: fraction of the "
+              "summed limit", f"summary.executor_rows[executors={n}].fraction_of_limit")
+       for n in (1, 2)),
      Number("answers right, each value asked once", "summary.all_correct")),
-    "~25 min"),
+    "~32 min", ("module:pyspark",), note="the Spark rows need Java 17"),
+    Bench("spark-driver-costs", "what one distinct value costs the driver on Spark (an instant "
+          "model, requests on the executors): ms per value, driver CPU and memory; 1M values",
+          "docs/SCALING.md (Measured on one machine)",
+          (one(cmd("spark_driver_costs.py", "--rows", "2000000", "--distinct", "1000000")),),
+          "benchmarks/results/spark_driver_costs.json",
+          (Number("wall ms per value", "per_value_ms.wall"),
+           Number("driver CPU ms per value", "per_value_ms.driver_cpu"),
+           Number("driver memory MB per million values",
+                  "driver_rss_mb.growth_per_million_values"),
+           Number("right count, every request on the executors", "correct")),
+          "~2 min", ("module:pyspark",), note="Spark needs Java 17"),
+    Bench("readme-demo", "the README's first-run query: the CLI's cold wall time, the query's "
+          "seconds, model calls and prompt tokens, the answer",
+          "README.md (Try it)",
+          (one(cmd("readme_demo.py", "--repeat", "3")),),
+          "benchmarks/results/readme_demo.json",
+          (Number("blendsql run, s (median of 3 cold processes)", "cli_seconds_median"),
+           Number("query seconds (model load included)", "query_seconds"),
+           Number("model calls", "model_calls"),
+           Number("prompt tokens", "prompt_tokens"),
+           Number("the README's row", "right")),
+          "~1 min (embedded model)"),
     Bench("llama-servers", "LLMMap values/s through a pool of two real llama.cpp servers "
           "(llama_cpp.server, embedded model) against one, and one of two threads",
           "benchmarks/README.md (Two real llama.cpp servers against one)",
