@@ -195,3 +195,28 @@ def test_a_batch_goes_out_in_growing_rounds_that_cover_it_once() -> None:
         sizes = [b - a for a, b in spans]
         assert all(s <= MAX_ROUND for s in sizes) and (not sizes or sizes[0] <= FIRST_ROUND)
     assert [b - a for a, b in rounds(100_000)] == [4096, 8192, 16384, 32768, 32768, 5792]
+
+
+@pytest.mark.parametrize("where", ["driver", "executors"])
+def test_a_server_killed_mid_query_loses_and_duplicates_no_value(
+        numbers: dict[str, Any], where: str) -> None:
+    servers = [FakeServer(delay=0.005, slots=4, answer=parity) for _ in range(3)]
+    try:
+        servers[1].kill_at = 60  # dies while serving its 60th request
+        pool = Pool([OpenAI("m", s.url, max_concurrency=4, timeout=10, max_retries=1,
+                            backoff=0.01, server_kind="generic") for s in servers],
+                    probe_backoff=30.0)
+        query = "SELECT COUNT(*) AS n FROM nums WHERE {{LLMMap('Even?', nums.v)}} = TRUE"
+        n = MIN_BATCH + 44
+        want = sum(1 for i in range(3 * MIN_BATCH) if (i % n) % 2 == 0)
+        with BlendSQL(numbers, model=pool, cache=False) as bsql:
+            s = bsql.execute(query, executors="on" if where == "executors" else "off")
+        assert s.df["n"].tolist() == [want] and s.meta.model_calls == n
+        assert ("executors" in [t.kind for t in s.trace]) == (where == "executors")
+        answered = [p for srv in servers for p in srv.answered]
+        assert len(answered) == len(set(answered)) == n  # every value once, none twice
+        lost = set(servers[1].received) - set(servers[1].answered)
+        assert lost and lost <= set(servers[0].answered) | set(servers[2].answered)
+    finally:
+        for srv in servers:
+            srv.kill()
