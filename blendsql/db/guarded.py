@@ -38,7 +38,7 @@ from blendsql.db.backend import (  # noqa: F401 - defaults and helpers re-export
     short,
     user_param,
 )
-from blendsql.db.statements import TRANSACTION_KEYWORDS, leading_keyword
+from blendsql.db.statements import EXECUTOR_JOB, TRANSACTION_KEYWORDS, leading_keyword
 from blendsql.db.transpile import Transpiler
 from blendsql.db.watchdog import WATCHDOG
 from blendsql.errors import (
@@ -291,6 +291,14 @@ class GuardedBackend(Backend):
             if fired:
                 if not self._cleaning:
                     self._expired = sql
+                if sql.startswith(EXECUTOR_JOB):  # calls on Spark's executors, not SQL
+                    raise QueryTimeoutError(
+                        f"a Spark job answering calls on the executors ran longer than its "
+                        f"time limit of {timeout:g} s and was cancelled:\n  {short(sql)}",
+                        hint="check that the model servers are reachable from the executors "
+                        "and the executors have free cores (the Spark UI), raise the model's "
+                        "timeout=, or run the calls on the driver with executors='off'",
+                    ) from None
                 raise QueryTimeoutError(
                     f"a SQL statement ran longer than the time limit of {timeout:g} s "
                     f"and was stopped:\n  {short(sql)}",

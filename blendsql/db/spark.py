@@ -376,6 +376,15 @@ class SparkBackend(GuardedBackend):
             msg = str(e).strip()
         msg = msg.split("\n\nJVM stacktrace:", 1)[0].strip()
         lines = msg.splitlines()
+        if sql.startswith(EXECUTOR_JOB):  # calls on the executors: their Python failed
+            # a Python traceback: its first line and its last ones (the error itself)
+            kept = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("at ")]
+            msg = "\n".join(kept if len(kept) <= 5 else [kept[0], "...", *kept[-3:]])
+            return ExecutionError(
+                f"Spark error: {msg}\n  in: {short(sql)}",
+                hint="see the Spark executors' logs; the executors need blendsql[spark] (the "
+                "driver's version) and your ingredient's or model's packages, or run the calls "
+                "on the driver with executors='off'")
         msg = "\n".join(lines[:6]) + ("\n..." if len(lines) > 6 else "")
         missing = isinstance(e, AnalysisException) and any(
             k in msg for k in ("UNRESOLVED_", "NOT_FOUND", "cannot be resolved"))
@@ -419,10 +428,22 @@ class SparkBackend(GuardedBackend):
     # -- calls on the executors (blendsql.db.spark_calls) -------------------------------
 
     def distribute(self, model: Any) -> Any:
-        """The session model, its large batches answered on the executors."""
-        from blendsql.db.spark_calls import ExecutorModel
+        """The session model, its large batches answered on the executors.
 
-        return model if isinstance(model, ExecutorModel) else ExecutorModel(model, self)
+        Under a cache or guard the user wrapped the model in (``with_cache(model, path)``):
+        the executors answer under it, so its file still serves and keeps the answers
+        (a copy of the wrapper; the user's object is left as it is)."""
+        from blendsql.db.spark_calls import ExecutorModel
+        from blendsql.models.cache import CachedModel
+        from blendsql.models.guard import GuardedModel
+
+        if isinstance(model, ExecutorModel):
+            return model
+        if isinstance(model, GuardedModel):
+            return GuardedModel(self.distribute(model.inner))
+        if isinstance(model, CachedModel):
+            return CachedModel(self.distribute(model.inner), model.path)
+        return ExecutorModel(model, self)
 
     def executor_slots(self) -> int:
         """Tasks the session runs at once (``defaultParallelism``: its executors' cores)."""
@@ -432,13 +453,15 @@ class SparkBackend(GuardedBackend):
             return 1
 
     def run_on_executors(self, shipped: bytes, items: Sequence[Any], what: str,
-                         limit: float | None) -> tuple[list[Any], list[str]]:
+                         limit: float | None, tasks: int | None = None,
+                         ) -> tuple[list[Any], list[str]]:
         """``items`` answered by the pickled worker on the executors: (one output per
         item, in order; the workers' warnings). One traced engine statement under
-        ``limit`` seconds; an error a worker raised is raised here as it was."""
+        ``limit`` seconds, in at most ``tasks`` tasks (None: :meth:`executor_slots`); an
+        error a worker raised is raised here as it was."""
         from pyspark import cloudpickle
 
-        partitions = max(1, min(len(items), self.executor_slots()))
+        partitions = max(1, min(len(items), tasks or self.executor_slots()))
         op = _ExecutorCalls(shipped, items, partitions)
         with self.session(timeout=limit), self.engine():
             _cols, rows = self._run(f"{EXECUTOR_JOB}{len(items)} {what} ON {partitions} "

@@ -28,8 +28,11 @@ cancelled past its limit), shown in the trace as
 from __future__ import annotations
 
 import math
+import os
 import pickle
 import sys
+import sysconfig
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -37,7 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from blendsql.errors import ExecutionError, ModelError
+from blendsql.errors import BlendSQLError, ExecutionError, ModelError
 from blendsql.models.base import DEFAULT_TIMEOUT, Model, Request, Response
 
 if TYPE_CHECKING:
@@ -124,17 +127,23 @@ def task(shipped: bytes) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataF
         except Exception as e:  # noqa: BLE001 - e.g. a module the executors lack
             worker = _Unloadable(e)
         for batch in batches:
-            items = [pickle.loads(b) for b in batch["item"]]
-            outs: list[bytes | None] = [None] * len(items)
-            errors: list[bytes | None] = [None] * len(items)
-            notes: list[bytes | None] = [None] * len(items)
+            n = len(batch)
+            outs: list[bytes | None] = [None] * n
+            errors: list[bytes | None] = [None] * n
+            notes: list[bytes | None] = [None] * n
             try:
+                # e.g. a value or constraint of a class the executors cannot import: the
+                # error goes back to the driver like the worker's own
+                items = [pickle.loads(b) for b in batch["item"]]
                 answers, warnings = worker(items)
+                if len(answers) != len(items):
+                    raise ModelError(f"{len(answers)} answer(s) for {len(items)} item(s) on a "
+                                     "Spark executor", hint="a Model must answer every request")
                 outs = [_dumps(a) for a in answers]
                 if warnings and items:
                     notes[0] = pickle.dumps(warnings)
             except Exception as e:  # noqa: BLE001 - sent back to the driver, raised there
-                errors = [_dump_error(e)] * len(items)
+                errors = [_dump_error(e)] * n
             yield pd.DataFrame({"i": batch["i"], "out": outs, "error": errors,
                                 "notes": notes})
 
@@ -172,24 +181,44 @@ def _dump_error(e: BaseException) -> bytes:
 
 
 def local_modules(objects: Sequence[Any]) -> list[ModuleType]:
-    """Modules of the user's own code that ``objects`` need (their classes, and the
-    functions and classes they hold) and that are not installed packages: a script or
-    test file beside the driver, which an executor could not import. ``__main__`` (a
-    notebook, a script) is left out: cloudpickle already sends it by value."""
+    """Modules of the user's own code that ``objects`` need (their classes and base
+    classes, and the functions, classes and objects they hold) and that are not
+    installed: a script or test file beside the driver, which an executor could not
+    import. Left out: ``__main__`` (a notebook, a script: cloudpickle already sends it
+    by value), the standard library and installed packages (site-packages, the
+    interpreter's own directories: an executor imports them; sent by value, e.g.
+    ``functools``, they would not even pickle), and compiled modules."""
     found: dict[str, ModuleType] = {}
     for obj in objects:
-        held = [v for v in getattr(obj, "__dict__", {}).values()
-                if isinstance(v, type) or callable(v)]
-        for item in (type(obj), *held):
+        items: list[Any] = list(type(obj).__mro__)
+        for v in getattr(obj, "__dict__", {}).values():
+            items += list(v.__mro__) if isinstance(v, type) else [v if callable(v) else type(v)]
+        for item in items:
             name = getattr(item, "__module__", None) or ""
             module = sys.modules.get(name)
-            path = getattr(module, "__file__", None)
-            if (module is None or path is None or name == "__main__"
-                    or name.split(".", 1)[0] in ("blendsql", "pyspark", "builtins")
-                    or any(p in ("site-packages", "dist-packages") for p in Path(path).parts)):
-                continue
-            found[name] = module
+            if module is not None and name not in found and _users_own(name, module):
+                found[name] = module
     return list(found.values())
+
+
+def _installed_dirs() -> tuple[str, ...]:
+    """The interpreter's library directories (standard library, site-packages)."""
+    paths = sysconfig.get_paths()
+    dirs = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs if d)
+
+
+def _users_own(name: str, module: ModuleType) -> bool:
+    """True for a module of the user's own source (see :func:`local_modules`)."""
+    path = getattr(module, "__file__", None)
+    top = name.split(".", 1)[0]
+    if (path is None or name == "__main__" or module.__name__ != name
+            or not str(path).endswith(".py")
+            or top in ("blendsql", "pyspark", "builtins")
+            or top in getattr(sys, "stdlib_module_names", ())
+            or any(p in ("site-packages", "dist-packages") for p in Path(path).parts)):
+        return False
+    return not os.path.realpath(path).startswith(_installed_dirs())
 
 
 def ship(worker: Any, what: str, carried: Sequence[Any] = ()) -> bytes:
@@ -199,9 +228,11 @@ def ship(worker: Any, what: str, carried: Sequence[Any] = ()) -> bytes:
 
     modules = [m for m in local_modules(carried)
                if m.__name__ not in cloudpickle.list_registry_pickle_by_value()]
+    registered: list[ModuleType] = []
     try:
         for module in modules:
             cloudpickle.register_pickle_by_value(module)
+            registered.append(module)
         return bytes(cloudpickle.dumps(worker))
     except Exception as e:  # noqa: BLE001 - a lock, a socket, loaded weights ...
         raise ExecutionError(
@@ -209,8 +240,11 @@ def ship(worker: Any, what: str, carried: Sequence[Any] = ()) -> bytes:
             hint="run it on the driver with executors='off' (or 'auto': only clients of "
             "model servers are sent)") from None
     finally:
-        for module in modules:
-            cloudpickle.unregister_pickle_by_value(module)
+        for module in registered:  # only those registered here (the user's own stay)
+            try:
+                cloudpickle.unregister_pickle_by_value(module)
+            except ValueError:  # unregistered meanwhile (another session's ship)
+                pass
 
 
 # -- the driver's side -----------------------------------------------------------------
@@ -226,7 +260,7 @@ def placement(backend: Any, needs_model: bool, calls: Any,
     tasks = backend.executor_slots()
     if not needs_model:
         return f"run() on {tasks} executor task(s)" if mode == "on" else None
-    if calls.high == 0 or not (mode == "on" or shippable()):
+    if calls.high == 0 or not (mode == "on" or _shippable(shippable)):
         return None
     if mode == "on" or calls.low >= MIN_BATCH:
         return f"model requests on {tasks} executor task(s)"
@@ -234,6 +268,15 @@ def placement(backend: Any, needs_model: bool, calls: Any,
         return (f"model requests on {tasks} executor task(s) if {MIN_BATCH} or more "
                 "are not cached")
     return None
+
+
+def _shippable(shippable: Callable[[], bool]) -> bool:
+    """``shippable()``; False when asking loads a model that fails to load (a plan must
+    not fail for the note: running the query reports the model's error)."""
+    try:
+        return shippable()
+    except BlendSQLError:
+        return False
 
 
 def values_on_executors(backend: Any, ingredient: Any) -> bool:
@@ -264,10 +307,11 @@ class ExecutorModel(Model):
     module docstring), smaller ones or with ``executors='off'`` by ``inner`` itself.
 
     Sits under the cache: its identity is ``inner``'s, so cached answers are shared
-    with a driver-side run of the same model.
+    with a driver-side run of the same model. Called from a thread other than the one
+    holding the backend's session (an ingredient's own worker thread, while its query
+    holds the session), a batch is answered by ``inner`` on the driver: a job there
+    would wait for the session its own query holds (``lock_timeout``).
     """
-
-    streams_results = True
 
     def __init__(self, inner: Model, backend: SparkBackend) -> None:
         self.inner = inner
@@ -285,6 +329,12 @@ class ExecutorModel(Model):
     def shippable(self) -> bool:  # type: ignore[override]
         return self.inner.shippable
 
+    @property
+    def streams_results(self) -> bool:  # type: ignore[override]
+        # a batch shipped with 'on' comes back job by job: metering must not cut it into
+        # chunks of a few requests (one Spark job each) for the progress bar
+        return self.inner.streams_results or current_mode() == "on"
+
     def identity(self) -> str:
         return self.inner.identity()
 
@@ -297,7 +347,8 @@ class ExecutorModel(Model):
     def ships(self, n: int) -> bool:
         """Whether a batch of ``n`` requests runs on the executors now."""
         mode = current_mode()
-        return n > 0 and (mode == "on" or (
+        owner = getattr(self.backend, "_owner", None)
+        return n > 0 and owner in (None, threading.get_ident()) and (mode == "on" or (
             mode == "auto" and self.inner.shippable and n >= MIN_BATCH))
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
@@ -307,7 +358,9 @@ class ExecutorModel(Model):
                       on_result: Callable[[int, Response], None]) -> list[Response]:
         if not self.ships(len(requests)):
             return self.inner.generate_each(requests, on_result)
-        partitions = self.backend.executor_slots()
+        # no more tasks than an endpoint's max_concurrency: each task keeps at least one
+        # request in flight per endpoint, so more tasks would overload the servers
+        partitions = min(self.backend.executor_slots(), _most_tasks(self.inner))
         copy = self.inner.for_executors(partitions)
         shipped = ship(RequestWorker(copy), f"the model {self.inner.name!r}", [copy])
         out: list[Response] = []
@@ -315,7 +368,7 @@ class ExecutorModel(Model):
             part = list(requests[start:stop])
             answers, _notes = self.backend.run_on_executors(
                 shipped, part, f"model request(s) to {self.inner.name}",
-                self._job_limit(part, partitions))
+                self._job_limit(part, partitions), tasks=partitions)
             for j, resp in enumerate(answers):
                 if not isinstance(resp, Response):
                     raise ModelError(f"an executor returned {type(resp).__name__} for a "
@@ -325,14 +378,17 @@ class ExecutorModel(Model):
         return out
 
     def _job_limit(self, requests: Sequence[Request], partitions: int) -> float:
-        """A bound on one job: each request's limit, times its retries, per wave of
-        requests in flight on the tasks, plus time to start the tasks."""
-        per = max((r.timeout or 0.0) for r in requests) or float(
-            getattr(self.inner, "timeout", None) or DEFAULT_TIMEOUT)
+        """A bound on one job: the longest a request may take (its limit per attempt,
+        its retries and their back-off, a pool's failovers), per wave of requests in
+        flight on the tasks, plus time to start the tasks."""
+        own = [r.timeout for r in requests if r.timeout is not None]
+        limits: list[float | None] = [max(own)] if own else []
+        if len(own) < len(requests):  # some requests take the model's own limit
+            limits.append(None)
+        worst = max(_worst_request(self.inner, t) for t in limits)
         in_flight = max(1, partitions * _in_flight(self.inner, partitions))
         waves = math.ceil(len(requests) / in_flight)
-        tries = 1 + int(getattr(self.inner, "max_retries", 0) or 0)
-        return per * tries * waves + 120.0
+        return worst * waves + 120.0
 
     def __getattr__(self, item: str) -> object:
         # backend-specific helpers (prices, tokenizer, endpoints ...) pass through
@@ -349,6 +405,30 @@ def rounds(n: int) -> list[tuple[int, int]]:
         out.append((start, min(n, start + size)))
         start, size = start + size, min(MAX_ROUND, 2 * size)
     return out
+
+
+def _most_tasks(model: Model) -> int:
+    """The most tasks worth starting for ``model``: its endpoints' smallest
+    ``max_concurrency`` (a very large number when it has none)."""
+    eps = getattr(model, "endpoints", None)
+    if isinstance(eps, list) and eps:
+        return min(_most_tasks(e) for e in eps)
+    conc = getattr(model, "max_concurrency", None)
+    return max(1, conc) if isinstance(conc, int) and not isinstance(conc, bool) else 1 << 30
+
+
+def _worst_request(model: Model, timeout: float | None) -> float:
+    """Seconds one request may take on ``model`` at worst: ``timeout`` (None: the
+    model's own) per attempt, with its retries and their back-off; on a pool, as many
+    times as it may be sent (failover)."""
+    eps = getattr(model, "endpoints", None)
+    if isinstance(eps, list) and eps:
+        attempts = int(getattr(model, "max_attempts", None) or len(eps) + 1)
+        return attempts * max(_worst_request(e, timeout) for e in eps)
+    per = timeout if timeout is not None else float(
+        getattr(model, "timeout", None) or DEFAULT_TIMEOUT)
+    retries = int(getattr(model, "max_retries", 0) or 0)
+    return per * (1 + retries) + retries * float(getattr(model, "max_backoff", 0.0) or 0.0)
 
 
 def _in_flight(model: Model, share: int) -> int:

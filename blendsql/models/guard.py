@@ -33,6 +33,9 @@ class GuardedModel(Model):
     def shippable(self) -> bool:  # type: ignore[override]
         return self.inner.shippable
 
+    def for_executors(self, share: int) -> Model:
+        return GuardedModel(self.inner.for_executors(share))
+
     def identity(self) -> str:
         return self.inner.identity()
 

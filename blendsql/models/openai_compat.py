@@ -595,6 +595,11 @@ def _rebuild_openai(cls: type[OpenAI], settings: dict[str, Any],
                     learnt: tuple[Any, ...]) -> OpenAI:
     """An unpickled :class:`OpenAI` (see ``OpenAI.__reduce__``)."""
     model = cls(**settings)
+    if settings.get("base_url") is None and model.base_url is not None:
+        # the pickled client talked to OpenAI's API: this process's OPENAI_BASE_URL (an
+        # executor's environment) must not send its requests elsewhere under its identity
+        model.base_url = None
+        model._client = model._client.copy(base_url=model.endpoint)
     (model._kind, model._known_models, model._rejected, model._no_logprobs,
      model.retry_connection_errors) = learnt
     return model

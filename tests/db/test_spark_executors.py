@@ -10,6 +10,7 @@ skips without pyspark or Java, and fails instead under ``BLENDSQL_REQUIRE_SPARK=
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -220,3 +221,160 @@ def test_a_server_killed_mid_query_loses_and_duplicates_no_value(
     finally:
         for srv in servers:
             srv.kill()
+
+
+# -- review fixes: wrappers, threads, concurrency, time limits, what travels by value --
+
+
+class Threaded(MapIngredient):
+    """Asks the model from a worker thread of its own (as a user's ingredient may)."""
+
+    needs_model = True
+
+    def run(self, question: Any, values: list, model: Any = None, **kwargs: Any) -> list:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from blendsql.models.base import Request
+
+        requests = [Request(prompt=f"{question}\nValue: {v}") for v in values]
+        with ThreadPoolExecutor(1) as pool:
+            answers = pool.submit(model.generate, requests).result()
+        return [a.text == "yes" for a in answers]
+
+
+class LocalBase:
+    """A base class in this (test) module: an executor cannot import it."""
+
+    def flag(self, v: Any) -> bool:
+        return str(v).startswith("J")
+
+
+def test_what_travels_by_value_is_the_users_code_not_the_standard_library() -> None:
+    import functools
+    import json
+    import operator
+
+    from blendsql.db.spark_calls import local_modules, ship
+
+    class Holder:
+        def __init__(self) -> None:
+            self.f = functools.partial(int, base=2)
+            self.g = json.dumps
+            self.h = operator.itemgetter(0)
+
+    # a notebook's class (``__main__``: cloudpickle sends it) whose base class is in a
+    # module beside the driver: that module travels by value too
+    child = type("Child", (LocalBase,), {"__module__": "__main__"})
+
+    assert local_modules([Holder()]) == [sys.modules[__name__]]  # Holder's own module only
+    assert local_modules([child()]) == [sys.modules[__name__]]
+    assert "functools" not in {m.__name__ for m in local_modules([Holder()])}
+    ship(Holder(), "a holder", [Holder()])  # pickles (functools was sent by value before)
+
+
+def test_a_model_in_the_users_own_cache_is_answered_on_the_executors_under_it(
+        numbers: dict[str, Any], servers: list[FakeServer], tmp_path: Path) -> None:
+    from blendsql.models.cache import with_cache
+
+    query = "SELECT COUNT(*) AS n FROM nums WHERE {{LLMMap('Even?', nums.v)}} = TRUE"
+    for i, cache in enumerate((False, True)):
+        model = with_cache(OpenAI("m", servers[0].url, max_concurrency=8, timeout=10,
+                                  server_kind="generic"), tmp_path / f"user{i}.sqlite")
+        with BlendSQL(numbers, model=model, cache=cache) as bsql:
+            first = bsql.execute(query)
+            again = bsql.execute(query)
+        assert [t.kind for t in first.trace].count("executors") == 1
+        assert first.meta.model_calls == len(model) == MIN_BATCH + 44  # kept in the user's file
+        assert again.meta.model_calls == 0 and again.df.equals(first.df)
+
+
+def test_a_batch_from_an_ingredients_own_thread_is_answered_on_the_driver(
+        numbers: dict[str, Any], servers: list[FakeServer]) -> None:
+    model = OpenAI("m", servers[0].url, max_concurrency=8, timeout=10, server_kind="generic")
+    query = "SELECT COUNT(*) AS n FROM nums WHERE {{Threaded('Even?', nums.v)}} = TRUE"
+    want = sum(1 for i in range(3 * MIN_BATCH) if (i % (MIN_BATCH + 44)) % 2 == 0)
+    with BlendSQL(numbers, model=model, ingredients=[Threaded], cache=False) as bsql:
+        bsql.db.lock_timeout = 5.0  # a job from that thread waited for it, then failed
+        s = bsql.execute(query, executors="on")
+    assert s.df["n"].tolist() == [want] and "executors" not in [t.kind for t in s.trace]
+
+
+def test_the_tasks_keep_no_more_requests_in_flight_than_the_endpoints_allow(
+        numbers: dict[str, Any]) -> None:
+    servers = [FakeServer(delay=0.002, slots=16, answer=parity) for _ in range(2)]
+    try:
+        pool = Pool([OpenAI("m", s.url, max_concurrency=1, timeout=10, server_kind="generic")
+                     for s in servers])
+        query = "SELECT COUNT(*) AS n FROM nums WHERE {{LLMMap('Even?', nums.v)}} = TRUE"
+        with BlendSQL(numbers, model=pool, cache=False) as bsql:
+            s = bsql.execute(query)
+        jobs = [t for t in s.trace if t.kind == "executors"]
+        assert len(jobs) == 1 and "ON 1 executor task(s)" in jobs[0].sql
+        assert all(srv.max_in_flight == 1 for srv in servers)
+    finally:
+        for srv in servers:
+            srv.kill()
+
+
+def test_a_job_past_its_limit_is_cancelled_and_leaves_the_session_as_it_was(
+        numbers: dict[str, Any], spark_session: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from blendsql.db.spark_calls import ExecutorModel
+    from blendsql.errors import QueryTimeoutError
+
+    slow = FakeServer(delay=3.0, slots=64, answer=parity)
+    try:
+        monkeypatch.setattr(ExecutorModel, "_job_limit", lambda self, r, p: 2.0)
+        model = OpenAI("m", slow.url, max_concurrency=8, timeout=30, server_kind="generic")
+        sc = spark_session.sparkContext
+        sc.setJobGroup("mine", "the user's group")
+        query = "SELECT COUNT(*) AS n FROM nums WHERE {{LLMMap('Even?', nums.v)}} = TRUE"
+        with BlendSQL(numbers, model=model, cache=False) as bsql:
+            with pytest.raises(QueryTimeoutError, match="Spark job answering calls") as e:
+                bsql.execute(query)
+            assert "executors='off'" in (e.value.hint or "")
+            assert len(bsql.execute("SELECT COUNT(*) AS n FROM nums").df) == 1
+        assert sc.getLocalProperty("spark.jobGroup.id") == "mine"
+        assert views(spark_session) == []
+    finally:
+        spark_session.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        spark_session.sparkContext.setLocalProperty("spark.job.description", None)
+        spark_session.sparkContext.setLocalProperty("spark.job.interruptOnCancel", None)
+        slow.kill()
+
+
+def test_a_plan_does_not_fail_on_a_model_it_cannot_load(frames: dict[str, Any]) -> None:
+    with BlendSQL(frames, model=str(Path("/nonexistent/model.gguf"))) as bsql:
+        plan = str(bsql.plan("SELECT {{LLMMap('q', singer.Name)}} AS a FROM singer"))
+    assert "LLMMap" in plan and "distributed" not in plan
+
+
+def test_a_pools_job_limit_covers_its_endpoints_timeouts_retries_and_failover() -> None:
+    from blendsql.db.spark_calls import ExecutorModel
+    from blendsql.models.base import Request
+
+    pool = Pool([OpenAI("m", f"http://127.0.0.1:{p}/v1", timeout=300, max_retries=2,
+                        max_backoff=10, server_kind="generic") for p in (1, 2)])
+    limit = ExecutorModel(pool, None)._job_limit([Request("x")] * 10, 2)  # type: ignore[arg-type]
+    assert limit >= 3 * (300 * 3 + 2 * 10)  # 3 attempts (2 endpoints + 1), each with retries
+    timed = ExecutorModel(pool, None)._job_limit(  # type: ignore[arg-type]
+        [Request("x", timeout=5.0)] * 10, 2)
+    assert timed < limit
+
+
+class Exiting(MapIngredient):
+    """Ends its Python worker (a BaseException: the task itself fails, not the batch)."""
+
+    def run(self, question: Any, values: list, **kwargs: Any) -> list:
+        raise SystemExit("bye")
+
+
+def test_a_failed_executor_task_says_where_to_look(
+        frames: dict[str, Any], spark_session: Any) -> None:
+    with BlendSQL(frames, ingredients=[Exiting], cache=False) as bsql:
+        with pytest.raises(BlendSQLError) as e:
+            bsql.execute("SELECT Name FROM singer WHERE {{Exiting('x', singer.Name)}} = TRUE",
+                         executors="on")
+        assert "executors' logs" in str(e.value) and "check the SQL" not in str(e.value)
+        assert "SystemExit: bye" in str(e.value)  # the error itself, not only where it began
+        assert len(bsql.execute("SELECT Name FROM singer").df) == 6  # the session still runs
+    assert views(spark_session) == []
