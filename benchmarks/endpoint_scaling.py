@@ -47,9 +47,7 @@ fresh child, stopped at the end (also on error). They answer
 
 ``--executors`` 1 2 (default) also runs the query with ``--executor-endpoints`` (4) on a
 local Spark session (``local[n]``: n executor task slots) holding the same table
-(cached before the clock starts, and the executors' Python workers started with
-blendsql's client imported, as a session has after its first query: the seconds that took
-are recorded as ``executor_warm_up_s``): the distinct values are computed by Spark and
+(cached before the clock starts): the distinct values are computed by Spark and
 the requests answered on the executors (``blendsql.db.spark_calls``, the pool's
 ``for_executors`` copy in each task), checked like the rest, plus that the trace
 shows executor jobs (and none on SQLite).
@@ -402,33 +400,9 @@ def spark_table(db_path: Path, executors: int) -> Iterator[Any]:
         con.close()
     spark = spark_session(executors)
     try:
-        warm_workers(spark, executors)
         yield spark.createDataFrame(frame).repartition(executors).cache()
     finally:
         spark.stop()
-
-
-def _import_client(batches: Iterator[Any]) -> Iterator[Any]:
-    import openai  # noqa: F401 - what each task's client imports when it is rebuilt
-
-    import blendsql.models.openai_compat  # noqa: F401
-
-    yield from batches
-
-
-def warm_workers(spark: Any, executors: int) -> float:
-    """Start the executors' Python workers for ``mapInPandas`` (pandas, Arrow) and import
-    blendsql's client there (one job): a long-lived session has done so at its first
-    query, as the driver's process has. Seconds taken (recorded: the first query of a
-    fresh session pays them)."""
-    t0 = time.time()
-    spark.range(0, executors, 1, executors).mapInPandas(_import_client, "id long").collect()
-    WARM_UP_S.append(round(time.time() - t0, 3))
-    return WARM_UP_S[-1]
-
-
-#: seconds each Spark configuration's warm-up took (see warm_workers)
-WARM_UP_S: list[float] = []
 
 
 def run_engine(db_path: Path, k: int, args: argparse.Namespace,
@@ -475,7 +449,6 @@ def run_engine(db_path: Path, k: int, args: argparse.Namespace,
         "backend": f"Spark local[{executors}]" if executors else "SQLite",
         "executors": executors,
         "executor_jobs": len(jobs),
-        "executor_warm_up_s": WARM_UP_S[-1] if executors and WARM_UP_S else None,
         "summed_limit_per_s": round(limit, 3),
         "wall_s": round(wall, 3),
         "model_calls": meta.model_calls,
