@@ -373,6 +373,9 @@ def spark_session(executors: int) -> Any:
     process's n cores, as Spark runs on one machine), quiet, bound to 127.0.0.1."""
     from pyspark.sql import SparkSession
 
+    if SparkSession.getActiveSession() is not None:
+        raise SystemExit("a Spark session is already running in this process: the Spark rows "
+                         "start (and stop) their own local[n] sessions; run the script alone")
     spark = (SparkSession.builder.master(f"local[{executors}]")
              .appName(f"blendsql-endpoint-scaling-{executors}")
              .config("spark.default.parallelism", str(executors))
@@ -421,7 +424,9 @@ def run_engine(db_path: Path, k: int, args: argparse.Namespace,
             table.count()  # cached before the clock starts, as the SQLite file is on disk
         bsql = BlendSQL(source, model=pool, cache=False)
         cpu0, t0 = time.process_time(), time.time()
-        smoothie = bsql.execute(QUERY)
+        # Spark: the requests on the executors whatever the batch's size ('auto' sends a
+        # batch of 256+ there anyway: the same at the published size)
+        smoothie = bsql.execute(QUERY, executors="on" if executors else "auto")
         t1, cpu1 = time.time(), time.process_time()
         stats = servers.stats()
         bsql.close()
