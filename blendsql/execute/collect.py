@@ -131,16 +131,24 @@ def json_candidate(cand: exp.Select) -> str | None:
     one table without joins or CTEs. Does not mutate ``cand``: its parts are
     rendered as they are (no copy of the candidate is made for this).
     """
-    if not collectable(cand) or cand.args.get("joins") or cand.args.get("with_"):
+    if not json_shaped(cand):
         return None
     value = cand.expressions[0]
     value = value.this if isinstance(value, exp.Alias) else value
-    if not isinstance(value, exp.Column) or not isinstance(cand.args["from_"].this, exp.Table):
-        return None
     parts = [f"SELECT JSON_GROUP_ARRAY({_text(value)})", _text(cand.args["from_"])]
     if cand.args.get("where") is not None:
         parts.append(_text(cand.args["where"]))
     return " ".join(parts)
+
+
+def json_shaped(cand: exp.Expression) -> bool:
+    """True when ``cand`` is ``SELECT DISTINCT <column> FROM <one table> [WHERE ...]``:
+    collectable, no joins or CTEs (the shape :func:`json_candidate` writes)."""
+    if not collectable(cand) or cand.args.get("joins") or cand.args.get("with_"):
+        return False
+    value = cand.expressions[0]
+    value = value.this if isinstance(value, exp.Alias) else value
+    return isinstance(value, exp.Column) and isinstance(cand.args["from_"].this, exp.Table)
 
 
 def json_size_ok(run_sql: RunSQL, cand: exp.Select) -> bool:

@@ -135,6 +135,8 @@ class _Planner(Interpreter):
         call = self.step_for(state.tree, step.call)
         marked = replace_call(state.tree, call.call_id, exp.Anonymous(
             this=f"{MARKER}{call.call_id}", expressions=[]), in_place=True)
+        memo = self.run.memo  # the tree changed: candidates are built afresh (as compute does)
+        memo["tree_version"] = memo.get("tree_version", 0) + 1
         state.computed(marked, {call.call_id})
 
     def plan_unordered(self, state: WalkState, step: ExecStep) -> None:

@@ -27,6 +27,7 @@ from blendsql.plan.enum_match import (
 )
 from blendsql.plan.infer import literal_value
 from blendsql.plan.order import CostEstimate, estimate
+from blendsql.smoothie import TraceStep
 
 NONE_OPTION = "(none of these)"
 
@@ -52,25 +53,41 @@ def call_cost(run: RunContext, call: IngredientCall) -> float:
 
 
 def cost_estimate(run: RunContext, call: IngredientCall) -> CostEstimate | None:
-    """Distinct candidate values and their average length, measured with SQLite."""
+    """Distinct candidate values and their average length, measured with SQLite.
+
+    One counting statement per distinct candidate query of the run: calls
+    whose candidates are the same text (n filters over a few columns, all
+    relaxed alike) reuse its counts, traced as a ``plan`` step without SQL.
+    """
+    memo: dict[int, CostEstimate | None] = run.memo.setdefault("cost", {})
+    if call.call_id in memo:  # first: the cheapest ready call is chosen at every step
+        return memo[call.call_id]
     ing = run.registry.get(call.key_name)
     if not isinstance(ing, (MapIngredient, JoinIngredient)):
         return None
-    memo: dict[int, CostEstimate | None] = run.memo.setdefault("cost", {})
-    if call.call_id in memo:
-        return memo[call.call_id]
     cand = run.readiness_candidate(call)
     if cand is None or cand.find(IngredientCall) is not None:
         return None
     sql = render(cand, copy=False)  # built for this estimate (readiness_candidate)
-    count_sql = (f"WITH __bsql_cost(__v) AS ({sql}) "
-                 "SELECT COUNT(*), AVG(LENGTH(CAST(__v AS TEXT))) FROM __bsql_cost")
-    try:
-        _, rows = run.sql(count_sql, f"cost estimate for {call.name}", kind="plan")
-    except BlendSQLError:
-        memo[call.call_id] = None
-        return None
-    n, avg = (rows[0][0] or 0, float(rows[0][1] or 0.0)) if rows else (0, 0.0)
+    # the same candidate query counts the same: n filters on a few columns scan each once
+    counted: dict[str, tuple[int, float, str]] = run.memo.setdefault("cost_counts", {})
+    known = counted.get(sql)
+    if known is not None:
+        n, avg, first = known
+        run.trace.append(TraceStep(
+            "plan", f"cost estimate for {call.name}: the counts of {first} (the same "
+            "candidate query)", rows_out=1, details={"call": run.call_text(call),
+                                                     "same_candidate_as": first}))
+    else:
+        count_sql = (f"WITH __bsql_cost(__v) AS ({sql}) "
+                     "SELECT COUNT(*), AVG(LENGTH(CAST(__v AS TEXT))) FROM __bsql_cost")
+        try:
+            _, rows = run.sql(count_sql, f"cost estimate for {call.name}", kind="plan")
+        except BlendSQLError:
+            memo[call.call_id] = None
+            return None
+        n, avg = (rows[0][0] or 0, float(rows[0][1] or 0.0)) if rows else (0, 0.0)
+        counted[sql] = (int(n), avg, run.call_text(call))
     question = next((literal_value(a) for a in call.call_args
                      if isinstance(a, exp.Literal) and a.is_string), "")
     est = estimate(int(n), len(str(question or "")), avg, bool(ing.needs_model))

@@ -66,6 +66,7 @@ class Session:
         self._label: tuple[str, str] | None = None  # (kind, summary) of the next statements
         self._cleaning = False
         self.memo: dict[str, Any] = {}  # per-run memos of the rule helpers
+        self.no_rows = False  # the last candidate_values query had no row (when known)
 
     @contextmanager
     def labelled(self, kind: str, summary: str) -> Iterator[None]:
@@ -158,19 +159,25 @@ class Session:
                               hint=INGREDIENT_VALUE_HINT)
 
     def candidate_values(self, cand: exp.Expression, summary: str) -> list[Any]:
-        """Distinct non-NULL values of a candidate query (see ``execute.collect``)."""
+        """Distinct non-NULL values of a candidate query (see ``execute.collect``).
+
+        ``self.no_rows`` tells afterwards whether the query is known to have had
+        no row at all (not only no non-NULL value): the one-table JSON
+        collection shows it (``[]``).
+        """
+        self.no_rows = False
         conn = getattr(self.db, "functions_conn", None)  # None: register no functions
         if not collectable(cand):
             return first_column(self.sql(render(cand, copy=False), summary)[1])
         assert isinstance(cand, exp.Select)
         as_json = json_candidate(cand) if self.db.json_collect else None
-        if as_json is not None and json_size_ok(
-                lambda q: self.sql(q, "table size (for collecting)", kind="plan")[1], cand):
+        if as_json is not None and self.json_size_ok(cand):
             try:
                 _, rows = self.sql(as_json, summary)
             except ExecutionError:
                 values = None  # a BLOB in the column: collect row by row below
             else:
+                self.no_rows = rows[0][0] == "[]"
                 values = json_values(rows[0][0])  # None: a REAL, or too many rows
             if values is not None:
                 self.trace[-1].rows_out = len(values)
@@ -185,6 +192,18 @@ class Session:
                 values = col.values()
         self.trace[-1].rows_out = len(values)
         return values
+
+    def json_size_ok(self, cand: exp.Select) -> bool:
+        """:func:`~blendsql.execute.collect.json_size_ok`, probed once per source table
+        and run (n filters over one table: one probe, not n; a run changes no table
+        it reads, and its own temp tables have names of their own)."""
+        src = cand.args["from_"].this
+        key = (src.db, src.name)
+        sizes: dict[tuple[str, str], bool] = self.memo.setdefault("json_size_ok", {})
+        if key not in sizes:
+            sizes[key] = json_size_ok(
+                lambda q: self.sql(q, "table size (for collecting)", kind="plan")[1], cand)
+        return sizes[key]
 
     def bindings(self, text: str) -> dict[str, Any]:
         """Only the named parameters the statement uses (sqlite rejects none extra, but

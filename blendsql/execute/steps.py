@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from blendsql.db.spark_calls import map_on_executors, values_on_executors
 from blendsql.errors import BlendSQLError, IngredientError
+from blendsql.execute.collect import json_shaped
 from blendsql.execute.evaluate import Evaluator, _describe, decode_tuple, value_key
 from blendsql.execute.lazy import lazy_pairs, pop_engine_kwargs
 from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, call_user
@@ -27,8 +28,8 @@ from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients._llm import as_list as option_list
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.models.constraints import Choice
-from blendsql.plan.calls import map_value
-from blendsql.plan.candidates import join_side_candidate, map_candidate
+from blendsql.plan.calls import effective_scope, map_value
+from blendsql.plan.candidates import DECIDED_META, join_side_candidate, map_candidate
 from blendsql.plan.infer import Hint, infer_hint
 from blendsql.plan.lookup import (
     filter_atom,
@@ -43,9 +44,12 @@ from blendsql.plan.lookup import (
     replace_node,
 )
 from blendsql.plan.lookup import temp_table as lookup_table
-from blendsql.plan.relax import AtomTexts
+from blendsql.plan.relax import AtomTexts, ClauseTexts
 from blendsql.plan.rules import rule_on
 from blendsql.plan.static_filter import member_lookup, passing_values
+from blendsql.smoothie import TraceStep
+
+TRACED_COSTS = 10  # other calls' costs written in a cost_order decision's summary
 
 
 class StepRunner(Evaluator):
@@ -59,9 +63,19 @@ class StepRunner(Evaluator):
         if not rule_on(self.options, "cost_order"):
             return None
         seen: dict[int, float] = self.memo.setdefault("costs_seen", {})
+        # estimated once (call_cost): the value is kept here too, as the cheapest ready
+        # call is chosen among all of them at every step
+        known: dict[int, float] = self.memo.setdefault("cost_values", {})
+        estimated: dict[int, Any] = self.memo.setdefault("cost", {})
 
         def cost(c: IngredientCall) -> float:
-            seen[c.call_id] = value = call_cost(self, c)
+            cid = c.call_id
+            value = known.get(cid)
+            if value is None:
+                value = call_cost(self, c)
+                if cid in estimated:  # else not estimated (yet): asked again
+                    known[cid] = value
+            seen[cid] = value
             return value
 
         return cost
@@ -75,15 +89,27 @@ class StepRunner(Evaluator):
         others = {i: c for i, c in seen.items() if i != chosen.call_id}
         mine = seen[chosen.call_id]
         seen.clear()
+        costs = list(others.values())
+        listed = ", ".join(f"{c:.3g}" for c in costs[:TRACED_COSTS])
+        if len(costs) > TRACED_COSTS:  # n filters: a summary of n costs at each of n steps
+            listed += f", ... ({len(costs) - TRACED_COSTS} more in details['costs'])"
         self.decided("cost_order", f"cost_order: {chosen.name} first (estimated cost "
-                     f"{mine:.3g}; {len(others)} other ready call(s) cost "
-                     f"{', '.join(f'{c:.3g}' for c in others.values())})",
-                     call=self.call_text(chosen), costs=list(others.values()))
+                     f"{mine:.3g}; {len(others)} other ready call(s) cost {listed})",
+                     call=self.call_text(chosen), costs=costs)
 
     def atom_texts(self) -> AtomTexts:
         """This run's cache of plain atoms' SQL, for candidate queries (``plan.relax``)."""
         texts: AtomTexts = self.memo.setdefault("atom_texts", {})
         return texts
+
+    def clause_texts(self) -> ClauseTexts:
+        """Relaxed clauses' texts for the tree as it is now (emptied when it changes:
+        :meth:`compute`); the calls of one WHERE share its relaxed text at a step."""
+        version = self.memo.get("tree_version", 0)
+        cached: tuple[int, ClauseTexts] | None = self.memo.get("clause_texts")
+        if cached is None or cached[0] != version:
+            cached = self.memo["clause_texts"] = (version, {})
+        return cached[1]
 
     def readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
         """The candidate query(ies) a map / join call would run now (for readiness).
@@ -107,9 +133,8 @@ class StepRunner(Evaluator):
         try:
             if isinstance(ing, MapIngredient):
                 value = map_value(call, self.registry)
-                return map_candidate(call, value, self.atom_texts()) if value is not None \
-                    else exp.select(
-                    exp.Literal.number(1))
+                return map_candidate(call, value, self.atom_texts(), self.clause_texts()) \
+                    if value is not None else exp.select(exp.Literal.number(1))
             if isinstance(ing, JoinIngredient):
                 left, right, _ = join_sides(call)
                 cands = [join_side_candidate(call, left), join_side_candidate(call, right)]
@@ -228,8 +253,7 @@ class StepRunner(Evaluator):
         if lazy is not None:
             values, outputs = lazy
         else:
-            values = self.candidate_values(map_candidate(call, value_node, self.atom_texts()),
-                                           f"candidate values for {call.name}")
+            values = self.cascade_values(call, value_node)
             outputs = run_values(values) if values else []
         stored = outputs_to_sqlite(outputs)
         atom = filter_atom(call)
@@ -254,6 +278,33 @@ class StepRunner(Evaluator):
             return replace_node(tree, atom, repl, in_place=True)
         return replace_call(tree, call.call_id, self.map_lookup_node(pairs, value_node),
                             in_place=True)
+
+    def cascade_values(self, call: IngredientCall, value: exp.Expression) -> list[Any]:
+        """A map call's candidate values, with no statement once its scope has no row left.
+
+        Why: under n AND-ed filters the rows often run out long before the last
+        filter, and each later candidate would still scan the table through
+        every lookup so far. A candidate's WHERE only gets stronger as calls are
+        computed (each relaxed atom is at its most permissive constant, which
+        its lookup can only narrow), so once a one-table candidate of a scope
+        had no row (and held no clause of its own: ``decided_rows``), every
+        later one-table candidate of that scope has none either.
+        """
+        cand = map_candidate(call, value, self.atom_texts(), self.clause_texts())
+        summary = f"candidate values for {call.name}"
+        scope = effective_scope(call, value) if json_shaped(cand) else None
+        empty: dict[int, tuple[exp.Expression, str]] = self.memo.setdefault("empty_scopes", {})
+        known = empty.get(id(scope)) if scope is not None else None
+        if known is not None and known[0] is scope:
+            self.trace.append(TraceStep(
+                "plan", f"{summary}: none, no statement (the candidate for {known[1]} "
+                "had no row; this one only adds conditions)", rows_out=0,
+                details={"call": self.call_text(call), "empty_as": known[1]}))
+            return []
+        values = self.candidate_values(cand, summary)
+        if scope is not None and self.no_rows and not cand.meta.get(DECIDED_META):
+            empty[id(scope)] = (scope, self.call_text(call))
+        return values
 
     def compute_qa(self, ing: QAIngredient, call: IngredientCall) -> exp.Expression:
         """QA: evaluated once; scalar answer -> bound parameter, list -> temp table."""

@@ -192,39 +192,42 @@ def next_call(tree: exp.Expression, registry: IngredientRegistry,
     in ``tree`` when the caller found them already (one walk per step, not two).
     ``order_keys``: a memo of each call's static order key (kept by the caller
     across steps; a call's depth does not change while it waits, and walking
-    up from every waiting call at every step made n filters cost n^3).
+    up from every waiting call at every step made n filters cost n^3). A call
+    is keyed once no call is left in its arguments, which stays so: its
+    arguments are not walked again at later steps.
     """
     all_calls = find_calls(tree) if calls is None else calls
     if len(all_calls) == 1:
         return all_calls[0]  # nothing to wait for
     keys = {} if order_keys is None else order_keys
-    groups: dict[tuple[int, int, int], list[IngredientCall]] = {}
+    groups: dict[tuple[int, int, int], list[tuple[int, IngredientCall]]] = {}
     for c in all_calls:
-        if any(isinstance(n, IngredientCall) for n in c.walk() if n is not c):
-            continue
-        known = keys.get(c.call_id)
-        if known is None or known[0] is not c:
-            known = keys[c.call_id] = (c, _order_key(c, registry))
-        groups.setdefault(known[1], []).append(c)
+        cid = c.call_id
+        known = keys.get(cid)
+        if known is None or known[0] is not c:  # keyed only once it holds no call: stays so
+            if any(isinstance(n, IngredientCall) for n in c.walk() if n is not c):
+                continue
+            known = keys[cid] = (c, _order_key(c, registry))
+        groups.setdefault(known[1], []).append((cid, c))
 
-    def is_ready(c: IngredientCall) -> bool:
-        if kind_of(c, registry) not in ("map", "join"):
+    def is_ready(cid: int, c: IngredientCall) -> bool:
+        if known_ready is not None and cid in known_ready:
             return True
-        if known_ready is not None and c.call_id in known_ready:
+        if kind_of(c, registry) not in ("map", "join"):
             return True
         cand = candidate(c)
         ok = cand is not None and cand.find(IngredientCall) is None
         if ok and known_ready is not None:
-            known_ready.add(c.call_id)
+            known_ready.add(cid)
         return ok
 
     for key in sorted(groups):
-        ready = [c for c in groups[key] if is_ready(c)]
+        ready = [(cid, c) for cid, c in groups[key] if is_ready(cid, c)]
         if not ready:
             continue
         if cost is not None and len(ready) > 1:
-            return min(ready, key=lambda c: (cost(c), c.call_id))
-        return min(ready, key=lambda c: c.call_id)
+            return min(ready, key=lambda p: (cost(p[1]), p[0]))[1]
+        return min(ready, key=lambda p: p[0])[1]
     return None
 
 

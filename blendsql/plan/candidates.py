@@ -23,9 +23,16 @@ from blendsql.plan.calls import (
     source_names,
     visible_ctes,
 )
-from blendsql.plan.relax import AtomTexts, relax_predicate, relax_scope
+from blendsql.plan.relax import (
+    AtomTexts,
+    ClauseTexts,
+    relax_predicate,
+    relax_scope,
+    relaxed_connector,
+)
 
 VALUE_ALIAS = "__bsql_v"
+DECIDED_META = "bsql_decided"  # on a candidate that leaves out rows decided_rows keeps
 
 
 def _with_ctes(select: exp.Select, scope: exp.Select) -> exp.Select:
@@ -116,7 +123,8 @@ def _group_covers(scope: exp.Select, value: exp.Expression) -> bool:
 
 
 def map_candidate(call: IngredientCall, value: exp.Expression,
-                  texts: AtomTexts | None = None) -> exp.Select:
+                  texts: AtomTexts | None = None, clauses: ClauseTexts | None = None,
+                  ) -> exp.Select:
     """``SELECT DISTINCT <value>`` over the call's scope, relaxed: the values to compute.
 
     ``value`` is the call's value argument (a node inside the scope).
@@ -124,12 +132,14 @@ def map_candidate(call: IngredientCall, value: exp.Expression,
     function of group keys; ORDER BY + LIMIT / OFFSET only when
     :func:`can_keep_limit` says no ingredient decides which rows come first.
     ``texts``: the run's cache of plain atoms' SQL (see
-    :func:`~blendsql.plan.relax.relax_predicate`).
+    :func:`~blendsql.plan.relax.relax_predicate`); with it the relaxed clauses
+    stand as their text (``clauses``: see :func:`~blendsql.plan.relax.relaxed_node`).
     """
     scope = effective_scope(call, value)
     if scope is None:
         return exp.select(value.copy()).distinct(copy=False)
-    relaxed, outer_join_relaxed = relax_scope(scope, outer_tables(scope) or None, texts)
+    relaxed, outer_join_relaxed = relax_scope(scope, outer_tables(scope) or None, texts,
+                                              clauses)
     cand = exp.Select()
     for key in ("from_", "joins"):
         if relaxed.args.get(key) is not None:
@@ -139,8 +149,12 @@ def map_candidate(call: IngredientCall, value: exp.Expression,
         decided = decided_rows(scope, call, outer_tables(scope) or None, texts)
         if decided is not None:
             kept = exp.Is(this=exp.Paren(this=decided), expression=exp.true())
+            where = relaxed.args["where"].this
+            if texts is not None and relaxed_connector(scope.args["where"].this):
+                where = exp.Paren(this=where)  # as exp.and_ wraps an AND / OR root
             cand.set("where", exp.Where(this=exp.and_(
-                relaxed.args["where"].this, exp.not_(exp.Paren(this=kept)), copy=False)))
+                where, exp.not_(exp.Paren(this=kept)), copy=False)))
+            cand.meta[DECIDED_META] = True
     if has_aggregate(value) or _group_covers(scope, value):
         cand.set("group", relaxed.args.get("group"))
         if not outer_join_relaxed:
