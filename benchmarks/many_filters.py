@@ -12,7 +12,7 @@ statement.
 
     python benchmarks/many_filters.py                 # writes benchmarks/results/many_filters.json
     python benchmarks/many_filters.py --label before  # another label / output key
-    python benchmarks/many_filters.py --sizes 5 10 200 --out /tmp/mf.json  # elsewhere
+    python benchmarks/many_filters.py --sizes 5 10 200 --out mf.json  # another file
 
 Besides seconds, each size records counts that do not depend on the machine: the
 candidate queries built (``relax_scope`` calls) and the cost estimates run, per filter
