@@ -41,7 +41,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from blendsql.errors import BlendSQLError, ExecutionError, ModelError
-from blendsql.models.base import DEFAULT_TIMEOUT, Model, Request, Response
+from blendsql.models.base import DEFAULT_TIMEOUT, Model, Request, Response, Wrapper
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -302,7 +302,7 @@ def map_on_executors(backend: Any, ingredient: Any, question: Any,
 
 
 
-class ExecutorModel(Model):
+class ExecutorModel(Wrapper):
     """The session model on a Spark backend: batches answered on the executors (see the
     module docstring), smaller ones or with ``executors='off'`` by ``inner`` itself.
 
@@ -318,31 +318,10 @@ class ExecutorModel(Model):
         self.backend = backend
 
     @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    @property
-    def cacheable(self) -> bool:  # type: ignore[override]
-        return self.inner.cacheable
-
-    @property
-    def shippable(self) -> bool:  # type: ignore[override]
-        return self.inner.shippable
-
-    @property
     def streams_results(self) -> bool:  # type: ignore[override]
         # a batch shipped with 'on' comes back job by job: metering must not cut it into
         # chunks of a few requests (one Spark job each) for the progress bar
         return self.inner.streams_results or current_mode() == "on"
-
-    def identity(self) -> str:
-        return self.inner.identity()
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    def context_window(self) -> int | None:
-        return self.inner.context_window()
 
     def ships(self, n: int) -> bool:
         """Whether a batch of ``n`` requests runs on the executors now."""

@@ -161,6 +161,46 @@ class Model(ABC):
         return self
 
 
+
+class Wrapper(Model):
+    """A model around ``inner`` (set by the subclass) that answers as it does: its name,
+    identity, tokenizer, context window and capabilities are ``inner``'s, and
+    ``generate`` / ``generate_each`` pass through unless the subclass changes them."""
+
+    inner: Model
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    @property
+    def cacheable(self) -> bool:  # type: ignore[override]
+        return self.inner.cacheable
+
+    @property
+    def shippable(self) -> bool:  # type: ignore[override]
+        return self.inner.shippable
+
+    @property
+    def streams_results(self) -> bool:  # type: ignore[override]
+        return self.inner.streams_results
+
+    def identity(self) -> str:
+        return self.inner.identity()
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def context_window(self) -> int | None:
+        return self.inner.context_window()
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        return self.inner.generate(requests)
+
+    def generate_each(self, requests: Sequence[Request],
+                      on_result: Callable[[int, Response], None]) -> list[Response]:
+        return self.inner.generate_each(requests, on_result)
+
 def parse_response(text: str, constraint: Constraint) -> tuple[Any, str | None]:
     """Parse ``text`` under ``constraint``: (value, None) or (None, error message)."""
     try:

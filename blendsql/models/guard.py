@@ -12,42 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from blendsql.errors import BlendSQLError, ModelError
-from blendsql.models.base import Model, Request, Response
+from blendsql.models.base import Model, Request, Response, Wrapper
 
 
-class GuardedModel(Model):
+class GuardedModel(Wrapper):
     """Delegates to ``inner``; any non-blendsql exception from it becomes a ModelError."""
 
     def __init__(self, inner: Model) -> None:
         self.inner = inner
 
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    @property
-    def cacheable(self) -> bool:  # type: ignore[override]
-        return self.inner.cacheable
-
-    @property
-    def shippable(self) -> bool:  # type: ignore[override]
-        return self.inner.shippable
-
     def for_executors(self, share: int) -> Model:
         return GuardedModel(self.inner.for_executors(share))
-
-    def identity(self) -> str:
-        return self.inner.identity()
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    def context_window(self) -> int | None:
-        return self.inner.context_window()
-
-    @property
-    def streams_results(self) -> bool:  # type: ignore[override]
-        return self.inner.streams_results
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         return self._guard(lambda: self.inner.generate(requests))
