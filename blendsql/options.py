@@ -32,11 +32,7 @@ from typing import Any
 from blendsql.budget import Budget
 from blendsql.db.backend import DEFAULT_TIMEOUT
 from blendsql.errors import OptionError
-
-#: default for ``max_query_chars``: longer queries are refused before parsing. Parsing
-#: is linear but costs ~10-50 us per character (sqlglot + the scanner), so 100,000
-#: characters parse in a few seconds at worst; real queries are a few kB.
-DEFAULT_MAX_QUERY_CHARS = 100_000
+from blendsql.grammar.parser import DEFAULT_MAX_QUERY_CHARS
 
 
 @dataclass(frozen=True)
@@ -70,7 +66,7 @@ def _rule_names(value: Any) -> str | None:
     """Every name in ``rules_off`` is an optional rule (unknown ones raise with a hint)."""
     if value is None:
         return None
-    from blendsql.plan.rules import check_rules_off  # the planner imports no options
+    from blendsql.plan.rules import check_rules_off
 
     return check_rules_off(value)
 

@@ -10,9 +10,13 @@ block, a function body).
 No cycles: the package's modules, and its folders (each subpackage and each
 top-level module a unit), form no import cycle. Imports in function bodies
 count (a cycle hidden in a function is still a cycle in the design);
-``TYPE_CHECKING`` imports do not. Cycles are reported per folder; the folders
-another change is still taking apart (:data:`PENDING`) may keep the cycles
-listed in :data:`KNOWN_PENDING` for now, every other folder must have none.
+``TYPE_CHECKING`` imports do not.
+
+Layers: the folders stand in the order of :data:`LAYERS` (the leaves, then
+models / db / ingredients below every stage, then the pipeline's stages
+``grammar`` -> ``plan`` -> ``execute``, then the plain-language layer, the
+public API and the front ends), and each imports only folders of an earlier
+layer (or its own).
 """
 
 from __future__ import annotations
@@ -87,12 +91,6 @@ def test_the_checks_would_see_a_violation(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- cycles
-
-#: folders whose cycles are being removed by a change in progress; every other must be acyclic
-PENDING = ("plan", "execute", "grammar", "options.py")
-#: the cycles those folders may still have, each as the set of folders it runs through
-KNOWN_PENDING = (frozenset({"grammar", "options.py", "plan"}),)
-
 
 def module_names(root: Path) -> dict[str, Path]:
     """Every module of the package at ``root`` by dotted name (a package by its own name)."""
@@ -239,23 +237,59 @@ def folder_cycles(root: Path) -> list[frozenset[str]]:
 FOLDERS = sorted(folder_graph(import_graph(ROOT), ROOT))
 
 
-@pytest.mark.parametrize("folder", [f for f in FOLDERS if f not in PENDING])
+@pytest.mark.parametrize("folder", FOLDERS)
 def test_no_import_cycle_runs_through(folder: str) -> None:
     found = cycles_by_folder(ROOT).get(folder, [])
     assert not found, f"blendsql/{folder} is on import cycles:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("folder", PENDING)
-def test_a_pending_folder_keeps_no_more_than_its_known_cycles(folder: str) -> None:
-    graph = import_graph(ROOT)
-    module_cycles = [p for p in strongly_connected(graph)
-                     if folder in {folder_of(m, ROOT) for m in p}]
-    assert not module_cycles, f"new module cycles through blendsql/{folder}: {module_cycles}"
-    mine = [c for c in folder_cycles(ROOT) if folder in c]
-    new = [sorted(c) for c in mine if c not in KNOWN_PENDING]
-    assert not new, f"new folder cycles through blendsql/{folder}: {new}"
-    if mine:
-        pytest.xfail(f"cycles still to remove: {[sorted(c) for c in mine]}")
+# ---------------------------------------------------------------- layers
+
+#: the folders from the bottom up; a folder imports only those of earlier layers (or its own)
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # leaves: errors, value rendering, option type checks, text display, the result type
+    ("errors.py", "text_values.py", "option_types.py", "_display.py", "eval"),
+    ("budget.py", "smoothie.py"),
+    # below every stage: model clients, retrieval, databases, ingredient classes
+    ("models", "retrieval"),
+    ("db", "ingredients"),
+    # the pipeline: grammar -> plan -> execute
+    ("grammar",),
+    ("plan",),
+    ("options.py",),
+    ("execute",),
+    # above the engine: the plain-language layer (through the Session protocol), the API
+    ("nl",),
+    ("blend.py",),
+    ("__init__.py",),
+    ("web",),
+    ("cli.py",),
+)
+
+
+def layer_problems(folders: dict[str, set[str]],
+                   layers: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Each folder edge that points to the same or a later layer, in words."""
+    rank = {f: i for i, layer in enumerate(layers) for f in layer}
+    problems = [f"{f} has no layer" for f in sorted(folders) if f not in rank]
+    for here, targets in sorted(folders.items()):
+        for there in sorted(targets):
+            if here in rank and there in rank and rank[there] >= rank[here]:
+                problems.append(f"{here} imports {there} (layer {rank[there]} >= {rank[here]})")
+    return problems
+
+
+def test_each_folder_imports_only_earlier_layers() -> None:
+    problems = layer_problems(folder_graph(import_graph(ROOT), ROOT), LAYERS)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    folders = {"grammar": {"errors.py"}, "plan": {"grammar", "execute"}, "execute": {"plan"},
+               "errors.py": set(), "new": set()}
+    layers = (("errors.py",), ("grammar",), ("plan",), ("execute",))
+    assert layer_problems(folders, layers) == [
+        "new has no layer", "plan imports execute (layer 3 >= 2)"]
 
 
 def test_the_cycle_check_sees_function_imports_and_skips_type_checking(tmp_path: Path) -> None:

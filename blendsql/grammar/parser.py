@@ -34,7 +34,11 @@ from blendsql.errors import BlendSQLError, LineIndex, ParseError, QueryTypeError
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.grammar.scanner import Arg, Block, Param, Semi, Text, nearest_name, scanner_for
 from blendsql.ingredients.base import IngredientRegistry, accepted_kwargs
-from blendsql.options import DEFAULT_MAX_QUERY_CHARS
+
+#: default for ``max_query_chars``: longer queries are refused before parsing. Parsing
+#: is linear but costs ~10-50 us per character (sqlglot + the scanner), so 100,000
+#: characters parse in a few seconds at worst; real queries are a few kB.
+DEFAULT_MAX_QUERY_CHARS = 100_000
 
 _ING = "__bsql_ing"
 _JOIN_TABLE = "__bsql_jointable"
