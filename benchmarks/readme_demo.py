@@ -8,8 +8,8 @@ the query's own seconds (``Smoothie.meta.seconds``: from ``execute`` to its resu
 embedded model's load included, as on a first run), calls and tokens, and
 whether the answer is the README's row (Steve Whitaker, Pitcher, Long Beach State).
 
-The install times the README quotes (llama-cpp-python's build, ``pip install .`` with a
-warm wheel cache) depend on pip's cache and are not measured here.
+The install time the README quotes (``pip install .`` in a fresh clone and venv) is
+measured by ``install_time.py`` (``python -m benchmarks install-time``).
 
     python benchmarks/readme_demo.py [--repeat 3]
 

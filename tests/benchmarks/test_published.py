@@ -4,18 +4,22 @@ Checks the registry of ``benchmarks/published.py`` without running a benchmark:
 each script exists and takes the flags given to it, ``--list`` / ``--dry-run`` /
 ``--recorded`` work, every recorded number is found in its committed results file,
 the READMEs' ``python -m benchmarks NAME`` commands name registered benchmarks and
-every benchmark is published there, and every table of results in
-benchmarks/README.md has such a command next to it; and the runner, on a fake command,
+every benchmark is published there, every table of results in benchmarks/README.md has
+such a command next to it, and every figure in those tables sits in a section naming a
+command and is one of the recorded numbers of the benchmarks it names (each check shown to
+catch a missing one on a made-up README); and the runner, on a fake command,
 prints the new number beside the recorded one, after moving the recorded run's item
 files aside (so the command recomputes the numbers rather than resuming from them).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,12 +83,11 @@ _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|(\s*:?-{3,}:?\s*\|)+\s*$")
 
 
-def readme_tables(text: str) -> list[tuple[str, int, str]]:
-    """(the ``##`` / ``###`` heading, the table's line number, the table with the text
-    around it) for every markdown table: from the end of the previous table of the section
-    (or its heading) to the start of the next one (or the next heading)."""
+def readme_sections(text: str) -> list[tuple[str, int, int]]:
+    """(heading, index of its line, index of the next heading's line) for every ``##`` /
+    ``###`` section (headings inside code blocks aside)."""
     lines = text.splitlines()
-    sections: list[tuple[str, int, int]] = []  # (heading, first line, end)
+    sections: list[tuple[str, int, int]] = []
     in_code = False
     for i, line in enumerate(lines):
         in_code ^= line.lstrip().startswith("```")
@@ -93,8 +96,16 @@ def readme_tables(text: str) -> list[tuple[str, int, str]]:
             if len(sections) > 1:
                 prev = sections[-2]
                 sections[-2] = (prev[0], prev[1], i)
+    return sections
+
+
+def readme_tables(text: str) -> list[tuple[str, int, str]]:
+    """(the ``##`` / ``###`` heading, the table's line number, the table with the text
+    around it) for every markdown table: from the end of the previous table of the section
+    (or its heading) to the start of the next one (or the next heading)."""
+    lines = text.splitlines()
     found = []
-    for heading, start, end in sections:
+    for heading, start, end in readme_sections(text):
         tables = []  # (first line, last line)
         i = start + 1
         while i < end:
@@ -133,6 +144,144 @@ def test_readme_tables_are_found() -> None:
     assert "python -m benchmarks" not in found[2][2]
 
 
+# ------------------------------------------------- every figure of a table is a recorded number
+
+# a number as a README writes it: 1,572 / 0.605 / -0.10 / 44.7% / 200k / 10M
+_FIGURE = re.compile(r"(?<![\w.])[-\u2212+]?\d[\d,]*(?:\.\d+)?(?:%|[kM](?!\w))?")
+
+
+def _value(figure: str) -> tuple[float, int, bool]:
+    """(the value, its decimals, whether it is a percentage) of a figure as written."""
+    text = figure.replace(",", "").replace("\u2212", "-")
+    scale = {"k": 1e3, "M": 1e6}.get(text[-1], 1.0)
+    pct = text.endswith("%")
+    text = text.rstrip("%kM")
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return float(text) * scale, decimals, pct
+
+
+def numbers_in(value: Any) -> list[float]:
+    """The numbers a recorded value holds (a number, or those written in a text or list)."""
+    if value is None or isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    if isinstance(value, (list, tuple, dict)):
+        items = value.values() if isinstance(value, dict) else value
+        return [x for v in items for x in numbers_in(v)]
+    return [_value(m)[0] for m in _FIGURE.findall(str(value))]
+
+
+def matches(figure: str, numbers: list[float]) -> bool:
+    """Whether ``figure`` is one of ``numbers`` as the README rounds it: within half a unit
+    of its last digit (a percentage, or a figure with decimals, also as a share x 100)."""
+    value, decimals, pct = _value(figure)
+    half = 10.0 ** -decimals / 2 + 1e-9
+    return any(abs(candidate - value) <= half for n in numbers
+               for candidate in ((n, 100 * n) if pct or decimals else (n,)))
+
+
+def table_figures(text: str) -> list[tuple[str, int, int, str]]:
+    """(heading, section's first line index, line number, figure) for every number-looking
+    figure in the body rows of every table (header and rule rows aside, and inline code:
+    names such as `local[2]` or commands)."""
+    lines = text.splitlines()
+    out = []
+    for heading, start, end in readme_sections(text):
+        for i in range(start + 1, end):
+            if not _TABLE_ROW.match(lines[i]) or _TABLE_RULE.match(lines[i]):
+                continue
+            if i + 1 < end and _TABLE_RULE.match(lines[i + 1]):
+                continue  # a header row
+            row = re.sub(r"`[^`]*`", " ", lines[i])
+            out += [(heading, start, i + 1, f) for f in _FIGURE.findall(row)]
+    return out
+
+
+def unbacked_figures(text: str, registry: set[str], recorded: Callable[[str], list[float]],
+                     exempt: dict[str, str]) -> list[str]:
+    """Each table figure of ``text`` that sits in a section naming no registered
+    ``python -m benchmarks NAME``, or that is none of the recorded numbers of the
+    benchmarks its section names (``recorded(name)``: the numbers in their values and
+    labels); sections in ``exempt`` aside."""
+    lines = text.splitlines()
+    sections = {start: end for _h, start, end in readme_sections(text)}
+    bad = []
+    for heading, start, line, figure in table_figures(text):
+        if heading in exempt:
+            continue
+        names = set(COMMAND.findall("\n".join(lines[start:sections[start]]))) & registry
+        if not names:
+            bad.append(f"line {line} ({heading}): {figure}: no `python -m benchmarks NAME` in its section")
+        elif not matches(figure, [x for name in sorted(names) for x in recorded(name)]):
+            bad.append(f"line {line} ({heading}): {figure}: not a recorded number of {sorted(names)}")
+    return bad
+
+
+@functools.cache
+def recorded_numbers(name: str) -> list[float]:
+    """The numbers in the recorded values of a registered benchmark, and in its labels
+    (a label names the setting a number was measured at: "4 endpoints")."""
+    bench = REGISTRY[name]
+    values = published.read_numbers(bench, published.recorded_json(bench))
+    return [x for v in values for x in numbers_in(v)] + [x for n in bench.numbers for x in numbers_in(n.label)]
+
+
+def test_every_table_figure_is_a_recorded_number_of_its_sections_command() -> None:
+    text = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    figures = [f for f in table_figures(text) if f[0] not in NO_COMMAND]
+    assert len(figures) > 500  # the tables are found
+    bad = unbacked_figures(text, set(REGISTRY), recorded_numbers, NO_COMMAND)
+    assert not bad, ("figures in the tables of benchmarks/README.md that no `python -m benchmarks "
+                     "NAME` of their section records (register them as a Number in "
+                     "benchmarks/published.py, or name the command):\n" + "\n".join(bad))
+
+
+def test_the_figure_check_catches_a_missing_command_or_number() -> None:
+    """A made-up README: a table in a section without a command, a figure the named
+    benchmark does not record, a number recorded but rounded as the README rounds it."""
+    text = ("## Measured\n\nRerun: `python -m benchmarks toy`.\n\n| run | values/s | share |\n|---|---:|---:|\n"
+            "| `local[2]`, 4 endpoints | 596.23 | 44.7% |\n| 2 x 1 | 18.21 | 0.93 |\n\n"
+            "## No command here\n\n| a | b |\n|---|---|\n| x | 1,572 |\n")
+    recorded = {"toy": [596.2312, 0.4471, 18.205, 4.0, 2.0, 1.0]}
+    bad = unbacked_figures(text, {"toy"}, lambda n: recorded[n], {})
+    assert bad == ["line 8 (Measured): 0.93: not a recorded number of ['toy']",
+                   "line 14 (No command here): 1,572: no `python -m benchmarks NAME` in its section"], bad
+    recorded["toy"].append(0.931)
+    assert unbacked_figures(text, {"toy"}, lambda n: recorded[n], {"No command here": "why"}) == []
+    assert unbacked_figures(text, set(), lambda n: [], {"No command here": "why"})[0].endswith(
+        "no `python -m benchmarks NAME` in its section")
+    assert matches("1,572", [1572.0]) and matches("10M", [1e7]) and matches("\u22120.10", [-0.099])
+    assert matches("0.313", [0.3125]) and matches("18.21", [18.205])  # rounded half up
+    assert not matches("0.62", [0.6]) and not matches("27", [28.0]) and not matches("0.606", [0.605])
+
+
+def unresolved(bench: Bench, data: Any) -> list[str]:
+    """The numbers of ``bench`` not found in ``data`` (its results file)."""
+    values = published.read_numbers(bench, data)
+    return [n.label for n, v in zip(bench.numbers, values, strict=True) if v is None]
+
+
+def test_every_bench_prints_its_recorded_numbers_without_running_anything(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m benchmarks NAME --recorded`` for every benchmark: each number read from the
+    committed results file (and the files its numbers also read), nothing started."""
+    monkeypatch.setattr(published, "start", None)  # a benchmark process must not be reached
+    for bench in BENCHES:
+        assert published.main([bench.name, "--recorded"]) == 0, bench.name
+        out = capsys.readouterr().out
+        assert out.startswith(f"{bench.name}: {bench.results}"), out
+        if not bench.pending:
+            assert not unresolved(bench, published.recorded_json(bench)), bench.name
+            assert not re.search(r"(?m)(\s-$|^    recorded  -$)", out), out
+    toy = Bench("toy", "a toy", "nowhere", ((("toy.py",),),), "benchmarks/results/toy.json",
+                (Number("x", "totals.x"), Number("y", "totals.y"),
+                 Number("z", fn=lambda d, rows: len(rows), also=("benchmarks/results/none.jsonl",))),
+                "seconds")
+    assert unresolved(toy, {"totals": {"x": 1}}) == ["y", "z"]  # the check catches a missing one
+    assert unresolved(toy, None) == ["x", "y", "z"]
+
+
 def test_peer_commands_run_the_queries_their_results_hold() -> None:
     """A rerun of a peer must not drop a query of the published table (the summary covers
     the queries of the command only)."""
@@ -143,8 +292,8 @@ def test_peer_commands_run_the_queries_their_results_hold() -> None:
         (command,) = bench.commands()
         asked = set(command[command.index("--queries") + 1].split(","))
         assert held <= asked, f"{name}: the command drops {sorted(held - asked)}"
-        assert {n.path.split(".")[1] for n in bench.numbers
-                if n.path.endswith(".mean")} == set(data["queries"]), name
+        assert {n.label.split()[0] for n in bench.numbers
+                if n.label.endswith("(95% CI)")} == set(data["queries"]), name
 
 
 def test_needs_follow_from_the_arguments() -> None:
