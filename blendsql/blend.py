@@ -17,7 +17,6 @@ from sqlglot import exp
 from blendsql.budget import Budget, Prices, prices_of
 from blendsql.db.backend import DEFAULT_TIMEOUT, Backend, open_database
 from blendsql.db.frames import rows_to_frame
-from blendsql.db.spark_calls import executor_mode
 from blendsql.errors import (
     BlendSQLError,
     ExecutionError,
@@ -40,10 +39,13 @@ from blendsql.models.cache import with_cache
 from blendsql.models.guard import guarded
 from blendsql.models.providers import DEFAULT_PROVIDER, get_provider
 from blendsql.options import DEFAULT_MAX_QUERY_CHARS, Options
+from blendsql.plan.rules import enum_match, rule_of, rule_on
 from blendsql.plan.steps import Plan
 from blendsql.smoothie import Smoothie, TraceStep
 
 PARSE_CACHE_SIZE = 256
+
+ENUM_MATCH = rule_of(enum_match)  # read at two places: a plain query, plan notes
 
 
 def _check_dialect(dialect: str | None) -> str | None:
@@ -71,8 +73,11 @@ def _check_query(query: object, options: Mapping[str, Any]) -> None:
     """
     if isinstance(query, exp.Expression):
         return
+    limit = options.get("max_query_chars", DEFAULT_MAX_QUERY_CHARS)
+    if isinstance(query, str) and (limit is None or len(query) <= limit):
+        return  # text within the limit: nothing to refuse
     check_query_type(query)
-    check_query_size(str(query), options.get("max_query_chars", DEFAULT_MAX_QUERY_CHARS))
+    check_query_size(str(query), limit)
 
 
 # exceptions that can only mean a bug in blendsql when they escape the engine
@@ -168,7 +173,7 @@ class BlendSQL:
         """Parses cached per (text, registered names). Planning rules never mutate
         their input, so a cached tree is reused as is (and carries memoised plans,
         see ``blendsql.plan.memo``); it is never handed to users."""
-        key = (query, tuple((i.name, id(i)) for i in self.registry))
+        key = (query, self.registry.identity)  # the registered (name, ingredient id) pairs
         tree = self._parse_cache.get(key)
         if tree is None:
             # the size limit is the session's max_query_chars, checked by the callers
@@ -194,7 +199,7 @@ class BlendSQL:
         longer than ``max_query_chars`` raises a ``ParseError`` before any work.
         """
         started = time.perf_counter()
-        run_options = self.options.merged(options, "execute()")
+        run_options = self.options.merged(options, "execute()") if options else dict(self.options)
         _check_query(query, run_options)
         run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
                   bind_params(params), run_options)
@@ -202,9 +207,10 @@ class BlendSQL:
         run.model.request_timeout = run_options.get("model_timeout")  # None: each backend's
         # one thread at a time; every statement under the time limit; a borrowed
         # connection is guarded only inside and given back as it came
-        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT)), \
-                self.db.tracing(run.on_statement), \
-                executor_mode(run.options.get("executors")):  # every statement traced
+        # every statement traced into run.trace; the executors option for Spark's calls
+        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT),
+                             tracer=run.statements,
+                             executors=run.options.get("executors") or "auto"):
             return self._run(run, query, params, started)
 
     def _run(self, run: Run, query: str | exp.Expression, params: Any,
@@ -224,7 +230,7 @@ class BlendSQL:
             run.trace.append(TraceStep("parse", "parsed query",
                                        seconds=time.perf_counter() - t0))
             if (isinstance(query, str) and tree.find(IngredientCall) is None
-                    and not run.options.get("enum_match")):
+                    and not rule_on(run.options, ENUM_MATCH)):
                 df = self._plain(run, query, params)
             else:
                 self._check_budget(run, query)
@@ -255,8 +261,9 @@ class BlendSQL:
         _check_query(query, run_options)
         run = Run(self.db, self.registry, MeteredModel(lambda: self.model), bind_params(params),
                   run_options)
-        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT)), \
-                self.db.tracing(run.on_statement), executor_mode(run.options.get("executors")):
+        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT),
+                             tracer=run.statements,
+                             executors=run.options.get("executors") or "auto"):
             try:
                 return self._build_plan(run, query)
             finally:
@@ -272,7 +279,7 @@ class BlendSQL:
         except _INTERNAL as e:
             raise internal_error("planning", e) from e
         plan.trace = run.trace
-        if run.options.get("enum_match"):
+        if rule_on(run.options, ENUM_MATCH):
             plan.notes.append("enum_match may rewrite literals (and call the model) before "
                               "these steps; not estimated")
         return plan
@@ -294,7 +301,7 @@ class BlendSQL:
             return
         planner = Run(self.db, self.registry, run.model, dict(run.params), run.options)
         t0 = time.perf_counter()
-        with self.db.tracing(planner.on_statement):
+        with self.db.tracing(planner.statements):
             try:
                 plan = self._build_plan(planner, query)
             finally:

@@ -33,6 +33,7 @@ from blendsql.budget import Budget
 from blendsql.db.backend import DEFAULT_TIMEOUT
 from blendsql.errors import OptionError
 from blendsql.grammar.parser import DEFAULT_MAX_QUERY_CHARS
+from blendsql.plan.rules import RULES, check_rules_off
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,6 @@ def _rule_names(value: Any) -> str | None:
     """Every name in ``rules_off`` is an optional rule (unknown ones raise with a hint)."""
     if value is None:
         return None
-    from blendsql.plan.rules import check_rules_off
-
     return check_rules_off(value)
 
 
@@ -78,14 +77,6 @@ def _spec(name: str, types: tuple[type, ...], default: Any, doc: str, **kw: Any)
 
 _NUMBER = (int, float)
 _SPECS: list[OptionSpec] = [
-    _spec("lazy", (bool,), True,
-          "evaluate ingredients lazily under LIMIT (stop once enough rows qualify)"),
-    _spec("cost_order", (bool,), True,
-          "order ingredient predicates so that cheap ones run first"),
-    _spec("late_maps", (bool,), True,
-          "defer SELECT-list maps until the final rows are known"),
-    _spec("preaggregate", (bool,), True,
-          "aggregate before calling ingredients when the query allows it"),
     _spec("prefilter", (bool, str), None,
           "rank values by relevance before a LIMIT scan: True or 'dense', 'bm25', 'hybrid'"),
     _spec("prefilter_embedder", (str,), "default",
@@ -93,9 +84,9 @@ _SPECS: list[OptionSpec] = [
           choices=("default", "hashing")),
     _spec("prefilter_cache", (bool, str, os.PathLike), None,
           "persist prefilter embeddings: True (default file), a path, or False"),
-    _spec("enum_match", (bool, str), None,
-          "rewrite literals that are not column values: True/'embedding', 'hashing' or 'model'",
-          choices=("embedding", "hashing", "model")),
+    # a rule's switch: an option of the rule's own name (blendsql.plan.rules.RULES)
+    *(_spec(r.name, r.switch.types, r.default if r.switch.types == (bool,) else None,
+            r.switch.doc, choices=r.switch.choices) for r in RULES if r.switch is not None),
     _spec("enum_threshold", _NUMBER, 0.5,
           "minimum similarity for enum_match's embedding rewrite"),
     # the statement default is the backends' own (one place: blendsql.db.backend); the
@@ -216,6 +207,8 @@ class Options(dict[str, Any]):
 
     def merged(self, overrides: Mapping[str, Any], where: str = "execute()") -> dict[str, Any]:
         """These options with per-query ``overrides`` (validated) on top."""
+        if not overrides:
+            return dict(self)
         return {**self, **validate(overrides, where)}
 
     def effective(self) -> dict[str, Any]:

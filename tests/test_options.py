@@ -15,6 +15,7 @@ from blendsql.errors import BlendSQLError, OptionError
 from blendsql.ingredients.base import MapIngredient
 from blendsql.models.base import FunctionModel
 from blendsql.options import KNOWN, Options, check_option, parse_option_text, validate
+from blendsql.plan.rules import RULES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -158,10 +159,6 @@ def _option_names_read_by_the_engine() -> set[str]:
                     and re.fullmatch(r"(?:[A-Z_]*_)?OPTION", node.targets[0].id)
                     and re.fullmatch(r"[a-z_]+", node.value.value)):
                 constants[f"{path}:{node.targets[0].id}"] = node.value.value
-            if isinstance(node, ast.Call):  # a planning rule's switch: Rule(..., switch="lazy")
-                names.update(k.value.value for k in node.keywords
-                             if k.arg == "switch" and isinstance(k.value, ast.Constant)
-                             and isinstance(k.value.value, str))
             if not (isinstance(node, ast.Call) and node.args):
                 continue
             func = node.func
@@ -173,6 +170,7 @@ def _option_names_read_by_the_engine() -> set[str]:
             if reads_run_options and isinstance(node.args[0], ast.Constant):
                 names.add(node.args[0].value)
     names.update(constants.values())
+    names.update(r.name for r in RULES if r.switch is not None)  # a rule's switch: its name
     return names
 
 

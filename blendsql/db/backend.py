@@ -167,8 +167,12 @@ class Backend(ABC):
     conn: Any
 
     @abstractmethod
-    def session(self, timeout: float | None | str = "keep") -> AbstractContextManager[Any]:
-        """Hold the connection for one use (see the implementations)."""
+    def session(self, timeout: float | None | str = "keep", *,
+                tracer: StatementHook | None | str = "keep",
+                executors: str | None = None) -> AbstractContextManager[Any]:
+        """Hold the connection for one use (see the implementations); ``tracer``: the
+        statement hook of this use (as :meth:`tracing`; "keep": as set), ``executors``:
+        the ``executors`` option of its model calls (None: as set)."""
 
     #: the statement hook :meth:`tracing` installs; ``_engine``: engine statements running
     tracer: StatementHook | None = None

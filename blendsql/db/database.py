@@ -106,6 +106,13 @@ _READ_PRAGMAS = {
 # PRAGMAs that act even without an argument.
 _ACTING_PRAGMAS = {"optimize", "wal_checkpoint", "shrink_memory", "incremental_vacuum"}
 _VAR_LIMIT = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
+# Temp objects and transactions: the engine's own in engine mode (see _engine_own).
+_ENGINE_ACTIONS = frozenset({*_TEMP_ACTIONS, sqlite3.SQLITE_TRANSACTION,
+                             sqlite3.SQLITE_SAVEPOINT})
+# Actions that only read (a column, a SELECT, a function call, a recursive CTE): no
+# problem for ``_problem`` whoever runs them.
+_READ_ACTIONS = frozenset({sqlite3.SQLITE_READ, sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION,
+                           getattr(sqlite3, "SQLITE_RECURSIVE", sqlite3.SQLITE_SELECT)})
 
 
 def _engine_own(action: int, dbname: str | None) -> bool:
@@ -116,9 +123,7 @@ def _engine_own(action: int, dbname: str | None) -> bool:
     user's connection (its cleanup refused). Reads of the user's tables, even
     in engine mode, still go to the user's authorizer.
     """
-    return (action in _TEMP_ACTIONS
-            or action in (sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT)
-            or (action in _WRITE_ACTIONS and dbname == "temp"))
+    return action in _ENGINE_ACTIONS or (action in _WRITE_ACTIONS and dbname == "temp")
 
 
 _CONN_LOCKS: dict[int, tuple[threading.RLock, int]] = {}  # id(conn) -> (lock, wrappers)
@@ -166,6 +171,8 @@ class Database(GuardedBackend):
     # untyped columns: values keep their storage class and compare equal to the
     # expressions they came from
     typed_temp_columns = False
+    # BlendSQL's SQL is SQLite's: statements run as written
+    translates = False
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         super().__init__(allow_writes=allow_writes, dialect="sqlite")
@@ -274,7 +281,16 @@ class Database(GuardedBackend):
 
         Why here and not by parsing SQL: SQLite reports every table it is about
         to touch, including through views, triggers and CTEs, so nothing slips by.
+        On our own connection (no user's authorizer to ask) two kinds of action
+        that :meth:`_problem` always allows are allowed at once: reads
+        (``_READ_ACTIONS``, most actions of a statement) and, in engine mode,
+        what the engine does to its own temp objects (:func:`_engine_own`).
         """
+        if self._borrowed is None and (
+                action in _READ_ACTIONS or (self._engine and (
+                    action in _ENGINE_ACTIONS
+                    or (dbname == "temp" and action in _WRITE_ACTIONS)))):
+            return sqlite3.SQLITE_OK
         problem = self._problem(action, arg1, arg2, dbname)
         if problem is not None:
             self._denied = problem

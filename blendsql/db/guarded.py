@@ -38,7 +38,13 @@ from blendsql.db.backend import (  # noqa: F401 - defaults and helpers re-export
     short,
     user_param,
 )
-from blendsql.db.statements import EXECUTOR_JOB, TRANSACTION_KEYWORDS, leading_keyword
+from blendsql.db.spark_calls import EXECUTOR_MODE
+from blendsql.db.statements import (
+    EXECUTOR_JOB,
+    PLAIN_READ_STARTS,
+    TRANSACTION_KEYWORDS,
+    leading_keyword,
+)
 from blendsql.db.transpile import Transpiler
 from blendsql.db.watchdog import WATCHDOG
 from blendsql.errors import (
@@ -65,6 +71,16 @@ class GuardedBackend(Backend):
     typed_temp_columns = True
     #: the time limit of each cleanup statement (see :meth:`drop_temp_table`)
     cleanup_timeout: float = CLEANUP_TIMEOUT
+    #: False: BlendSQL's SQL is the driver's; statements run as written (no :meth:`_translate`)
+    translates = True
+    #: whether the class has a :meth:`_check_user_statement` of its own (set per class)
+    _checks_user_statements = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Decided once per class, not per statement: is there a user check to call."""
+        super().__init_subclass__(**kwargs)
+        cls._checks_user_statements = (
+            cls._check_user_statement is not GuardedBackend._check_user_statement)
 
     def __init__(self, *, allow_writes: bool, dialect: str,
                  transpiler: Transpiler | None = None) -> None:
@@ -134,7 +150,9 @@ class GuardedBackend(Backend):
     # -- sessions ----------------------------------------------------------------------
 
     @contextmanager
-    def session(self, timeout: float | None | str = "keep") -> Iterator[GuardedBackend]:
+    def session(self, timeout: float | None | str = "keep", *,
+                tracer: StatementHook | None | str = "keep",
+                executors: str | None = None) -> Iterator[GuardedBackend]:
         """Hold the connection for one use (a query, a plan, a question).
 
         Why: a driver's connection is not safe to use from two threads at once
@@ -144,7 +162,11 @@ class GuardedBackend(Backend):
         ``timeout``: the per-statement time limit in seconds for this use
         (None: no limit; "keep": as set). The outermost use starts with
         :meth:`_begin_use` and ends with :meth:`_end_use` (a handed-in
-        connection is given back as it came).
+        connection is given back as it came). ``tracer``: the statement hook for this
+        use, as :meth:`tracing` installs it ("keep": as set); ``executors``: the
+        ``executors`` option of the model calls made inside (as
+        :func:`blendsql.db.spark_calls.executor_mode` sets it; None: as set). One
+        query's settings, set and restored with the use itself.
         """
         if not self._lock.acquire(timeout=self.lock_timeout):
             raise SessionBusyError(
@@ -152,7 +174,8 @@ class GuardedBackend(Backend):
                 f"{self.lock_timeout:g} s",
                 hint="a session runs one query at a time; use one BlendSQL per thread, "
                 "or raise db.lock_timeout")
-        saved, expired = self.timeout, self._expired
+        saved, expired, saved_tracer = self.timeout, self._expired, self.tracer
+        mode = None
         try:
             if self._closed:
                 raise ExecutionError("this BlendSQL session is closed",
@@ -165,8 +188,15 @@ class GuardedBackend(Backend):
                 self._expired = None
             if self._depth == 1:
                 self._begin_use()
+            if not isinstance(tracer, str):
+                self.tracer = tracer
+            if executors is not None:
+                mode = EXECUTOR_MODE.set(executors.lower())
             yield self
         finally:
+            if mode is not None:
+                EXECUTOR_MODE.reset(mode)
+            self.tracer = saved_tracer
             self._depth -= 1
             self.timeout = saved
             if timeout != "keep":
@@ -215,7 +245,7 @@ class GuardedBackend(Backend):
                 *, origin: ParamOrigin = user_param,
                 ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Run one statement of BlendSQL's SQL (translated); (column names, rows)."""
-        if not self._engine:
+        if not self._engine and not sql[:6].upper().startswith(PLAIN_READ_STARTS):
             self._refuse_by_keyword(sql)
         if self._owner == threading.get_ident() and not self._closed:
             # inside this thread's session already: no second use to enter
@@ -231,28 +261,64 @@ class GuardedBackend(Backend):
                 hint="blendsql runs each query on its own and never leaves a transaction "
                 "open or changes the session; run it on your own connection, outside blendsql")
 
+    def _run(self, sql: str, params: Any, origin: ParamOrigin, *, native: bool = False,
+             ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """One statement under the session's limits, reported to the tracer if any.
+
+        :meth:`Backend._run`'s tracing and :meth:`_run_statement`'s steps in one
+        place: refused after a statement of this use timed out (not in cleanup
+        mode), translated (``native``: already the backend's SQL), run by
+        :meth:`_guarded_run`; a failure is traced with its message.
+        """
+        hook = self.tracer
+        t0 = time.perf_counter()
+        try:
+            if self._expired is not None and not self._cleaning:
+                raise self._expired_error()
+            if native:
+                text, binds = sql, (params if params else None)
+            elif self.translates:
+                text, binds = self._translate(sql, params)
+            else:
+                text, binds = sql, params
+            cols, rows = self._guarded_run(sql, text, binds, origin)
+        except BlendSQLError as e:
+            if hook is not None:
+                hook(sql, None, time.perf_counter() - t0, self._engine, e.message)
+            raise
+        if (not native and self.allow_writes and not self._engine
+                and leading_keyword(sql) in _DDL):
+            self.transpile.reset()  # a user's table changed: translations read its columns
+        if hook is not None:
+            hook(sql, len(rows), time.perf_counter() - t0, self._engine, None)
+        return cols, rows
+
     def _run_statement(self, sql: str, params: Any, origin: ParamOrigin,
                        ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        self._check_expired()
-        text, binds = self._translate(sql, params)
-        out = self._guarded_run(sql, text, binds, origin)
-        if self.allow_writes and not self._engine and leading_keyword(sql) in _DDL:
-            self.transpile.reset()  # a user's table changed: translations read its columns
-        return out
+        """As :meth:`_run`, untraced."""
+        saved, self.tracer = self.tracer, None
+        try:
+            return self._run(sql, params, origin)
+        finally:
+            self.tracer = saved
 
     def _run_native(self, sql: str, params: Any, origin: ParamOrigin,
                     ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """A statement already in the backend's SQL: no translation, the same guards."""
-        self._check_expired()
-        return self._guarded_run(sql, sql, params if params else None, origin)
+        """A statement already in the backend's SQL: no translation, the same guards
+        (untraced: see :meth:`_run`)."""
+        saved, self.tracer = self.tracer, None
+        try:
+            return self._run(sql, params, origin, native=True)
+        finally:
+            self.tracer = saved
 
-    def _check_expired(self) -> None:
-        if self._expired is not None and not self._cleaning:
-            raise QueryTimeoutError(
-                f"a SQL statement of this query ran longer than the time limit of "
-                f"{self.timeout:g} s and was stopped:\n  {short(self._expired)}",
-                hint="add a LIMIT or a tighter WHERE, or raise the limit with "
-                "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)")
+    def _expired_error(self) -> QueryTimeoutError:
+        """Any further statement of a use after one of its statements timed out."""
+        return QueryTimeoutError(
+            f"a SQL statement of this query ran longer than the time limit of "
+            f"{self.timeout:g} s and was stopped:\n  {short(self._expired or '')}",
+            hint="add a LIMIT or a tighter WHERE, or raise the limit with "
+            "BlendSQL(..., timeout=<seconds>) or execute(..., timeout=<seconds>)")
 
     def _explain(self, sql: str) -> None:
         """``EXPLAIN`` of the translated statement (parameters bound as NULL)."""
@@ -269,7 +335,7 @@ class GuardedBackend(Backend):
                      ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Run translated ``text`` (of ``sql``) under the time limit and the user's rules."""
         user = not self._engine
-        if user:
+        if user and self._checks_user_statements:
             self._check_user_statement(sql)
         started = self._statement_starts()
         timeout = self.cleanup_timeout if self._cleaning else self.timeout
@@ -367,9 +433,21 @@ class GuardedBackend(Backend):
             rows = list({r[at]: r for r in reversed(rows)}.values())[::-1]
         types = ([column_type(r[i] for r in rows) for i in range(len(columns))]
                  if self.typed_temp_columns else [""] * len(columns))
-        with self.session(), self.engine():
+        if not self._in_use():
+            with self.session(), self.engine():
+                self._store(name, list(columns), types, rows, primary_key)
+            return time.perf_counter() - t0
+        was, self._engine = self._engine, True  # engine mode inside this thread's use
+        try:
             self._store(name, list(columns), types, rows, primary_key)
+        finally:
+            self._engine = was
         return time.perf_counter() - t0
+
+    def _in_use(self) -> bool:
+        """Inside this thread's open use already: a nested :meth:`session` would only
+        re-take the lock this thread holds (the engine's own statements skip it)."""
+        return self._owner == threading.get_ident() and not self._closed
 
     @abstractmethod
     def _store(self, name: str, columns: list[str], types: list[str],
@@ -396,6 +474,9 @@ class GuardedBackend(Backend):
     def _engine_statement(self, sql: str, params: Any = (),
                           origin: ParamOrigin = engine_value) -> None:
         """One of the engine's own statements, traced (its parameters: ``origin``)."""
+        if self._engine and self._in_use():
+            self._run(sql, params, origin)
+            return
         with self.session(), self.engine():
             self._run(sql, params, origin)
 
@@ -407,17 +488,32 @@ class GuardedBackend(Backend):
         it with names this engine created (a failed CREATE created nothing, so
         its name must not be dropped: it may be a user's table).
         """
-        self.transpile.null_columns = {p for p in self.transpile.null_columns if p[0] != name}
+        if self.transpile.null_columns:
+            self.transpile.null_columns = {p for p in self.transpile.null_columns
+                                           if p[0] != name}
         self.transpile.forget(name)
         self._drop_objects([f"DROP TABLE IF EXISTS temp.{quote(name)}"])
 
     def _drop_objects(self, statements: Sequence[str]) -> None:
         """Run engine DROP statements in cleanup mode, each on its own; never raises
-        (a DROP that fails or hits ``cleanup_timeout`` does not stop the next)."""
+        (a DROP that fails or hits ``cleanup_timeout`` does not stop the next).
+
+        Inside this thread's use already, cleanup mode is set here directly
+        (what :meth:`_cleanup`'s nested session would add is the lock this
+        thread holds)."""
+        inside = self._in_use()
         for sql in statements:
             try:
-                with self._cleanup():
+                if not inside:
+                    with self._cleanup():
+                        self._run(sql, (), engine_value)
+                    continue
+                was = self._engine, self._cleaning
+                self._engine = self._cleaning = True
+                try:
                     self._run(sql, (), engine_value)
+                finally:
+                    self._engine, self._cleaning = was
             except BlendSQLError:
                 pass
 

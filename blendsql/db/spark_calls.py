@@ -58,21 +58,22 @@ MIN_BATCH = 256
 FIRST_ROUND = 4096
 MAX_ROUND = 32768
 
-_MODE: ContextVar[str] = ContextVar("blendsql_executors", default="auto")
+#: the ``executors`` option of the calls made now (set per query: see executor_mode)
+EXECUTOR_MODE: ContextVar[str] = ContextVar("blendsql_executors", default="auto")
 
 
 @contextmanager
 def executor_mode(mode: str | None) -> Iterator[None]:
     """The ``executors`` option for the calls made inside (one query's)."""
-    token = _MODE.set((mode or "auto").lower())
+    token = EXECUTOR_MODE.set((mode or "auto").lower())
     try:
         yield
     finally:
-        _MODE.reset(token)
+        EXECUTOR_MODE.reset(token)
 
 
 def current_mode() -> str:
-    return _MODE.get()
+    return EXECUTOR_MODE.get()
 
 
 # -- what runs on an executor ----------------------------------------------------------

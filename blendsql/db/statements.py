@@ -17,6 +17,9 @@ import re
 #: not SQL: see blendsql.db.spark_calls)
 EXECUTOR_JOB = "ANSWER "
 TRANSACTION_KEYWORDS = frozenset({"BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"})
+#: a statement whose first six characters (upper-cased) start with one of these has a
+#: leading keyword that is never refused (``SELECT``, ``WITH``): no need to scan it
+PLAIN_READ_STARTS = ("SELECT", "WITH ")
 _SPACE_OR_COMMENT = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.S)
 _WORD = re.compile(r"[A-Za-z_]+")
 

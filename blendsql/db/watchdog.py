@@ -46,25 +46,24 @@ class Watchdog:
         self._start_afresh()
 
     def _start_afresh(self) -> None:
-        """No thread and no deadlines yet, in this process (``_pid``)."""
+        """No thread and no deadlines yet, in this process (``_pid``).
+
+        Also on the first use in a forked child (``arm`` and ``disarm`` compare
+        ``_pid``): there the parent's thread is gone and its lock may be held
+        forever (the armed tickets were the parent's). Checked on use, not in an
+        at-fork hook: code run between fork and exec can crash a child forked
+        from a multi-threaded parent (a subprocess with ``preexec_fn``, as PySpark
+        starts Java)."""
         self._pid = os.getpid()
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, Ticket]] = []
         self._active = 0
         self._thread: threading.Thread | None = None
 
-    def _in_this_process(self) -> None:
-        """In a forked child the parent's thread is gone and its lock may be held
-        forever: start afresh (the armed tickets were the parent's). Checked on use,
-        not in an at-fork hook: code run between fork and exec can crash a child forked
-        from a multi-threaded parent (a subprocess with ``preexec_fn``, as PySpark
-        starts Java)."""
-        if self._pid != os.getpid():
-            self._start_afresh()
-
     def arm(self, conn: Any, seconds: float) -> Ticket:
         """Interrupt ``conn`` after ``seconds`` unless :meth:`disarm` comes first."""
-        self._in_this_process()
+        if self._pid != os.getpid():  # a forked child: see _start_afresh
+            self._start_afresh()
         ticket = Ticket(time.monotonic() + seconds, conn)
         with self._cond:
             heapq.heappush(self._heap, (ticket.deadline, next(self._seq), ticket))
@@ -82,7 +81,8 @@ class Watchdog:
 
     def disarm(self, ticket: Ticket) -> bool:
         """Cancel a deadline; True if it had already fired."""
-        self._in_this_process()
+        if self._pid != os.getpid():  # a forked child: see _start_afresh
+            self._start_afresh()
         with self._cond:
             if ticket.active:
                 ticket.active = False

@@ -16,8 +16,8 @@ and ``'1'``), a BLOB makes the aggregate fail, and a REAL may not survive
 (``0.1 + 0.2`` becomes ``0.3``): a decoded float sends the query back to the
 per-row collector, as the failure does. No probe of the column's type is
 needed first. The one string holds every row's value, so it is used only on
-tables of at most ``JSON_MAX_ROWS`` rows (one probe: the object is a table,
-and its largest rowid).
+tables of at most ``JSON_MAX_ROWS`` rows (tested in the same statement: the
+object is a table, and its largest rowid; :func:`sized_json_text`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import itertools
 import json
 import sqlite3
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from sqlglot import exp
@@ -121,7 +120,6 @@ def distinct_values(rows: list[tuple[Any, ...]]) -> list[Any]:
 
 
 JSON_MAX_ROWS = 2_000_000
-RunSQL = Callable[[str], list[tuple[Any, ...]]]
 
 
 def json_candidate(cand: exp.Select) -> str | None:
@@ -131,8 +129,11 @@ def json_candidate(cand: exp.Select) -> str | None:
     one table without joins or CTEs. Does not mutate ``cand``: its parts are
     rendered as they are (no copy of the candidate is made for this).
     """
-    if not json_shaped(cand):
-        return None
+    return json_text(cand) if json_shaped(cand) else None
+
+
+def json_text(cand: exp.Select) -> str:
+    """:func:`json_candidate`'s text for a candidate known to be :func:`json_shaped`."""
     value = cand.expressions[0]
     value = value.this if isinstance(value, exp.Alias) else value
     parts = [f"SELECT JSON_GROUP_ARRAY({_text(value)})", _text(cand.args["from_"])]
@@ -144,31 +145,36 @@ def json_candidate(cand: exp.Select) -> str | None:
 def json_shaped(cand: exp.Expression) -> bool:
     """True when ``cand`` is ``SELECT DISTINCT <column> FROM <one table> [WHERE ...]``:
     collectable, no joins or CTEs (the shape :func:`json_candidate` writes)."""
-    if not collectable(cand) or cand.args.get("joins") or cand.args.get("with_"):
+    return collectable(cand) and isinstance(cand, exp.Select) and one_table_column(cand)
+
+
+def one_table_column(cand: exp.Select) -> bool:
+    """For a :func:`collectable` candidate: True when it selects a plain column of one
+    table, without joins or CTEs (what makes it :func:`json_shaped`)."""
+    if cand.args.get("joins") or cand.args.get("with_"):
         return False
     value = cand.expressions[0]
     value = value.this if isinstance(value, exp.Alias) else value
     return isinstance(value, exp.Column) and isinstance(cand.args["from_"].this, exp.Table)
 
 
-def json_size_ok(run_sql: RunSQL, cand: exp.Select) -> bool:
-    """True when ``json_candidate(cand)``'s source is a rowid table of at most
-    ``JSON_MAX_ROWS`` rows (a view: False, its size is unknown without running it).
+def sized_json_text(cand: exp.Select, as_json: str) -> str:
+    """One statement: ``as_json`` (:func:`json_text`) when the source is a rowid table of
+    at most ``JSON_MAX_ROWS`` rows, else NULL (a view: its size is unknown without
+    running it; a temp or CTE name: not in ``sqlite_master``).
 
-    One probe statement: the object's kind and, for a table only, its largest
-    rowid (the type of the column needs no probe: see :func:`json_values`).
+    The size test is part of the statement (the object's kind, then, for a table
+    only, its largest rowid), so the values come back without a probe statement
+    before them. A WITHOUT ROWID table makes the statement fail, as a BLOB in the
+    column does: the caller collects row by row then.
     """
     src = cand.args["from_"].this
     schema = f"{exp.to_identifier(src.db).sql('sqlite', copy=False)}." if src.db else ""
     name = exp.to_identifier(src.name).sql("sqlite", copy=False)
     lit = exp.Literal.string(src.name).sql("sqlite", copy=False)
     kind = f"(SELECT type FROM {schema}sqlite_master WHERE name = {lit} COLLATE NOCASE)"
-    try:  # the rowid is read only for a table (CASE runs the subquery only then)
-        n = run_sql(f"SELECT CASE WHEN {kind} = 'table' THEN "
-                    f"coalesce((SELECT MAX(rowid) FROM {schema}{name}), 0) END")[0][0]
-    except Exception:  # noqa: BLE001 - a WITHOUT ROWID table, a temp name: not this path
-        return False
-    return isinstance(n, int) and n <= JSON_MAX_ROWS
+    return (f"SELECT CASE WHEN {kind} = 'table' AND coalesce((SELECT MAX(rowid) FROM "
+            f"{schema}{name}), 0) <= {JSON_MAX_ROWS} THEN ({as_json}) END")
 
 
 def _text(node: exp.Expression) -> str:

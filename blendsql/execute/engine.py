@@ -29,13 +29,13 @@ from blendsql.errors import ExecutionError
 from blendsql.execute.interpreter import ExecStep, Interpreter, WalkState, interpret
 from blendsql.execute.planning import plan_tree
 from blendsql.execute.project import LateMap, apply_late_maps, bind_late_maps
-from blendsql.execute.render import render
 from blendsql.execute.session import _RUN_IDS
 from blendsql.execute.steps import StepRunner
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.plan.calls import find_calls
 from blendsql.plan.project import LatePlan
+from blendsql.plan.render import render
 from blendsql.smoothie import Smoothie, TraceStep
 
 Parser = Callable[[str, IngredientRegistry], exp.Expression]
@@ -80,7 +80,7 @@ class Executor(Interpreter):
 
     runners: ClassVar[dict[str, str]] = {
         "prepare": "run_prepare", "call": "run_call", "unordered": "run_unordered",
-        "final": "run_final", "late_maps": "run_late_maps"}
+        "final": "run_final", "late_map": "run_late_maps"}
 
     def __init__(self, run: Run, given: exp.Expression,
                  parse_expr: Callable[[str], exp.Expression], memo: bool) -> None:

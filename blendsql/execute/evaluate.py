@@ -19,12 +19,11 @@ import pandas as pd
 from sqlglot import exp
 
 from blendsql.db.frames import rows_to_frame
+from blendsql.db.values import lossy_notes
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, IngredientTimeoutError
 from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, RunExpired, can_limit, time_limit
 from blendsql.execute.metering import Counters
-from blendsql.execute.render import attach_ctes
 from blendsql.execute.session import Session
-from blendsql.execute.values import lossy_notes
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients._llm import as_list as option_list
 from blendsql.ingredients.base import Ingredient
@@ -39,8 +38,9 @@ from blendsql.models.constraints import (
     constraint_from_return_type,
     constraint_source,
 )
-from blendsql.plan.calls import group_by_key, scope_of, source_names, twins
-from blendsql.plan.infer import Hint, combine_hints, infer_hint, literal_value
+from blendsql.plan.calls import scope_of, source_names
+from blendsql.plan.infer import Hint, identical_uses, infer_hint, literal_value
+from blendsql.plan.render import attach_ctes
 from blendsql.smoothie import TraceStep
 
 MAX_CHOICES = 2000  # an inferred Choice larger than this is not worth a grammar
@@ -110,14 +110,16 @@ class Evaluator(Session):
         cols, rows = self.sql(q, f"context of {call.name}")
         return rows_to_frame(cols, rows)
 
-    def kwargs_of(self, call: IngredientCall) -> dict[str, Any]:
+    def kwargs_of(self, call: IngredientCall,
+                  nodes: dict[str, exp.Expression] | None = None) -> dict[str, Any]:
         """Evaluated keyword arguments of a call.
 
         A list-valued keyword (``options=``, ``example_outputs=``) given as a
         subquery becomes the list of its column's distinct non-NULL values.
+        ``nodes``: the call's keyword argument nodes when already read.
         """
         out = {}
-        for k, v in call.call_kwargs.items():
+        for k, v in (call.call_kwargs if nodes is None else nodes).items():
             value = self.evaluate(v, call)
             if k in LIST_KWARGS and isinstance(value, pd.DataFrame):
                 value = subquery_list(value, k, call.name)
@@ -132,7 +134,8 @@ class Evaluator(Session):
         ``hint``: the hint of all identical uses (:meth:`shared`); by
         default the one of ``call``'s own context.
         """
-        opts = option_list(kw.get("options"))
+        given = kw.get("options")
+        opts = option_list(given) if given is not None else None
         source = constraint_source(bool(opts), kw.get("return_type"), None)
         if source == "options" and opts:
             return Choice(tuple(str(o) for o in opts))
@@ -181,16 +184,17 @@ class Evaluator(Session):
         entry = memo.get(key)
         if entry is None:
             root = cast(exp.Expression, call.root())
-            groups = self.memo.get("call_groups")
-            if groups is None or groups[0] is not root:  # grouped once per working tree
-                groups = self.memo["call_groups"] = (root, group_by_key(root, self.call_key))
-            uses = twins(call, self.call_key, groups[1])
-            hint, disagreed = combine_hints([infer_hint(c) for c in uses])
+            grouped = self.memo.get("call_groups")  # grouped once per working tree
+            uses, hint, disagreed, groups = identical_uses(
+                call, self.call_key, self.memo.setdefault("call_keys", {}),
+                grouped[1] if grouped is not None and grouped[0] is root else None)
+            self.memo["call_groups"] = (root, groups)
             entry = memo[key] = SharedCall(hint=hint, uses=len(uses))
-            if len(uses) > 1:
-                self.decided("share_identical", f"share_identical: {len(uses)} identical "
-                             f"uses of {call.name} share one evaluation",
-                             call=self.call_text(call), uses=len(uses))
+            for rule in self.hooks["share"][:1] if len(uses) > 1 else ():
+                with self.applying(rule):
+                    self.decided(f"{rule.name}: {len(uses)} identical uses of {call.name} "
+                                 "share one evaluation", call=self.call_text(call),
+                                 uses=len(uses))
             if disagreed:
                 self.trace.append(TraceStep(
                     "warning", f"{call.name}: its {len(uses)} identical uses imply different "

@@ -34,22 +34,20 @@ from sqlglot import exp
 from blendsql.budget import Prices
 from blendsql.db.spark_calls import placement
 from blendsql.errors import BlendSQLError
-from blendsql.execute import preagg
-from blendsql.execute.context import RunContext
 from blendsql.execute.interpreter import ExecStep, Interpreter, WalkState, interpret
-from blendsql.execute.optimise import call_cost
 from blendsql.execute.planning import plan_tree
-from blendsql.execute.render import render
 from blendsql.execute.steps import join_sides
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
+from blendsql.plan import preagg
 from blendsql.plan.calls import find_calls, map_value, next_call
 from blendsql.plan.candidates import join_side_candidate, map_candidate
+from blendsql.plan.context import RunContext
 from blendsql.plan.infer import infer_hint, literal_value
-from blendsql.plan.lazy import conjunct_atom, lazy_plan
+from blendsql.plan.lazy import conjunct_atom, lazy_pairs, lazy_plan
 from blendsql.plan.lookup import filter_atom, replace_call
 from blendsql.plan.order import tokens_per_value
-from blendsql.plan.rules import rule_on
+from blendsql.plan.render import render
 from blendsql.plan.steps import Bound, Estimate, Plan, Step
 
 #: time limit (seconds) on the plan's probe of an LLMQA context
@@ -85,7 +83,7 @@ class _Planner(Interpreter):
 
     runners: ClassVar[dict[str, str]] = {
         "prepare": "plan_prepare", "call": "plan_call", "unordered": "plan_unordered",
-        "final": "plan_final", "late_maps": "plan_late_maps"}
+        "final": "plan_final", "late_map": "plan_late_maps"}
 
     def __init__(self, run: RunContext, query: str, prices: Prices | None) -> None:
         super().__init__(run)
@@ -120,7 +118,7 @@ class _Planner(Interpreter):
         self.late_plan = planned.late if planned.deferred else None
         self.late = [call for _, call in self.late_plan.deferred] if self.late_plan else []
         self.base = tree
-        self.cost = (lambda c: call_cost(run, c)) if rule_on(run.options, "cost_order") else None
+        self.cost = run.ordering_cost()
         work = tree.copy()  # the walk's own copy: markers replace calls in place
         state.replace_tree(work)
         state.calls = find_calls(work)
@@ -188,8 +186,8 @@ class _Planner(Interpreter):
 
     def _preagg_first(self, tree: exp.Expression, call: IngredientCall) -> IngredientCall | None:
         """The WHERE call the engine computes before a GROUP BY map it pre-aggregates
-        (``execute.preagg._compute_first``): the map then sees only the passing rows."""
-        decided = preagg.decide(self.run, tree, call)
+        (``plan.preagg._compute_first``): the map then sees only the passing rows."""
+        decided = preagg.decide(self.run, tree, call) if self._on(preagg.preaggregate) else None
         if decided is None or not decided[1]:
             return None
         others = decided[1]
@@ -210,13 +208,17 @@ class _Planner(Interpreter):
         cand = map_candidate(call, value)
         sql = render(cand)
         kind, why = "call", ""
-        if rule_on(self.run.options, "lazy") and self._lazy(call, value):
+        if self._on(lazy_pairs) and self._lazy(call, value):
             kind, why = "lazy_scan", "stops once LIMIT rows qualify (upper bound: every candidate)"
-        else:
+        elif self._on(preagg.preaggregate):
             decided = preagg.decide(self.run, tree, call)
             if decided is not None and not preagg.near_unique(self.run, decided[0], call):
-                kind = "preaggregate"
+                kind = "grouped_call"
         self._collect_and_call(call, ing, cand, sql, kind, why)
+
+    def _on(self, fn: Callable[..., Any]) -> bool:
+        """Whether the call rule whose function is ``fn`` is on for this run."""
+        return any(r.fn is fn for rules in self.run.hooks.values() for r in rules)
 
     def _lazy(self, call: IngredientCall, value: exp.Expression) -> bool:
         atom = filter_atom(call) or conjunct_atom(call)
@@ -297,7 +299,7 @@ class _Planner(Interpreter):
             "call": f"call {call.name} on {values} value(s)",
             "lazy_scan": f"scan lazily under LIMIT, calling {call.name} on at most "
                          f"{values} value(s)",
-            "preaggregate": f"pre-aggregate by the value of {call.name}, then call it on "
+            "grouped_call": f"pre-aggregate by the value of {call.name}, then call it on "
                             f"{values} group key(s)",
             "late_map": f"call {call.name} on the final rows' {values} value(s)",
         }[kind]

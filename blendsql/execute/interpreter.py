@@ -23,12 +23,12 @@ from typing import ClassVar
 from sqlglot import exp
 
 from blendsql.errors import ExecutionError
-from blendsql.execute.context import RunContext
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.calls import find_calls, next_call
+from blendsql.plan.context import RunContext
 
 #: executable step kinds, in the order a query meets them
-STEP_KINDS = ("prepare", "call", "unordered", "final", "late_maps")
+STEP_KINDS = ("prepare", "call", "unordered", "final", "late_map")
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def next_step(state: WalkState, it: Interpreter) -> ExecStep | None:
         return ExecStep("final", condition="no ingredient call left" if not state.stuck
                         else "the remaining calls cannot be ordered")
     if state.late_pending:
-        return ExecStep("late_maps", condition="projection-only maps deferred by late_maps")
+        return ExecStep("late_map", condition="projection-only maps deferred by late_maps")
     return None
 
 

@@ -28,7 +28,10 @@ class Counters:
     prompts: int = 0
 
     def minus(self, other: Counters) -> Counters:
-        return Counters(*(getattr(self, f) - getattr(other, f) for f in self.__dataclass_fields__))
+        return Counters(*[getattr(self, f) - getattr(other, f) for f in _COUNTER_FIELDS])
+
+
+_COUNTER_FIELDS = tuple(Counters.__dataclass_fields__)
 
 
 class MeteredModel(Model):
@@ -153,7 +156,8 @@ class MeteredModel(Model):
         return out
 
     def snapshot(self) -> Counters:
-        return Counters(**{f: getattr(self.counters, f) for f in Counters.__dataclass_fields__})
+        c = self.counters
+        return Counters(*[getattr(c, f) for f in _COUNTER_FIELDS])
 
     def __getattr__(self, item: str) -> object:
         # backend-specific helpers (tokenizer, context size...) pass through

@@ -8,17 +8,17 @@ what they decided.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlglot import exp
 
 from blendsql.errors import BlendSQLError
-from blendsql.execute.context import RunContext
-from blendsql.execute.render import render
+from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import JoinIngredient, MapIngredient
 from blendsql.models.base import Request
 from blendsql.models.constraints import Choice
+from blendsql.plan.context import RunContext
 from blendsql.plan.enum_match import (
     DEFAULT_THRESHOLD,
     MAX_VALUES,
@@ -27,6 +27,8 @@ from blendsql.plan.enum_match import (
 )
 from blendsql.plan.infer import literal_value
 from blendsql.plan.order import CostEstimate, estimate
+from blendsql.plan.render import render
+from blendsql.plan.rules import enum_match, rule_of
 from blendsql.smoothie import TraceStep
 
 NONE_OPTION = "(none of these)"
@@ -120,10 +122,11 @@ def model_classifier(run: RunContext) -> Classifier:
         prompt = (f"A database column only holds these values:\n{listing}\n"
                   f"Which value means the same as {text!r}? Answer with one value "
                   f"exactly as written, or {NONE_OPTION!r}.\nAnswer: ")
-        before = run.model.snapshot()
-        resp = run.model.generate([Request(prompt=prompt, constraint=Choice(options),
+        model = cast(MeteredModel, run.model)
+        before = model.snapshot()
+        resp = model.generate([Request(prompt=prompt, constraint=Choice(options),
                                            max_tokens=32)])[0]
-        used = run.model.snapshot().minus(before)
+        used = model.snapshot().minus(before)
         m = run.meta
         m.model_calls += used.model_calls
         m.cache_hits += used.cache_hits
@@ -144,7 +147,7 @@ def enum_classifier(run: RunContext) -> Classifier:
     (threshold ``enum_threshold``, default 0.5); ``"hashing"``: the same with
     the hashing embedder; ``"model"``: the model chooses.
     """
-    setting = run.options.get("enum_match")
+    setting = run.options.get(rule_of(enum_match).name)  # the rule's own option
     if str(setting).lower() == "model":
         return model_classifier(run)
     from blendsql.retrieval.prefilter import session_embedder

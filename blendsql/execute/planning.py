@@ -14,14 +14,15 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.errors import BlendSQLError
-from blendsql.execute.context import RunContext
 from blendsql.execute.optimise import enum_classifier, vocabulary_of
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.aliases import projection_names
 from blendsql.plan.calls import visible_ctes
+from blendsql.plan.context import RunContext
 from blendsql.plan.enum_match import Classifier
-from blendsql.plan.memo import RegistryKey, TreeMemo, registry_key
+from blendsql.plan.memo import RegistryKey, TreeMemo
 from blendsql.plan.rules import PlanState, apply_stage, has_macros
+from blendsql.smoothie import TraceStep
 
 
 @dataclass
@@ -40,6 +41,7 @@ class RuleEnv:
         self.registry = run.registry
         self.options = run.options
         self.parse_expr = parse_expr
+        self.rule_name = ""  # the tree rule being applied (apply_stage sets it)
 
     def literal(self, node: exp.Expression) -> Any:
         """A literal argument's value (string ingredients receive values, not text)."""
@@ -57,9 +59,10 @@ class RuleEnv:
         """The classifier the ``enum_match`` setting asks for."""
         return enum_classifier(self.run)
 
-    def decided(self, rule: str, summary: str, **details: Any) -> None:
-        """A rule's decision as a trace step of the run."""
-        self.run.decided(rule, summary, **details)
+    def decided(self, summary: str, outcome: str = "", **details: Any) -> None:
+        """The applied rule's decision (``rule_name``'s) as a trace step of the run."""
+        rule = f"{self.rule_name}_{outcome}" if outcome else self.rule_name
+        self.run.trace.append(TraceStep("plan", summary, details={"rule": rule, **details}))
 
 
 def prepare(run: RunContext, given: exp.Expression, parse_expr: Callable[[str], exp.Expression],
@@ -70,7 +73,7 @@ def prepare(run: RunContext, given: exp.Expression, parse_expr: Callable[[str], 
     holds no alias / string call: then nothing was evaluated, and the result
     depends only on the tree and the registry (these rules cannot be switched off).
     """
-    key = registry_key(run.registry)
+    key = run.registry.identity  # = plan.memo.registry_key
     done = given.meta.get("bsql_prepared") if memo else None
     if isinstance(done, Prepared) and done.key == key:
         return done.tree

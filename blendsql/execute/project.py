@@ -6,12 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from blendsql.execute.context import RunContext
-from blendsql.execute.values import outputs_to_sqlite
+from blendsql.db.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import MapIngredient
+from blendsql.plan.context import RunContext
 from blendsql.plan.project import LatePlan
-from blendsql.plan.rules import PlanState
+from blendsql.plan.rules import PlanState, rule_of
+from blendsql.plan.rules import late_maps as late_maps_rule
 from blendsql.smoothie import TraceStep
 
 
@@ -41,7 +42,7 @@ def bind_late_maps(run: RunContext, state: PlanState) -> tuple[list[LateMap], La
         late.append(LateMap(index, call, run_values))
     run.trace.append(TraceStep(
         "plan", f"{len(late)} projection-only map call(s) computed on the final rows",
-        details={"rule": "late_maps", "calls": [run.call_text(m.call) for m in late]}))
+        details={"rule": rule_of(late_maps_rule).name, "calls": [run.call_text(m.call) for m in late]}))
     return late, plan
 
 

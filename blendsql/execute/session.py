@@ -18,25 +18,26 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.db.backend import INGREDIENT_VALUE_HINT, Backend
-from blendsql.db.statements import EXECUTOR_JOB
+from blendsql.db.trace import StatementTrace
+from blendsql.db.values import first_column
 from blendsql.errors import ExecutionError
 from blendsql.execute.collect import (
     Collector,
     collectable,
     distinct_values,
-    json_candidate,
-    json_size_ok,
+    json_text,
     json_values,
+    one_table_column,
+    sized_json_text,
     without_distinct,
 )
 from blendsql.execute.metering import MeteredModel
-from blendsql.execute.render import render
-from blendsql.execute.values import first_column
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.plan.calls import call_key
 from blendsql.plan.lookup import map_lookup
-from blendsql.plan.rules import RULES, rule_on
+from blendsql.plan.render import render
+from blendsql.plan.rules import Rule, apply_hook, rules_for
 from blendsql.smoothie import Meta, TraceStep
 
 _RUN_IDS = itertools.count()
@@ -63,45 +64,35 @@ class Session:
         self.run_id = f"{secrets.token_hex(4)}_{next(_RUN_IDS)}"
         self._n = itertools.count()
         self._texts: dict[int, str] = {}
-        self._label: tuple[str, str] | None = None  # (kind, summary) of the next statements
-        self._cleaning = False
         self.memo: dict[str, Any] = {}  # per-run memos of the rule helpers
+        rules = rules_for(self.options)
+        self.hooks = rules.hooks  # the call rules switched on, by hook
+        self.rules_off = rules.off  # rules on by default switched off for this run
+        self.rule_name = ""  # the rule being applied (its decisions are traced by its name)
         self.no_rows = False  # the last candidate_values query had no row (when known)
+        # every statement the database runs for this run, recorded by the database itself
+        # into ``trace`` (kind and summary from ``labelled``; see blendsql.db.trace)
+        self.statements = StatementTrace(self.trace)
 
     @contextmanager
     def labelled(self, kind: str, summary: str) -> Iterator[None]:
-        """Statements run inside get this trace kind and summary (see :meth:`on_statement`)."""
-        saved, self._label = self._label, (kind, summary)
+        """Statements run inside get this trace kind and summary.
+
+        Why every statement is traced: a cost scan or a schema probe costs time
+        too, and a trace that shows only some statements hides where it went.
+        The database records each one itself into ``self.trace`` through
+        ``self.statements`` (the hook ``BlendSQL.execute`` installs for the run;
+        see :class:`blendsql.db.trace.StatementTrace`): unlabelled statements are
+        the engine's temp objects (``temp_table``) or someone else's reads (an
+        ingredient's, ``sql``); the cleanup's are listed in the last step's
+        ``details["cleanup"]``, so the trace still ends with the final query.
+        """
+        statements = self.statements
+        saved, statements.label = statements.label, (kind, summary)
         try:
             yield
         finally:
-            self._label = saved
-
-    def on_statement(self, sql: str, rows: int | None, seconds: float, engine: bool,
-                     error: str | None) -> None:
-        """Record one statement the database ran (``Database.tracing``'s hook).
-
-        Why every statement: a cost scan or a schema probe costs time too, and a
-        trace that shows only some statements hides where it went. Unlabelled
-        statements are the engine's temp objects (``temp_table``) or someone
-        else's reads (an ingredient's, ``sql``). Statements of the cleanup run
-        after the result is complete; they are listed in the last step's
-        ``details["cleanup"]`` so the trace still ends with the final query.
-        """
-        details: dict[str, Any] = {"error": error} if error else {}
-        if self._cleaning and self.trace:
-            self.trace[-1].details.setdefault("cleanup", []).append(
-                {"sql": sql, "rows": rows, "seconds": seconds, **details})
-            return
-        if self._label is not None:
-            kind, summary = self._label
-        elif engine and sql.startswith(EXECUTOR_JOB):  # calls answered on Spark's executors
-            kind, summary = "executors", sql.split(" ON ", 1)[0][len(EXECUTOR_JOB):]
-        else:
-            kind, summary = (("temp_table", sql.split("(", 1)[0][:60]) if engine
-                             else ("sql", "statement"))
-        self.trace.append(TraceStep(kind, summary, sql=sql, rows_out=rows, seconds=seconds,
-                                    details=details))
+            statements.label = saved
 
     def call_text(self, call: IngredientCall) -> str:
         """BlendSQL text of a call, rendered once per call (for traces and hints)."""
@@ -114,19 +105,29 @@ class Session:
             self._texts[call.call_id] = text
         return text
 
-    def decided(self, rule: str, summary: str, **details: Any) -> None:
-        """A planning rule's decision as a ``plan`` trace step (``details["rule"]``).
+    @contextmanager
+    def applying(self, rule: Rule) -> Iterator[None]:
+        """Decisions made inside are ``rule``'s (:meth:`decided`)."""
+        saved, self.rule_name = self.rule_name, rule.name
+        try:
+            yield
+        finally:
+            self.rule_name = saved
+
+    def decided(self, summary: str, outcome: str = "", **details: Any) -> None:
+        """The applied rule's decision as a ``plan`` trace step (``details["rule"]``:
+        its name, ``<name>_<outcome>`` when an outcome is given).
 
         Why: rules that need runtime information (candidate counts, a row
         sample, a LIMIT scan's progress) decide inside the executor; the
         trace says which rule decided what, and on what condition.
         """
+        rule = f"{self.rule_name}_{outcome}" if outcome else self.rule_name
         self.trace.append(TraceStep("plan", summary, details={"rule": rule, **details}))
 
     def note_rules_off(self) -> None:
         """One trace step naming the rules switched off for this run (when any)."""
-        off = [r.name for r in RULES if not r.required and r.default
-               and not rule_on(self.options, r.name)]
+        off = list(self.rules_off)
         if off:
             self.trace.append(TraceStep("plan", "rules switched off: " + ", ".join(off),
                                         details={"rules_off": off}))
@@ -139,12 +140,15 @@ class Session:
         to plan it (costs, column names, samples).
         """
         text = tree if isinstance(tree, str) else render(tree)
-        binds = self.bindings(text) if params is None else params
+        binds = params if params is not None else self.bindings(text) if ":" in text else {}
+        statements = self.statements  # labelled(kind, summary), without a context manager
+        saved, statements.label = statements.label, (kind, summary)
         try:
-            with self.labelled(kind, summary):
-                return self.db.execute(text, binds, origin=self.param_origin)
+            return self.db.execute(text, binds, origin=self.param_origin)
         except ExecutionError as e:
             raise self._lookup_error(e, text) from None
+        finally:
+            statements.label = saved
 
     def _lookup_error(self, e: ExecutionError, text: str) -> ExecutionError:
         """``e``, or, when one of this run's lookup functions failed, an error that
@@ -166,25 +170,32 @@ class Session:
         collection shows it (``[]``).
         """
         self.no_rows = False
-        conn = getattr(self.db, "functions_conn", None)  # None: register no functions
         if not collectable(cand):
             return first_column(self.sql(render(cand, copy=False), summary)[1])
         assert isinstance(cand, exp.Select)
-        as_json = json_candidate(cand) if self.db.json_collect else None
-        if as_json is not None and self.json_size_ok(cand):
+        # collectable already: only the shape of json_candidate's statement left to check
+        as_json = (json_text(cand) if self.db.json_collect and one_table_column(cand)
+                   else None)
+        sizes: dict[tuple[str, str], bool] = self.memo.setdefault("json_sized", {})
+        src = cand.args["from_"].this
+        if as_json is not None and sizes.get((src.db, src.name)) is not False:
             try:
-                _, rows = self.sql(as_json, summary)
+                _, rows = self.sql(sized_json_text(cand, as_json), summary)
             except ExecutionError:
-                values = None  # a BLOB in the column: collect row by row below
+                values = None  # a BLOB in the column, no rowid: collect row by row below
             else:
-                self.no_rows = rows[0][0] == "[]"
-                values = json_values(rows[0][0])  # None: a REAL, or too many rows
+                text = rows[0][0]
+                if text is None:  # not a table of at most JSON_MAX_ROWS rows
+                    sizes[(src.db, src.name)] = False
+                self.no_rows = text == "[]"
+                values = json_values(text) if text is not None else None  # None: a REAL
             if values is not None:
                 self.trace[-1].rows_out = len(values)
                 return values
         if self.db.dialect != "sqlite":  # typed backends: their own DISTINCT (no collations)
             values = distinct_values(self.sql(render(cand, copy=False), summary)[1])
-        elif conn is None:  # a borrowed connection: no functions, the rows deduplicated here
+        elif (conn := getattr(self.db, "functions_conn", None)) is None:
+            # a borrowed connection: no functions, the rows deduplicated here
             values = distinct_values(self.sql(render(without_distinct(cand)), summary)[1])
         else:
             with Collector(conn) as col:
@@ -192,18 +203,6 @@ class Session:
                 values = col.values()
         self.trace[-1].rows_out = len(values)
         return values
-
-    def json_size_ok(self, cand: exp.Select) -> bool:
-        """:func:`~blendsql.execute.collect.json_size_ok`, probed once per source table
-        and run (n filters over one table: one probe, not n; a run changes no table
-        it reads, and its own temp tables have names of their own)."""
-        src = cand.args["from_"].this
-        key = (src.db, src.name)
-        sizes: dict[tuple[str, str], bool] = self.memo.setdefault("json_size_ok", {})
-        if key not in sizes:
-            sizes[key] = json_size_ok(
-                lambda q: self.sql(q, "table size (for collecting)", kind="plan")[1], cand)
-        return sizes[key]
 
     def bindings(self, text: str) -> dict[str, Any]:
         """Only the named parameters the statement uses (sqlite rejects none extra, but
@@ -229,12 +228,17 @@ class Session:
         ``index``: make ``k`` the primary key (for per-row probes); set-membership
         lookups need none, and inserting into an index is the dominant cost.
         """
-        name = self.db.temp_name(kind)
         cols = ["k", "v"] if key else ["v"]
+        data = rows if key else [(r[1],) for r in rows]
+        name = self.db.temp_name(kind)
         start = len(self.trace)
-        with self.labelled("temp_table", f"temp.{name}"):
-            self.db.create_temp_table(name, cols, rows if key else [(r[1],) for r in rows],
+        statements = self.statements  # labelled("temp_table", ...), without a context manager
+        saved, statements.label = statements.label, ("temp_table", f"temp.{name}")
+        try:
+            self.db.create_temp_table(name, cols, data,
                                       primary_key="k" if key and index else None)
+        finally:
+            statements.label = saved
         self.temp_tables.append(name)  # after success: a failed CREATE made nothing of ours
         if len(self.trace) > start:  # the statements' steps: the first one counts the rows
             self.trace[start].rows_out = len(rows)
@@ -265,16 +269,22 @@ class Session:
 
     def cleanup(self) -> None:
         """Drop every temp table and lookup function of this run (also after errors)."""
-        self._cleaning = True
+        self.statements.cleaning = True
         try:
             for name in self.temp_tables:
                 self.db.drop_temp_table(name)
         finally:
-            self._cleaning = False
+            self.statements.cleaning = False
         self.temp_tables.clear()
         for name in self.functions:
             self.db.release_function(name)  # the name is reused: the count stays constant
         self.functions.clear()
+
+    def shared_key(self, call: IngredientCall, key: str) -> str:
+        """The key ``call`` shares with identical calls under the ``share`` rules
+        (none on: its own, so every call is evaluated on its own)."""
+        shared = apply_hook(self, "share", call, key)
+        return str(shared) if shared is not None else f"{key}#{call.call_id}"
 
     def call_key(self, call: IngredientCall) -> str:
         """:func:`blendsql.plan.calls.call_key`, memoised per call id for this run."""
@@ -286,7 +296,6 @@ class Session:
                 key = call_key(call)
                 if "@" not in key:  # names no scope by identity: valid in every copy
                     call.meta[KEY_META] = key
-            if not rule_on(self.options, "share_identical"):  # every call on its own
-                key = f"{key}#{call.call_id}"
+            key = self.shared_key(call, key)
             keys[call.call_id] = key
         return key

@@ -4,7 +4,7 @@ Why its own module: a map, a QA and a join each run differently (candidate
 values, lazy scans, pre-aggregation; one answer; two value sets) but all
 end the same way, with the call replaced by data, never SQL text. The
 rule helpers they use (``execute.lazy``, ``execute.preagg``,
-``execute.optimise``) depend only on :class:`~blendsql.execute.context.RunContext`.
+``execute.optimise``) depend only on :class:`~blendsql.plan.context.RunContext`.
 """
 
 from __future__ import annotations
@@ -16,21 +16,21 @@ import pandas as pd
 from sqlglot import exp
 
 from blendsql.db.spark_calls import map_on_executors, values_on_executors
+from blendsql.db.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.errors import BlendSQLError, IngredientError
 from blendsql.execute.collect import json_shaped
 from blendsql.execute.evaluate import Evaluator, _describe, decode_tuple, value_key
-from blendsql.execute.lazy import lazy_pairs, pop_engine_kwargs
 from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, call_user
 from blendsql.execute.optimise import call_cost
-from blendsql.execute.preagg import preaggregate
-from blendsql.execute.values import first_column, outputs_to_sqlite, to_sqlite
-from blendsql.grammar.nodes import IngredientCall, to_blendsql
+from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients._llm import as_list as option_list
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.models.constraints import Choice
+from blendsql.plan.bind import map_args
 from blendsql.plan.calls import effective_scope, map_value
 from blendsql.plan.candidates import DECIDED_META, join_side_candidate, map_candidate
 from blendsql.plan.infer import Hint, infer_hint
+from blendsql.plan.lazy import ENGINE_KWARGS
 from blendsql.plan.lookup import (
     filter_atom,
     filter_lookup,
@@ -43,59 +43,46 @@ from blendsql.plan.lookup import (
     replace_call,
     replace_node,
 )
-from blendsql.plan.lookup import temp_table as lookup_table
+from blendsql.plan.order import CallOrder
 from blendsql.plan.relax import AtomTexts, ClauseTexts
-from blendsql.plan.rules import rule_on
-from blendsql.plan.static_filter import member_lookup, passing_values
+from blendsql.plan.rules import Rule, apply_hook
 from blendsql.smoothie import TraceStep
-
-TRACED_COSTS = 10  # other calls' costs written in a cost_order decision's summary
 
 
 class StepRunner(Evaluator):
     """An evaluator that computes ready calls, one step at a time."""
 
+    def call_order(self) -> CallOrder | None:
+        """The first ``order`` rule's way of choosing the next ready call (None: none on)."""
+        memo = self.memo
+        if "call_order" not in memo:
+            memo["call_order"] = None
+            for rule in self.hooks["order"]:
+                order = rule.fn(self)  # decides nothing yet: its choices are traced by chosen
+                if order is not None:
+                    memo["call_order"] = (rule, order)
+                    break
+        found: tuple[Rule, CallOrder] | None = memo["call_order"]
+        return found[1] if found is not None else None
+
     def ordering_cost(self) -> Callable[[IngredientCall], float] | None:
-        """The cost function of the ``cost_order`` rule (None when it is off).
+        """The cost the ``order`` rule chooses the next ready call by (None when none is on)."""
+        order = self.call_order()
+        return order.cost if order is not None else None
 
-        The costs it measures are kept for :meth:`trace_order`.
-        """
-        if not rule_on(self.options, "cost_order"):
-            return None
-        seen: dict[int, float] = self.memo.setdefault("costs_seen", {})
-        # estimated once (call_cost): the value is kept here too, as the cheapest ready
-        # call is chosen among all of them at every step
-        known: dict[int, float] = self.memo.setdefault("cost_values", {})
-        estimated: dict[int, Any] = self.memo.setdefault("cost", {})
-
-        def cost(c: IngredientCall) -> float:
-            cid = c.call_id
-            value = known.get(cid)
-            if value is None:
-                value = call_cost(self, c)
-                if cid in estimated:  # else not estimated (yet): asked again
-                    known[cid] = value
-            seen[cid] = value
-            return value
-
-        return cost
+    def call_cost(self, call: IngredientCall) -> float:
+        return call_cost(self, call)
 
     def trace_order(self, chosen: IngredientCall) -> None:
-        """When ``cost_order`` compared ready calls to pick ``chosen``: a decision step."""
-        seen: dict[int, float] = self.memo.get("costs_seen") or {}
-        if len(seen) < 2 or chosen.call_id not in seen:
-            seen.clear()
+        """The ``order`` rule's decision, when it compared ready calls to pick ``chosen``."""
+        found = self.memo.get("call_order")
+        if found is None:
             return
-        others = {i: c for i, c in seen.items() if i != chosen.call_id}
-        mine = seen[chosen.call_id]
-        seen.clear()
-        costs = list(others.values())
-        listed = ", ".join(f"{c:.3g}" for c in costs[:TRACED_COSTS])
-        if len(costs) > TRACED_COSTS:  # n filters: a summary of n costs at each of n steps
-            listed += f", ... ({len(costs) - TRACED_COSTS} more in details['costs'])"
-        self.decided("cost_order", f"cost_order: {chosen.name} first (estimated cost "
-                     f"{mine:.3g}; {len(others)} other ready call(s) cost {listed})",
-                     call=self.call_text(chosen), costs=costs)
+        if len(found[1].seen) < 2:  # no comparison was made: nothing to trace
+            found[1].seen.clear()
+            return
+        with self.applying(found[0]):
+            found[1].chosen(chosen)
 
     def atom_texts(self) -> AtomTexts:
         """This run's cache of plain atoms' SQL, for candidate queries (``plan.relax``)."""
@@ -184,28 +171,21 @@ class StepRunner(Evaluator):
         scope resolves column references); ``run_values(values)`` runs the
         ingredient once on a batch and checks the outputs' length.
         """
-        args = call.call_args
-        try:
-            qi, _ = ing.bind(args, call.call_kwargs)
-            value_cols = ing.value_args(args, call.call_kwargs)
-            value_node = map_value(call, self.registry)
-            if value_node is None:
-                raise IndexError(qi)
-        except (IndexError, TypeError, KeyError) as e:
-            raise IngredientError(f"{call.name} needs a value argument",
-                                  hint=f"write {call.name}('question', table.column)") from e
-        if len(value_cols) > 1:  # several columns: values are tuples (MapIngredient)
-            kw_names = {"value_names": [to_blendsql(args[i]) for i in value_cols]}
-        else:
-            kw_names = {}
-        question = self.evaluate(args[qi], call) if qi is not None and qi < len(args) else None
-        kw = self.kwargs_of(call)
-        engine_kw = pop_engine_kwargs(kw)  # prefilter= is for the engine, not run()
+        bound = map_args(call, ing)
+        value_node = bound.value
+        kw_names = {"value_names": bound.value_names} if bound.value_names else {}
+        question = bound.question_value
+        if question is None and bound.question is not None:
+            question = self.evaluate(bound.question, call)
+        kw = self.kwargs_of(call, bound.kwargs)
+        # prefilter= is for the engine, not run()
+        engine_kw = {k: kw.pop(k) for k in ENGINE_KWARGS if k in kw}
         shared = self.shared(call)
         constraint = self.constraint_for(call, kw, shared.hint)
         outputs = shared.outputs
 
-        distributed = values_on_executors(self.db, ing)
+        # only a backend that runs calls on executors (Spark) can
+        distributed = hasattr(self.db, "run_on_executors") and values_on_executors(self.db, ing)
 
         def run_batch(vals: list[Any]) -> list[Any]:
             given = [decode_tuple(v) for v in vals] if kw_names else list(vals)
@@ -243,30 +223,23 @@ class StepRunner(Evaluator):
         In a positive filter (``WHERE {{M(x)}} = TRUE``) the lookup is a set
         membership test on an unindexed table; elsewhere an indexed probe.
         """
-        pre = preaggregate(self, tree, ing, call)  # a GROUP BY key: one grouped scan
-        if pre is not None:
-            return pre
+        done = apply_hook(self, "compute", tree, ing, call)  # e.g. a GROUP BY key
+        if done is not None:
+            return done  # type: ignore[no-any-return]
         value_node, question, engine_kw, run_values = self.map_runner(ing, call)
-        # under LIMIT: stop once enough rows qualify (blendsql.plan.lazy); else all at once
-        lazy = lazy_pairs(self, call, value_node, filter_atom(call), question, engine_kw,
-                          run_values)
-        if lazy is not None:
-            values, outputs = lazy
+        atom = filter_atom(call)
+        # e.g. under LIMIT: stop once enough rows qualify
+        gathered = apply_hook(self, "values", call, value_node, atom, question, engine_kw,
+                              run_values)
+        if gathered is not None:
+            values, outputs = gathered
         else:
             values = self.cascade_values(call, value_node)
             outputs = run_values(values) if values else []
         stored = outputs_to_sqlite(outputs)
-        atom = filter_atom(call)
-        if (atom is not None and rule_on(self.options, "static_filter")
-                and null_passes_statically(atom, call) is False):
-            passing = passing_values(atom, call, values, stored)
-            if passing is not None:  # decided in Python: store only the passing values
-                self.decided("static_filter", f"static_filter: {call.name}'s condition "
-                             f"decided in Python, {len(passing)} of {len(values)} value(s) "
-                             "pass", call=self.call_text(call))
-                table = self.temp_table("m", [(None, v) for v in passing], key=False)
-                return replace_node(tree, atom, member_lookup(lookup_table(table),
-                                                              value_node), in_place=True)
+        done = apply_hook(self, "store", tree, call, atom, value_node, values, stored)
+        if done is not None:  # e.g. the filter decided in Python
+            return done  # type: ignore[no-any-return]
         pairs = list(zip(values, stored, strict=True))
         if atom is not None:
             table = self.temp_table("m", pairs, index=False)
@@ -290,9 +263,12 @@ class StepRunner(Evaluator):
         had no row (and held no clause of its own: ``decided_rows``), every
         later one-table candidate of that scope has none either.
         """
-        cand = map_candidate(call, value, self.atom_texts(), self.clause_texts())
+        atoms, clauses = self.atom_texts(), self.clause_texts()
+        cand = map_candidate(call, value, atoms, clauses)
+        scope = effective_scope(call, value)
         summary = f"candidate values for {call.name}"
-        scope = effective_scope(call, value) if json_shaped(cand) else None
+        if not json_shaped(cand):
+            scope = None
         empty: dict[int, tuple[exp.Expression, str]] = self.memo.setdefault("empty_scopes", {})
         known = empty.get(id(scope)) if scope is not None else None
         if known is not None and known[0] is scope:

@@ -23,6 +23,7 @@ in text order), ``join_form`` (True for ``JOIN {{LLMJoin(left_on=.., right_on=..
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from sqlglot import exp
@@ -30,15 +31,20 @@ from sqlglot.dialects.sqlite import SQLite
 
 
 class IngredientCall(exp.Expression, exp.Func):
-    """``{{Name(arg, ..., key=value)}}`` as a node of the query AST."""
+    """``{{Name(arg, ..., key=value)}}`` as a node of the query AST.
+
+    ``name``, ``key_name``, ``brace`` and ``call_id`` are read from the node
+    once and kept on it: a call's name never changes, and its id only through
+    :meth:`renumber`. A copy of the node reads them again.
+    """
 
     arg_types = {"this": True, "expressions": False, "kwargs": False}
 
-    @property
+    @cached_property
     def name(self) -> str:  # type: ignore[override]
         return str(self.this.name)
 
-    @property
+    @cached_property
     def key_name(self) -> str:
         """Lower-cased name, the registry key."""
         return self.name.lower()
@@ -51,13 +57,18 @@ class IngredientCall(exp.Expression, exp.Func):
     def call_kwargs(self) -> dict[str, exp.Expression]:
         return {kw.this.name: kw.expression for kw in self.args.get("kwargs") or []}
 
-    @property
+    @cached_property
     def brace(self) -> str:
         return str(self.meta.get("brace", "{{"))
 
-    @property
+    @cached_property
     def call_id(self) -> int:
         return int(self.meta.get("call_id", -1))
+
+    def renumber(self, call_id: int) -> None:
+        """Give the call a new id (in its meta, which copies keep)."""
+        self.meta["call_id"] = call_id
+        self.__dict__["call_id"] = call_id
 
 
 def _arg_sql(gen: Any, e: exp.Expression) -> str:

@@ -307,10 +307,15 @@ def accepted_kwargs(ingredient: Ingredient) -> frozenset[str] | None:
 
 
 class IngredientRegistry:
-    """Case-insensitive name -> ingredient instance."""
+    """Case-insensitive name -> ingredient instance.
+
+    ``identity``: the registered (name, ingredient id) pairs, kept up to date by
+    every change; plans memoised for one registry are valid while it is equal.
+    """
 
     def __init__(self, items: Any = ()) -> None:
         self._items: dict[str, Ingredient] = {}
+        self.identity: tuple[tuple[str, int], ...] = ()
         for item in items:
             self.add(item)
 
@@ -323,6 +328,7 @@ class IngredientRegistry:
                 hint="pass an Ingredient subclass or an instance of one",
             )
         self._items[item.name.lower()] = item
+        self.identity = tuple((i.name, id(i)) for i in self._items.values())
         return item
 
     def get(self, name: str) -> Ingredient | None:
@@ -340,4 +346,5 @@ class IngredientRegistry:
     def copy(self) -> IngredientRegistry:
         r = IngredientRegistry()
         r._items = dict(self._items)
+        r.identity = self.identity
         return r

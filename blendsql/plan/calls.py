@@ -38,7 +38,7 @@ def number_calls(tree: exp.Expression) -> exp.Expression:
     nxt = max([c.call_id for c in find_calls(out)] + [-1]) + 1
     for c in find_calls(out):
         if c.call_id < 0 or c.call_id in seen:
-            c.meta["call_id"] = nxt
+            c.renumber(nxt)
             nxt += 1
         seen.add(c.call_id)
     return out
@@ -353,3 +353,16 @@ def group_by_key(tree: exp.Expression, key_of: Callable[[IngredientCall], str] =
     for c in find_calls(tree):
         out.setdefault(key_of(c), []).append(c)
     return out
+
+
+def share_identical(run: Any, call: IngredientCall, key: str) -> str:
+    """Identical calls (same ingredient, arguments, resolved columns) share one evaluation.
+
+    Why: they must agree, and a value computed for one use is never sent to
+    the model again for another; one output constraint is combined from all
+    their uses.
+
+    The shared key is :func:`call_key`'s (without this rule every call is
+    evaluated on its own).
+    """
+    return key

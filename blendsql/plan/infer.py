@@ -9,12 +9,14 @@ usable, and the query stays short. Explicit ``options=`` /
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
+from blendsql.plan.calls import group_by_key, twins
 
 _COMPARE = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
 _BOOLEAN_PARENTS = (exp.And, exp.Or, exp.Not, exp.Where, exp.Having, exp.If)
@@ -145,3 +147,24 @@ def combine_hints(hints: list[Hint]) -> tuple[Hint, bool]:
         lists = [h for h in informative if h.kind == "list"]
         return lists[0], False
     return Hint(), True
+
+
+def identical_uses(call: IngredientCall, key_of: Callable[[IngredientCall], str],
+                   known: Mapping[int, str], groups: dict[str, list[IngredientCall]] | None,
+                   ) -> tuple[list[IngredientCall], Hint, bool, dict[str, list[IngredientCall]]]:
+    """``call``'s identical uses in its tree (:func:`blendsql.plan.calls.twins`), the hint
+    combined from all of them, whether they disagreed (:func:`combine_hints`), and the
+    tree's calls grouped by key (pass them back for the next call of the same tree).
+
+    ``known``: keys already computed, by call id (``key_of`` is asked for the others);
+    ``groups``: the tree's calls grouped by key, when grouped already.
+    """
+    def key(c: IngredientCall) -> str:
+        found = known.get(c.call_id)
+        return found if found is not None else key_of(c)
+
+    if groups is None:
+        groups = group_by_key(cast(exp.Expression, call.root()), key)
+    uses = twins(call, key, groups)
+    hint, disagreed = combine_hints([infer_hint(c) for c in uses])
+    return uses, hint, disagreed, groups

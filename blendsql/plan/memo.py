@@ -27,4 +27,4 @@ class TreeMemo:
 
 def registry_key(registry: IngredientRegistry) -> RegistryKey:
     """Which ingredients (by name and identity) a memo was planned with."""
-    return tuple((i.name, id(i)) for i in registry)
+    return registry.identity

@@ -48,8 +48,8 @@ from blendsql.ingredients.base import (
     MapIngredient,
     StringIngredient,
 )
-from blendsql.plan import aliases, expand, lazy, order, preagg, project, static_filter
-from blendsql.plan.calls import find_calls, twins
+from blendsql.plan import aliases, calls, expand, lazy, order, preagg, project, static_filter
+from blendsql.plan.calls import find_calls
 from blendsql.plan.enum_match import Classifier, match_enums
 
 RULES_OFF = "rules_off"  # the option holding the names of rules switched off
@@ -96,8 +96,19 @@ class RuleContext(Protocol):
     def enum_classifier(self) -> Classifier:
         """How enum matching picks a column value for a literal."""
 
-    def decided(self, rule: str, summary: str, **details: Any) -> None:
-        """Record a rule's decision as a trace step."""
+    rule_name: str  # the rule being applied (set by apply_stage)
+
+    def decided(self, summary: str, outcome: str = "", **details: Any) -> None:
+        """Record the applied rule's decision (or its ``outcome``) as a trace step."""
+
+
+@dataclass(frozen=True)
+class Switch:
+    """The boolean (or setting) option named after a rule that also turns it on / off."""
+
+    types: tuple[type, ...]
+    doc: str
+    choices: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -105,20 +116,22 @@ class Rule:
     """One planning rule: its name, function, why it exists, its stage and its switch.
 
     ``fn``: for a tree rule ``PlanState, RuleContext -> PlanState``; for a
-    ``call`` rule the pure decision function the executor calls. ``doc``:
-    what the rule does and why it exists. ``switch``: the boolean option
-    that also turns it on / off (None: only ``rules_off``); ``default``:
-    whether it runs when nobody says; ``required``: the query's meaning
-    depends on it (never off).
+    ``call`` rule the function the executor calls at its ``hook`` (see
+    :data:`CALL_HOOKS`). ``doc``: what the rule does and why it exists (the
+    first paragraph and the "Why" paragraph of ``fn``'s docstring).
+    ``switch``: an option of the rule's own name that also turns it on / off
+    (None: only ``rules_off``); ``default``: whether it runs when nobody
+    says; ``required``: the query's meaning depends on it (never off).
     """
 
     name: str
     fn: Callable[..., Any]
     doc: str
     stage: str
-    switch: str | None = None
+    switch: Switch | None = None
     default: bool = True
     required: bool = False
+    hook: str | None = None
 
 
 # -- prepare: required rewrites -------------------------------------------------------
@@ -216,7 +229,7 @@ def enum_match(state: PlanState, ctx: RuleContext) -> PlanState:
     """
     out, rewrites = match_enums(state.tree, ctx.vocabulary, ctx.enum_classifier())
     for r in rewrites:
-        ctx.decided("enum_match", f"enum match: {r.table}.{r.column} = {r.literal!r} -> "
+        ctx.decided(f"enum match: {r.table}.{r.column} = {r.literal!r} -> "
                     f"{r.replacement!r} ({r.how}, score {r.score:.2f})",
                     enum_match=True, table=r.table, column=r.column, literal=r.literal,
                     replacement=r.replacement, score=r.score, how=r.how)
@@ -247,31 +260,21 @@ def late_maps(state: PlanState, ctx: RuleContext) -> PlanState:
 
 
 # -- call: decisions the executor makes with runtime information -------------------------
-# ``fn`` is the pure decision function the executor calls; ``doc`` says why the rule exists.
 
-COST_ORDER = (
-    "Among ready ingredient predicates of one scope, the cheapest runs first. Why: under AND "
-    "each later predicate sees only the rows earlier ones passed, so the cheap filter "
-    "(distinct values x prompt tokens, measured on the relaxed candidate rows) shrinks the "
-    "expensive one's input.")
-SHARE_IDENTICAL = (
-    "Identical calls (same ingredient, arguments, resolved columns) share one evaluation. "
-    "Why: they must agree, and a value computed for one use is never sent to the model "
-    "again for another; one output constraint is combined from all their uses.")
-PREAGGREGATE = (
-    "A map that is a GROUP BY key runs on the group keys of one partial-aggregate scan. "
-    "Why: grouping first means the map sees each key once and SQLite scans once; skipped "
-    "at run time when a sample of the rows is nearly all distinct (the partial table "
-    "would be as large as the input).")
-LAZY = (
-    "Under LIMIT a filter is evaluated in batches, stopping once enough rows qualify. "
-    "Why: LIMIT 5 over 10,000 candidates needs the model for a handful of values, not all "
-    "of them; batch sizes and the stop are decided from the rows seen so far and traced.")
-STATIC_FILTER = (
-    "A filter's simple atom is decided in Python and only the passing values are stored. "
-    "Why: storing every (value, output) pair and letting SQLite test the atom costs a "
-    "temp-table row per value; for outputs whose comparison Python reproduces exactly, "
-    "the set of passing values is the same lookup.")
+#: where the executor applies call rules, each hook with the signature of its rules' ``fn``
+#: (``run``: :class:`blendsql.plan.context.RunContext`); the enabled rules of a hook are
+#: tried in list order and the first answer that is not None is taken:
+#:
+#: - ``order``: ``fn(run) -> CallOrder | None``: how the next ready call is chosen;
+#: - ``share``: ``fn(run, call, key) -> str | None``: the key identical calls share
+#:   (none: each call is evaluated on its own);
+#: - ``compute``: ``fn(run, tree, ing, call) -> tree | None``: a map call computed another
+#:   way than from its candidate values;
+#: - ``values``: ``fn(run, call, value, atom, question, engine_kwargs, run_values) ->
+#:   (values, outputs) | None``: a map call's values and outputs gathered another way;
+#: - ``store``: ``fn(run, tree, call, atom, value, values, stored) -> tree | None``: the
+#:   computed outputs put in the tree another way than as a (value, output) table.
+CALL_HOOKS = ("order", "share", "compute", "values", "store")
 
 
 def _why(fn: Callable[..., Any]) -> str:
@@ -286,20 +289,36 @@ def _tree(name: str, fn: Callable[[PlanState, RuleContext], PlanState], stage: s
     return Rule(name, fn, _why(fn), stage, **kw)
 
 
+def call_rule(name: str, fn: Callable[..., Any], hook: str, **kw: Any) -> Rule:
+    """A ``call`` rule applied at ``hook`` (one of :data:`CALL_HOOKS`)."""
+    if hook not in CALL_HOOKS:
+        raise ValueError(f"unknown call-rule hook {hook!r}; hooks: {', '.join(CALL_HOOKS)}")
+    return Rule(name, fn, _why(fn), "call", hook=hook, **kw)
+
+
+_ON_OFF = (bool,)
+
+
 RULES: tuple[Rule, ...] = (
     _tree("check_names", check_names, "prepare", required=True),
     _tree("expand_macros", expand_macros, "prepare", required=True),
     _tree("refuse_row_calls_in_dml", refuse_row_calls_in_dml, "prepare", required=True),
     _tree("qualify_by_alias", qualify_by_alias, "prepare", required=True),
     _tree("resolve_aliases", resolve_aliases, "prepare", required=True),
-    _tree("enum_match", enum_match, "rewrite", switch="enum_match", default=False),
+    _tree("enum_match", enum_match, "rewrite", default=False, switch=Switch(
+        (bool, str), "rewrite literals that are not column values: True/'embedding', "
+        "'hashing' or 'model'", choices=("embedding", "hashing", "model"))),
     _tree("name_columns", name_columns, "rewrite", required=True),
-    _tree("late_maps", late_maps, "rewrite", switch="late_maps"),
-    Rule("cost_order", order.estimate, COST_ORDER, "call", switch="cost_order"),
-    Rule("share_identical", twins, SHARE_IDENTICAL, "call"),
-    Rule("preaggregate", preagg.plan_preagg, PREAGGREGATE, "call", switch="preaggregate"),
-    Rule("lazy", lazy.lazy_plan, LAZY, "call", switch="lazy"),
-    Rule("static_filter", static_filter.passing_values, STATIC_FILTER, "call"),
+    _tree("late_maps", late_maps, "rewrite", switch=Switch(
+        _ON_OFF, "defer SELECT-list maps until the final rows are known")),
+    call_rule("cost_order", order.cost_order, "order", switch=Switch(
+        _ON_OFF, "order ingredient predicates so that cheap ones run first")),
+    call_rule("share_identical", calls.share_identical, "share"),
+    call_rule("preaggregate", preagg.preaggregate, "compute", switch=Switch(
+        _ON_OFF, "aggregate before calling ingredients when the query allows it")),
+    call_rule("lazy", lazy.lazy_pairs, "values", switch=Switch(
+        _ON_OFF, "evaluate ingredients lazily under LIMIT (stop once enough rows qualify)")),
+    call_rule("static_filter", static_filter.store_passing, "store"),
 )
 
 #: every rule by name
@@ -308,25 +327,70 @@ BY_NAME: dict[str, Rule] = {r.name: r for r in RULES}
 OPTIONAL: tuple[str, ...] = tuple(r.name for r in RULES if not r.required)
 
 
-def rule_on(options: Mapping[str, Any], name: str) -> bool:
-    """Whether rule ``name`` runs under ``options`` (``rules_off`` and its own switch)."""
-    rule = BY_NAME[name]
+def rule_on(options: Mapping[str, Any], rule: Rule | str) -> bool:
+    """Whether ``rule`` (or the rule of that name) runs under ``options``
+    (``rules_off`` and its own switch)."""
+    if isinstance(rule, str):
+        rule = BY_NAME[rule]
     if rule.required:
         return True
     off = options.get(RULES_OFF)
-    if off and name in off:
+    if off and rule.name in off:
         return False
     if rule.switch is not None:
-        return bool(options.get(rule.switch, rule.default))
+        return bool(options.get(rule.name, rule.default))
     return rule.default
 
 
 def apply_stage(stage: str, state: PlanState, ctx: RuleContext) -> PlanState:
     """Apply the tree rules of one stage, in list order, skipping those switched off."""
-    for rule in RULES:
-        if rule.stage == stage and rule_on(ctx.options, rule.name):
-            state = rule.fn(state, ctx)
+    try:
+        for rule in RULES:
+            if rule.stage == stage and rule_on(ctx.options, rule):
+                ctx.rule_name = rule.name  # its decisions are traced under its name
+                state = rule.fn(state, ctx)
+    finally:
+        ctx.rule_name = ""
     return state
+
+
+def apply_hook(run: Any, hook: str, *args: Any) -> Any:
+    """Apply the run's call rules of ``hook`` (``run.hooks``) in list order to ``args``;
+    the first answer that is not None, or None. Each rule's decisions are traced under
+    its name (``run.rule_name`` while it runs)."""
+    saved = run.rule_name
+    try:
+        for rule in run.hooks[hook]:
+            run.rule_name = rule.name
+            out = rule.fn(run, *args)
+            if out is not None:
+                return out
+        return None
+    finally:
+        run.rule_name = saved
+
+
+def rule_of(fn: Callable[..., Any]) -> Rule:
+    """The rule whose function is ``fn`` (code that reports for a rule names it so)."""
+    return next(r for r in RULES if r.fn is fn)
+
+
+@dataclass(frozen=True)
+class RunRules:
+    """What a run reads of the rule list once: the call rules switched on, by hook (in
+    list order), and the names of the rules on by default that are switched off."""
+
+    hooks: dict[str, tuple[Rule, ...]]
+    off: tuple[str, ...]
+
+
+def rules_for(options: Mapping[str, Any]) -> RunRules:
+    """The :class:`RunRules` of a run under ``options``."""
+    on = {r.name: rule_on(options, r) for r in RULES}
+    hooks = {hook: tuple(r for r in RULES if r.hook == hook and on[r.name])
+             for hook in CALL_HOOKS}
+    return RunRules(hooks, tuple(r.name for r in RULES
+                                 if not r.required and r.default and not on[r.name]))
 
 
 def check_rules_off(names: Iterable[Any]) -> str | None:

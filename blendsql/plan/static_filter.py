@@ -20,7 +20,10 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
+from blendsql.plan.context import RunContext
 from blendsql.plan.infer import literal_value
+from blendsql.plan.lookup import null_passes_statically, replace_node
+from blendsql.plan.lookup import temp_table as lookup_table
 
 _OPS: dict[type[exp.Expression], Callable[[Any, Any], bool]] = {
     exp.EQ: operator.eq, exp.NEQ: operator.ne, exp.GT: operator.gt,
@@ -97,3 +100,50 @@ def member_lookup(table: exp.Table, value: exp.Expression) -> exp.Expression:
     """``(<value> IN (SELECT v FROM <table>))``: the row's value is one that passed."""
     sub = exp.Select(expressions=[exp.column("v")], from_=exp.From(this=table))
     return exp.Paren(this=exp.In(this=value.copy(), query=exp.Subquery(this=sub)))
+
+
+BOUND_AT_MOST = 100  # passing values bound as parameters; more go to a temp table
+
+
+def bound_member_lookup(names: list[str], value: exp.Expression) -> exp.Expression:
+    """``(<value> IN (:p1, :p2, ..))`` over bound values, or FALSE for none.
+
+    The same truth value as :func:`member_lookup` over a table of those values
+    (none of them NULL): NULL for a NULL value when there is a value, FALSE
+    for every row when there is none (``x IN (<empty>)`` is FALSE, even for NULL).
+    """
+    if not names:
+        return exp.false()
+    marks: list[exp.Expression] = [exp.Placeholder(this=n) for n in names]
+    return exp.Paren(this=exp.In(this=value.copy(), expressions=marks))
+
+
+def store_passing(run: RunContext, tree: exp.Expression, call: IngredientCall,
+                  atom: exp.Expression | None, value: exp.Expression, values: list[Any],
+                  stored: list[Any]) -> exp.Expression | None:
+    """A filter's simple atom is decided in Python and only the passing values are stored.
+
+    Why: storing every (value, output) pair and letting SQLite test the atom
+    costs a temp-table row per value; for outputs whose comparison Python
+    reproduces exactly, the set of passing values is the same lookup.
+
+    Up to :data:`BOUND_AT_MOST` passing values are bound as parameters of the
+    final query; more are stored in a temp table. Returns the tree with the
+    atom replaced by a membership test, or None when SQLite must decide (no atom, a NULL output might pass, mixed kinds).
+    """
+    if atom is None or null_passes_statically(atom, call) is not False:
+        return None
+    passing = passing_values(atom, call, values, stored)
+    if passing is None:
+        return None
+    if len(passing) <= BOUND_AT_MOST:  # a few values: bound parameters, no temp table
+        names = [f"__bsql_v{run.run_id}_{call.call_id}_{i}" for i in range(len(passing))]
+        run.params.update(zip(names, passing, strict=True))
+        lookup = bound_member_lookup(names, value)
+    else:
+        lookup = member_lookup(lookup_table(run.temp_table("m", [(None, v) for v in passing],
+                                                           key=False)), value)
+    out = replace_node(tree, atom, lookup, in_place=True)
+    run.decided(f"static_filter: {call.name}'s condition decided in Python, "
+                f"{len(passing)} of {len(values)} value(s) pass", call=run.call_text(call))
+    return out

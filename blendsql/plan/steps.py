@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: step kinds, in the order a reader meets them in a plan
-KINDS = ("materialise", "collect", "call", "lazy_scan", "preaggregate", "final", "late_map")
+KINDS = ("materialise", "collect", "call", "lazy_scan", "grouped_call", "final", "late_map")
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ class Recording(Interpreter):
             state.stuck = True
         elif step.kind == "final":
             state.final_done = True
-        elif step.kind == "late_maps":
+        elif step.kind == "late_map":
             state.late_pending = False
 
 
@@ -89,7 +89,7 @@ def _tree() -> exp.Expression:
 def test_the_interpreter_dispatches_every_step_kind_in_order() -> None:
     ready = Recording(_tree(), ready=True, late=True)
     state = interpret(ready, WalkState(exp.select("1")))
-    assert ready.ran == ["prepare", "call", "call", "final", "late_maps"]
+    assert ready.ran == ["prepare", "call", "call", "final", "late_map"]
     assert ready.recorded == ready.ran == [s.kind for s in state.steps]
     stuck = Recording(_tree(), ready=False, late=False)
     interpret(stuck, WalkState(exp.select("1")))

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from blendsql import BlendSQL
-from blendsql.execute.values import lossy_notes, outputs_to_sqlite, to_sqlite
+from blendsql.db.values import lossy_notes, outputs_to_sqlite, to_sqlite
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.models.base import FunctionModel
 

@@ -108,7 +108,7 @@ def test_json_collection_matches_distinct(col: str, table: str, json_path: bool)
     """Values, their classes and order are those of DISTINCT on every path; JSON is kept
     only when it returned them exactly (text and integers), else they are collected."""
     from blendsql import BlendSQL
-    from blendsql.execute.collect import json_candidate, json_size_ok, json_values
+    from blendsql.execute.collect import json_candidate, json_values, sized_json_text
 
     con = _typed_db()
     sql = f"SELECT DISTINCT {table}.{col} FROM {table} WHERE {table}.{col} IS NOT NULL"
@@ -117,11 +117,12 @@ def test_json_collection_matches_distinct(col: str, table: str, json_path: bool)
     as_json = json_candidate(cand)
     assert as_json is not None
     decoded = None
-    if json_size_ok(lambda q: con.execute(q).fetchall(), cand):
-        try:
-            decoded = json_values(con.execute(as_json).fetchone()[0])
-        except sqlite3.OperationalError:
-            pass
+    try:
+        text = con.execute(sized_json_text(cand, as_json)).fetchone()[0]
+    except sqlite3.OperationalError:
+        text = None  # the aggregate failed (a BLOB)
+    if text is not None:  # None: not a table of at most JSON_MAX_ROWS rows (a view)
+        decoded = json_values(text)
     assert (decoded is not None) is json_path
     want = [r[0] for r in con.execute(sql)]
     if decoded is not None:

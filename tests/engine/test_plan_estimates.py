@@ -112,7 +112,7 @@ def test_step_kinds_for_limit_group_and_projection() -> None:
         b = BlendSQL(_db(case), ingredients=cases_mod.fresh_ingredients())
         kinds[cid] = b.plan(case.sql).kinds()
     assert kinds["limit_simple"] == ["lazy_scan", "final"]
-    assert kinds["select_map_group"] == ["preaggregate", "final"]
+    assert kinds["select_map_group"] == ["grouped_call", "final"]
     assert kinds["select_map"] == ["final", "late_map"]
     assert kinds["qa_context_select"] == ["call", "final"]
 
@@ -146,7 +146,7 @@ def test_join_and_qa_estimates_bound_a_real_run() -> None:
 
 def test_a_near_unique_group_key_is_planned_as_a_plain_call() -> None:
     """The engine skips pre-aggregation when a sample is nearly all distinct; the plan
-    asks the same question (execute.preagg.decide / near_unique) and says so."""
+    asks the same question (plan.preagg.decide / near_unique) and says so."""
     import sqlite3
 
     from tests.engine.conftest import Len
@@ -157,7 +157,7 @@ def test_a_near_unique_group_key_is_planned_as_a_plain_call() -> None:
     q = "SELECT {{Len('n', u.word)}} AS n, COUNT(*) FROM u GROUP BY n"
     b = BlendSQL(con, ingredients=[Len], cache=False)
     assert b.plan(q).kinds() == ["call", "final"]
-    assert b.plan(q.replace("FROM u", "FROM u WHERE id < 1500")).kinds() == ["preaggregate",
+    assert b.plan(q.replace("FROM u", "FROM u WHERE id < 1500")).kinds() == ["grouped_call",
                                                                              "final"]
     assert b.plan(q, preaggregate=False).kinds() == ["call", "final"]
     s = b.execute(q)

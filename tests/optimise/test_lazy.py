@@ -26,7 +26,7 @@ def both(db: Path, query: str, **opts: object) -> tuple[object, object, Has, Has
 
 
 def lazy_steps(smoothie: object) -> list[object]:
-    return [t for t in smoothie.trace if t.kind == "plan" and t.details.get("lazy")]
+    return [t for t in smoothie.trace if t.kind == "plan" and t.details.get("rule") == "lazy"]
 
 
 @pytest.mark.parametrize("query,twin", [
@@ -192,7 +192,7 @@ def test_limit_of_requires_integers() -> None:
 
 
 def test_next_batch_size() -> None:
-    from blendsql.execute.lazy import next_batch_size
+    from blendsql.plan.lazy import next_batch_size
 
     assert next_batch_size(4, 4, 0, 3) == 8  # nothing qualified yet: double
     assert next_batch_size(8, 20, 2, 3) == 11  # 10 values per row, 1 row to go (+10 %)

@@ -72,10 +72,10 @@ def test_the_cases_return_rows() -> None:
 def test_the_rows_check_catches_a_broken_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison above can fail: a static_filter that lets every value pass changes
     the rows of a filter it decides, and only with the rule on."""
-    import blendsql.execute.steps as steps
+    import blendsql.plan.static_filter as static_filter
 
     query = "SELECT COUNT(*) FROM city WHERE {{Len('n', city.Name)}} > 8"
     want = baseline(query)
-    monkeypatch.setattr(steps, "passing_values", lambda atom, call, values, outputs: values)
+    monkeypatch.setattr(static_filter, "passing_values", lambda atom, call, values, outputs: values)
     assert rows(query, {}) != want
     assert rows(query, {"rules_off": frozenset({"static_filter"})}) == want

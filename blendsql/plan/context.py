@@ -1,11 +1,10 @@
-"""What the rule helpers and the planner may use of a run: a Protocol, nothing concrete.
+"""What a call rule (and the planner) may use of a run: a Protocol, nothing concrete.
 
-Why: ``execute.lazy``, ``execute.preagg``, ``execute.project``,
-``execute.optimise`` and ``execute.explain`` are imported by the engine, so
-importing its ``Run`` back (for typing, or inside a function) would be an
-import cycle. They depend on this Protocol instead; :class:`blendsql.execute.engine.Run`
-satisfies it (``tests/engine/test_import_graph.py`` keeps ``execute`` and
-``plan`` free of cycles).
+Why: the call rules (``plan.preagg``, ``plan.lazy``, ``plan.order``,
+``plan.static_filter``, ``plan.calls.share_identical``) stand before the engine
+(``execute/``) that applies them, so they cannot import its ``Run``; they
+depend on this Protocol instead, which :class:`blendsql.execute.engine.Run`
+satisfies (``tests/test_import_graph.py`` keeps the layers in order).
 """
 
 from __future__ import annotations
@@ -17,9 +16,9 @@ from typing import Any, Protocol
 from sqlglot import exp
 
 from blendsql.db.backend import Backend
-from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry, MapIngredient
+from blendsql.models.base import Model
 from blendsql.smoothie import Meta, TraceStep
 
 #: what ``map_runner`` returns: (value node, question, engine kwargs, run_values)
@@ -31,9 +30,9 @@ class RunContext(Protocol):
 
     db: Backend
     registry: IngredientRegistry
-    model: MeteredModel
     options: dict[str, Any]
-    params: dict[str, Any]
+    params: dict[str, Any]  # the run's bound parameters (names start __bsql_<kind><run_id>)
+    run_id: str  # unguessable, unique per run
     meta: Meta
     trace: list[TraceStep]
     temp_tables: list[str]
@@ -69,8 +68,28 @@ class RunContext(Protocol):
     def call_key(self, call: IngredientCall) -> str:
         """The key identical calls share."""
 
-    def decided(self, rule: str, summary: str, **details: Any) -> None:
-        """Record a planning rule's decision in the trace."""
+    @property
+    def model(self) -> Model:
+        """The run's metered model (``execute.metering.MeteredModel``)."""
+
+    @property
+    def hooks(self) -> Mapping[str, tuple[Any, ...]]:
+        """The call rules switched on for this run, by hook (``plan.rules.rules_for``)."""
+
+    rule_name: str  # the rule being applied ("" outside one; plan.rules.apply_hook sets it)
+
+    def applying(self, rule: Any) -> AbstractContextManager[None]:
+        """Mark ``rule`` (a :class:`blendsql.plan.rules.Rule`) as being applied."""
+
+    def decided(self, summary: str, outcome: str = "", **details: Any) -> None:
+        """Record the applied rule's decision (``details["rule"]``: its name, and
+        ``_<outcome>`` when given) in the trace."""
+
+    def ordering_cost(self) -> Callable[[IngredientCall], float] | None:
+        """The cost the next ready call is chosen by (None: inner scopes first only)."""
+
+    def call_cost(self, call: IngredientCall) -> float:
+        """A ready call's estimated cost (distinct values x prompt tokens)."""
 
     def evaluate(self, node: exp.Expression, call: IngredientCall) -> Any:
         """Python value of a call's argument."""
