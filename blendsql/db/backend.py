@@ -387,6 +387,10 @@ class Backend(ABC):
         """Plan one statement without running it (see :meth:`dry_run`)."""
         self.execute(f"EXPLAIN {sql}")
 
+    def bound_params_limit(self) -> int:
+        """How many parameters one statement may bind (999: SQLite's oldest default)."""
+        return 999
+
     def declares_collation(self, names: Sequence[str]) -> bool:
         """True when one of the named tables declares a column collation (or unknown)."""
         return False

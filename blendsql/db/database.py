@@ -442,13 +442,18 @@ class Database(GuardedBackend):
             hint="pass None, an int within 64 bits, a float, str or bytes"
             if who.startswith("the value you passed") else INGREDIENT_VALUE_HINT)
 
+    def bound_params_limit(self) -> int:
+        """The connection's own ``SQLITE_LIMIT_VARIABLE_NUMBER`` (999 where Python cannot
+        read it)."""
+        return self.conn.getlimit(_VAR_LIMIT) if hasattr(self.conn, "getlimit") else 999
+
     # -- engine temp objects ---------------------------------------------------------
 
     def _store(self, name: str, columns: list[str], types: list[str],
                rows: list[Sequence[Any]], primary_key: str | None) -> None:
         """``temp.<name>`` from the rows as data (bound, never SQL text), untyped columns;
         with ``primary_key`` its column indexed. Raises if ``name`` exists."""
-        limit = self.conn.getlimit(_VAR_LIMIT) if hasattr(self.conn, "getlimit") else 999
+        limit = self.bound_params_limit()
         parts = row_selects(columns, rows, limit)
         if sum(len(p) for _, p in parts) <= limit:
             self._create_as(name, " UNION ALL ".join(s for s, _ in parts),

@@ -48,6 +48,7 @@ from blendsql.plan.lazy import conjunct_atom, lazy_pairs, lazy_plan
 from blendsql.plan.lookup import filter_atom, replace_call
 from blendsql.plan.order import tokens_per_value
 from blendsql.plan.render import render
+from blendsql.plan.rules import rule_of
 from blendsql.plan.steps import Bound, Estimate, Plan, Step
 
 #: time limit (seconds) on the plan's probe of an LLMQA context
@@ -212,7 +213,9 @@ class _Planner(Interpreter):
             kind, why = "lazy_scan", "stops once LIMIT rows qualify (upper bound: every candidate)"
         elif self._on(preagg.preaggregate):
             decided = preagg.decide(self.run, tree, call)
-            if decided is not None and not preagg.near_unique(self.run, decided[0], call):
+            with self.run.applying(rule_of(preagg.preaggregate)):  # its skip, by its name
+                unique = decided is not None and preagg.near_unique(self.run, decided[0], call)
+            if decided is not None and not unique:
                 kind = "grouped_call"
         self._collect_and_call(call, ing, cand, sql, kind, why)
 

@@ -9,6 +9,7 @@ the step runners, and imports nothing back from them.
 from __future__ import annotations
 
 import itertools
+import re
 import secrets
 import time
 from collections.abc import Iterator, Mapping
@@ -41,6 +42,7 @@ from blendsql.plan.rules import Rule, apply_hook, rules_for
 from blendsql.smoothie import Meta, TraceStep
 
 _RUN_IDS = itertools.count()
+_PARAM_NAME = re.compile(r":([A-Za-z_]\w*)")  # a named parameter in a statement's text
 KEY_META = "bsql_key"  # a call's memoised call_key, kept on the node (and its copies)
 
 
@@ -181,8 +183,10 @@ class Session:
         if as_json is not None and sizes.get((src.db, src.name)) is not False:
             try:
                 _, rows = self.sql(sized_json_text(cand, as_json), summary)
-            except ExecutionError:
+            except ExecutionError as e:
                 values = None  # a BLOB in the column, no rowid: collect row by row below
+                if "rowid" in e.message or "sqlite_master" in e.message:  # the table's fault
+                    sizes[(src.db, src.name)] = False
             else:
                 text = rows[0][0]
                 if text is None:  # not a table of at most JSON_MAX_ROWS rows
@@ -209,7 +213,8 @@ class Session:
         a missing one must be reported clearly)."""
         if ":" not in text:
             return {}
-        return {k: v for k, v in self.params.items() if f":{k}" in text}
+        params = self.params
+        return {k: params[k] for k in set(_PARAM_NAME.findall(text)) if k in params}
 
     def param_origin(self, name: str) -> str:
         """Who made a bound parameter's value, for error messages: the user's params

@@ -622,7 +622,9 @@ def _compute_first(run: RunContext, tree: exp.Expression, call: IngredientCall,
             return None  # not ready: wait for the filters
         return run.readiness_candidate(c)
 
-    nxt = next_call(tree, run.registry, candidate, cost=run.ordering_cost())
+    # cost_order's costs, without recording them for its trace (this choice is not its)
+    cost = run.call_cost if run.ordering_cost() is not None else None
+    nxt = next_call(tree, run.registry, candidate, cost=cost)
     if nxt is None or nxt.call_id not in {c.call_id for c in others}:
         return None
     return run.compute(tree, nxt)

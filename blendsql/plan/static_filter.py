@@ -102,7 +102,9 @@ def member_lookup(table: exp.Table, value: exp.Expression) -> exp.Expression:
     return exp.Paren(this=exp.In(this=value.copy(), query=exp.Subquery(this=sub)))
 
 
-BOUND_AT_MOST = 100  # passing values bound as parameters; more go to a temp table
+BOUND_AT_MOST = 100  # passing values of one filter bound as parameters; more: a temp table
+BOUND_PER_RUN = 400  # at most this many in one run (each statement's text grows with them)
+BUDGET_MEMO = "bound_values_left"
 
 
 def bound_member_lookup(names: list[str], value: exp.Expression) -> exp.Expression:
@@ -128,7 +130,8 @@ def store_passing(run: RunContext, tree: exp.Expression, call: IngredientCall,
     reproduces exactly, the set of passing values is the same lookup.
 
     Up to :data:`BOUND_AT_MOST` passing values are bound as parameters of the
-    final query; more are stored in a temp table. Returns the tree with the
+    final query, while the run has bound fewer than :data:`BOUND_PER_RUN` (and half
+    of what one statement of the backend may bind); more are stored in a temp table. Returns the tree with the
     atom replaced by a membership test, or None when SQLite must decide (no atom, a NULL output might pass, mixed kinds).
     """
     if atom is None or null_passes_statically(atom, call) is not False:
@@ -136,7 +139,11 @@ def store_passing(run: RunContext, tree: exp.Expression, call: IngredientCall,
     passing = passing_values(atom, call, values, stored)
     if passing is None:
         return None
-    if len(passing) <= BOUND_AT_MOST:  # a few values: bound parameters, no temp table
+    budget = run.memo.get(BUDGET_MEMO)
+    if budget is None:  # room for the user's parameters and QA answers left
+        budget = min(BOUND_PER_RUN, run.db.bound_params_limit() // 2)
+    if len(passing) <= min(BOUND_AT_MOST, budget):  # a few: bound parameters, no temp table
+        run.memo[BUDGET_MEMO] = budget - len(passing)
         names = [f"__bsql_v{run.run_id}_{call.call_id}_{i}" for i in range(len(passing))]
         run.params.update(zip(names, passing, strict=True))
         lookup = bound_member_lookup(names, value)

@@ -102,7 +102,8 @@ def test_a_registered_backend_opens_its_sources_and_runs_a_query() -> None:
 
     toy = BlendSQL(ToySource(SINGERS), ingredients=[StartsWith])
     want = BlendSQL(str(SINGERS), ingredients=[StartsWith]).execute(QUERY).df
-    got = toy.execute(QUERY).df
+    # the (value, output) table rather than bound passing values: the toy's _store runs
+    got = toy.execute(QUERY, rules_off={"static_filter"}).df
     assert got.values.tolist() == want.values.tolist() and len(got) > 0
     assert isinstance(toy.db, ToyBackend)
     # the engine's rows went to a temp table through the toy's _store, and were dropped

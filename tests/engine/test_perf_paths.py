@@ -4,6 +4,7 @@ the hash-set collector for candidate values."""
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -138,3 +139,23 @@ def test_json_collection_matches_distinct(col: str, table: str, json_path: bool)
         s = b.execute(f"SELECT {{{{Echo({table}.{col})}}}} FROM {table}")
     assert list(map(repr, seen[0])) == list(map(repr, want)), "same values, classes, order"
     assert len(s.df) == 5
+
+
+def test_a_table_without_rowid_is_tried_as_json_once_per_run(tmp_path: Path) -> None:
+    """The JSON statement fails on a WITHOUT ROWID table (no rowid to size it by); the
+    run remembers it, so a second call on that table collects row by row at once."""
+    from blendsql import BlendSQL
+    from tests.engine.conftest import StartsWith
+
+    db = tmp_path / "w.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE k (name TEXT PRIMARY KEY, kind TEXT) WITHOUT ROWID")
+    con.executemany("INSERT INTO k VALUES (?, ?)", [("ab", "x"), ("ac", "y"), ("b", "x")])
+    con.commit()
+    con.close()
+    with BlendSQL(db, ingredients=[StartsWith], cache=False) as b:
+        s = b.execute("SELECT name FROM k WHERE {{StartsWith('a', k.name)}} "
+                      "AND {{StartsWith('x', k.kind)}}")
+    assert s.df["name"].tolist() == ["ab"]
+    failed = [t for t in s.trace if t.details.get("error")]
+    assert len(failed) == 1 and "rowid" in failed[0].details["error"]

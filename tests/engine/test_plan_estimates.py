@@ -156,7 +156,9 @@ def test_a_near_unique_group_key_is_planned_as_a_plain_call() -> None:
     con.executemany("INSERT INTO u VALUES (?, ?)", [(i, f"w{i}") for i in range(3000)])
     q = "SELECT {{Len('n', u.word)}} AS n, COUNT(*) FROM u GROUP BY n"
     b = BlendSQL(con, ingredients=[Len], cache=False)
-    assert b.plan(q).kinds() == ["call", "final"]
+    plan = b.plan(q)
+    assert plan.kinds() == ["call", "final"]
+    assert "preaggregate_skipped" in [t.details.get("rule") for t in plan.trace or []]
     assert b.plan(q.replace("FROM u", "FROM u WHERE id < 1500")).kinds() == ["grouped_call",
                                                                              "final"]
     assert b.plan(q, preaggregate=False).kinds() == ["call", "final"]

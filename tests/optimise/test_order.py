@@ -76,3 +76,20 @@ def test_cascade_across_tables(rdb: Path) -> None:
                       "WHERE o.owner = 'owner3'")
     assert sorted(costly.passed) == sorted({w[0] for w in want})
     assert rows(out.df) == []  # LONG never occurs in a review
+
+
+def test_a_side_lookup_of_preaggregation_leaves_no_cost_in_the_next_decision() -> None:
+    """Pre-aggregation asks which WHERE call comes first by the same costs, without
+    recording them: each cost_order decision lists only the calls it compared."""
+    from blendsql import BlendSQL
+    from tests.engine.conftest import WORLD, Len, StartsWith
+
+    q = ("SELECT {{Len('x', country.Continent)}} AS k, count(*) FROM country WHERE "
+         "{{StartsWith('A', country.Name)}} AND {{StartsWith('E', country.Region)}} GROUP BY k")
+    with BlendSQL(WORLD, ingredients=[StartsWith, Len], cache=False) as b:
+        s = b.execute(q)
+    decisions = [t.summary for t in s.trace if t.details.get("rule") == "cost_order"]
+    # step 2 compares the three calls; pre-aggregation then computes the cheaper WHERE
+    # call first (its own choice), and step 3 compares the two left
+    assert len(decisions) == 2, decisions
+    assert "2 other ready call(s)" in decisions[0] and "1 other ready call(s)" in decisions[1]
