@@ -70,6 +70,7 @@ class Session:
         rules = rules_for(self.options)
         self.hooks = rules.hooks  # the call rules switched on, by hook
         self.rules_off = rules.off  # rules on by default switched off for this run
+        self.bound_limit = db.bound_params_limit()  # parameters one statement may bind
         self.rule_name = ""  # the rule being applied (its decisions are traced by its name)
         self.no_rows = False  # the last candidate_values query had no row (when known)
         # every statement the database runs for this run, recorded by the database itself

@@ -33,6 +33,7 @@ class RunContext(Protocol):
     options: dict[str, Any]
     params: dict[str, Any]  # the run's bound parameters (names start __bsql_<kind><run_id>)
     run_id: str  # unguessable, unique per run
+    bound_limit: int  # how many parameters one statement may bind (the backend's limit)
     meta: Meta
     trace: list[TraceStep]
     temp_tables: list[str]

@@ -141,7 +141,7 @@ def store_passing(run: RunContext, tree: exp.Expression, call: IngredientCall,
         return None
     budget = run.memo.get(BUDGET_MEMO)
     if budget is None:  # room for the user's parameters and QA answers left
-        budget = min(BOUND_PER_RUN, run.db.bound_params_limit() // 2)
+        budget = min(BOUND_PER_RUN, run.bound_limit // 2)
     if len(passing) <= min(BOUND_AT_MOST, budget):  # a few: bound parameters, no temp table
         run.memo[BUDGET_MEMO] = budget - len(passing)
         names = [f"__bsql_v{run.run_id}_{call.call_id}_{i}" for i in range(len(passing))]
