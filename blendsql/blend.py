@@ -39,7 +39,7 @@ from blendsql.models.cache import with_cache
 from blendsql.models.guard import guarded
 from blendsql.models.providers import DEFAULT_PROVIDER, get_provider
 from blendsql.options import DEFAULT_MAX_QUERY_CHARS, Options
-from blendsql.plan.rules import enum_match, rule_of, rule_on
+from blendsql.plan.rules import RunRules, enum_match, rule_of, rule_on, rules_for
 from blendsql.plan.steps import Plan
 from blendsql.smoothie import Smoothie, TraceStep
 
@@ -132,6 +132,8 @@ class BlendSQL:
         self._model: Model | None = (guarded(self.db.distribute(model))
                                      if isinstance(model, Model) and not cache else None)
         self._parse_cache: dict[tuple[str, tuple[tuple[str, int], ...]], exp.Expression] = {}
+        # the rules in effect for the options last seen (resolved again when they differ)
+        self._rules_seen: tuple[dict[str, Any], RunRules] | None = None
 
     # -- model ------------------------------------------------------------------------
 
@@ -187,6 +189,14 @@ class BlendSQL:
             self._parse_cache[key] = tree
         return tree
 
+    def _rules(self, options: dict[str, Any]) -> RunRules:
+        """The rules in effect under ``options``, resolved once while the options a query
+        runs with stay the same (a session's queries mostly share theirs)."""
+        seen = self._rules_seen
+        if seen is None or seen[0] != options:
+            seen = self._rules_seen = (dict(options), rules_for(options))
+        return seen[1]
+
     def execute(self, query: str | exp.Expression,
                 params: Sequence[Any] | Mapping[str, Any] | None = None,
                 **options: Any) -> Smoothie:
@@ -201,8 +211,9 @@ class BlendSQL:
         started = time.perf_counter()
         run_options = self.options.merged(options, "execute()") if options else dict(self.options)
         _check_query(query, run_options)
+        rules = self._rules(run_options)
         run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
-                  bind_params(params), run_options)
+                  bind_params(params), run_options, rules)
         run.model.budget = run_options.get("budget")  # enforced around every request batch
         run.model.request_timeout = run_options.get("model_timeout")  # None: each backend's
         # one thread at a time; every statement under the time limit; a borrowed

@@ -444,8 +444,11 @@ class Database(GuardedBackend):
 
     def bound_params_limit(self) -> int:
         """The connection's own ``SQLITE_LIMIT_VARIABLE_NUMBER`` (999 where Python cannot
-        read it)."""
-        return self.conn.getlimit(_VAR_LIMIT) if hasattr(self.conn, "getlimit") else 999
+        read it, or the connection is closed: the session says so when it is used)."""
+        try:
+            return int(self.conn.getlimit(_VAR_LIMIT)) if hasattr(self.conn, "getlimit") else 999
+        except sqlite3.Error:
+            return 999
 
     # -- engine temp objects ---------------------------------------------------------
 

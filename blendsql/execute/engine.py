@@ -137,7 +137,7 @@ class Executor(Interpreter):
         self.engine.trace_order(step.call)
         done: list[int] = self.engine.memo.setdefault("computed", [])
         before = len(done)
-        tree = self.engine.compute(state.tree, step.call)
+        tree = self.engine.compute(state.tree, step.call, step.ingredient)
         state.computed(tree, set(done[before:]))  # the call, and any computed first
 
     def run_unordered(self, state: WalkState, step: ExecStep) -> None:

@@ -19,7 +19,6 @@ import pandas as pd
 from sqlglot import exp
 
 from blendsql.db.frames import rows_to_frame
-from blendsql.db.values import lossy_notes
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, IngredientTimeoutError
 from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, RunExpired, can_limit, time_limit
 from blendsql.execute.metering import Counters
@@ -39,8 +38,9 @@ from blendsql.models.constraints import (
     constraint_source,
 )
 from blendsql.plan.calls import scope_of, source_names
-from blendsql.plan.infer import Hint, identical_uses, infer_hint, literal_value
+from blendsql.plan.infer import Hint, Uses, identical_uses, infer_hint, literal_value
 from blendsql.plan.render import attach_ctes
+from blendsql.plan.values import lossy_notes
 from blendsql.smoothie import TraceStep
 
 MAX_CHOICES = 2000  # an inferred Choice larger than this is not worth a grammar
@@ -170,7 +170,20 @@ class Evaluator(Session):
             return Text()
         return None
 
-    def shared(self, call: IngredientCall) -> SharedCall:
+    def uses_inputs(self, call: IngredientCall) -> tuple[
+            Callable[[IngredientCall], str], dict[int, str], dict[str, list[IngredientCall]] | None]:
+        """What :func:`blendsql.plan.infer.identical_uses` needs: the key function, the keys
+        known, and the calls of ``call``'s tree grouped by key (None: not grouped yet)."""
+        root = call.root()
+        grouped = self.memo.get("call_groups")  # grouped once per working tree
+        return (self.call_key, self.memo.setdefault("call_keys", {}),
+                grouped[1] if grouped is not None and grouped[0] is root else None)
+
+    def is_shared_yet(self, call: IngredientCall) -> bool:
+        """Whether an identical call's evaluation exists already (:meth:`shared`)."""
+        return self.call_key(call) in self.memo.setdefault("shared_calls", {})
+
+    def shared(self, call: IngredientCall, uses: Uses | None = None) -> SharedCall:
         """The evaluation shared by every call identical to ``call`` (created on first use).
 
         Why: identical calls (same ingredient, arguments and resolved
@@ -182,22 +195,20 @@ class Evaluator(Session):
         memo: dict[str, SharedCall] = self.memo.setdefault("shared_calls", {})
         key = self.call_key(call)
         entry = memo.get(key)
-        if entry is None:
+        if entry is None:  # ``uses``: identical_uses's answer, when the caller has it
             root = cast(exp.Expression, call.root())
-            grouped = self.memo.get("call_groups")  # grouped once per working tree
-            uses, hint, disagreed, groups = identical_uses(
-                call, self.call_key, self.memo.setdefault("call_keys", {}),
-                grouped[1] if grouped is not None and grouped[0] is root else None)
+            found, hint, disagreed, groups = (
+                uses if uses is not None else identical_uses(call, *self.uses_inputs(call)))
             self.memo["call_groups"] = (root, groups)
-            entry = memo[key] = SharedCall(hint=hint, uses=len(uses))
-            for rule in self.hooks["share"][:1] if len(uses) > 1 else ():
+            entry = memo[key] = SharedCall(hint=hint, uses=len(found))
+            for rule in self.hooks["share"][:1] if len(found) > 1 else ():
                 with self.applying(rule):
-                    self.decided(f"{rule.name}: {len(uses)} identical uses of {call.name} "
+                    self.decided(f"{rule.name}: {len(found)} identical uses of {call.name} "
                                  "share one evaluation", call=self.call_text(call),
-                                 uses=len(uses))
+                                 uses=len(found))
             if disagreed:
                 self.trace.append(TraceStep(
-                    "warning", f"{call.name}: its {len(uses)} identical uses imply different "
+                    "warning", f"{call.name}: its {len(found)} identical uses imply different "
                     "output types; no output constraint is inferred (give return_type=)",
                     ingredient=call.name))
         return entry

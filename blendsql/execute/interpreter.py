@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from blendsql.errors import ExecutionError
 from blendsql.grammar.nodes import IngredientCall
+from blendsql.ingredients.base import Ingredient
 from blendsql.plan.calls import find_calls, next_call
 from blendsql.plan.context import RunContext
 
@@ -33,11 +34,13 @@ STEP_KINDS = ("prepare", "call", "unordered", "final", "late_map")
 
 @dataclass(frozen=True)
 class ExecStep:
-    """One step to run: its kind, the call it computes (``call`` steps) and why now."""
+    """One step to run: its kind, the call it computes and that call's ingredient
+    (``call`` steps), and why now."""
 
     kind: str
     call: IngredientCall | None = None
     condition: str = ""
+    ingredient: Ingredient | None = None
 
 
 @dataclass
@@ -142,7 +145,8 @@ def next_step(state: WalkState, it: Interpreter) -> ExecStep | None:
                 return ExecStep("unordered", condition=f"{len(calls)} call(s) left, none ready")
             return ExecStep("call", call, condition=(
                 f"ready; {len(calls)} call(s) left" + ("; cheapest ready call (cost_order)"
-                                                       if cost is not None else "")))
+                                                       if cost is not None else "")),
+                ingredient=it.run.registry.get(call.key_name))
     if not state.final_done:
         return ExecStep("final", condition="no ingredient call left" if not state.stuck
                         else "the remaining calls cannot be ordered")

@@ -6,13 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from blendsql.db.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import MapIngredient
 from blendsql.plan.context import RunContext
 from blendsql.plan.project import LatePlan
 from blendsql.plan.rules import PlanState, rule_of
 from blendsql.plan.rules import late_maps as late_maps_rule
+from blendsql.plan.values import outputs_to_sqlite
 from blendsql.smoothie import TraceStep
 
 

@@ -20,7 +20,6 @@ from sqlglot import exp
 
 from blendsql.db.backend import INGREDIENT_VALUE_HINT, Backend
 from blendsql.db.trace import StatementTrace
-from blendsql.db.values import first_column
 from blendsql.errors import ExecutionError
 from blendsql.execute.collect import (
     Collector,
@@ -38,7 +37,8 @@ from blendsql.ingredients.base import IngredientRegistry
 from blendsql.plan.calls import call_key
 from blendsql.plan.lookup import map_lookup
 from blendsql.plan.render import render
-from blendsql.plan.rules import Rule, apply_hook, rules_for
+from blendsql.plan.rules import Rule, RunRules, apply_hook, rules_for
+from blendsql.plan.values import first_column
 from blendsql.smoothie import Meta, TraceStep
 
 _RUN_IDS = itertools.count()
@@ -50,7 +50,8 @@ class Session:
     """State of one ``execute`` call: params, temp objects, counters and trace."""
 
     def __init__(self, db: Backend, registry: IngredientRegistry, model: MeteredModel,
-                 params: dict[str, Any], options: dict[str, Any] | None = None) -> None:
+                 params: dict[str, Any], options: dict[str, Any] | None = None,
+                 rules: RunRules | None = None) -> None:
         self.db = db
         self.registry = registry
         self.model = model
@@ -67,7 +68,8 @@ class Session:
         self._n = itertools.count()
         self._texts: dict[int, str] = {}
         self.memo: dict[str, Any] = {}  # per-run memos of the rule helpers
-        rules = rules_for(self.options)
+        if rules is None:  # ``rules``: rules_for(options), when the caller resolved it
+            rules = rules_for(self.options)
         self.hooks = rules.hooks  # the call rules switched on, by hook
         self.rules_off = rules.off  # rules on by default switched off for this run
         self.bound_limit = db.bound_params_limit()  # parameters one statement may bind

@@ -16,7 +16,6 @@ import pandas as pd
 from sqlglot import exp
 
 from blendsql.db.spark_calls import map_on_executors, values_on_executors
-from blendsql.db.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.errors import BlendSQLError, IngredientError
 from blendsql.execute.collect import json_shaped
 from blendsql.execute.evaluate import Evaluator, _describe, decode_tuple, value_key
@@ -24,9 +23,9 @@ from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, call_user
 from blendsql.execute.optimise import call_cost
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients._llm import as_list as option_list
-from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
+from blendsql.ingredients.base import Ingredient, JoinIngredient, MapIngredient, QAIngredient
 from blendsql.models.constraints import Choice
-from blendsql.plan.bind import map_args
+from blendsql.plan.bind import bind_map, map_args
 from blendsql.plan.calls import effective_scope, map_value
 from blendsql.plan.candidates import DECIDED_META, join_side_candidate, map_candidate
 from blendsql.plan.infer import Hint, infer_hint
@@ -46,6 +45,7 @@ from blendsql.plan.lookup import (
 from blendsql.plan.order import CallOrder
 from blendsql.plan.relax import AtomTexts, ClauseTexts
 from blendsql.plan.rules import Rule, apply_hook
+from blendsql.plan.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.smoothie import TraceStep
 
 
@@ -130,7 +130,8 @@ class StepRunner(Evaluator):
             return exp.select(exp.Literal.number(1))
         return exp.select(exp.Literal.number(1))
 
-    def compute(self, tree: exp.Expression, call: IngredientCall) -> exp.Expression:
+    def compute(self, tree: exp.Expression, call: IngredientCall,
+                ing: Ingredient | None = None) -> exp.Expression:
         """Compute one ready call; return ``tree`` with it replaced by a lookup.
 
         ``tree`` is the run's own working copy (``Executor.run_prepare`` copies
@@ -140,15 +141,15 @@ class StepRunner(Evaluator):
         done: list[int] = self.memo.setdefault("computed", [])  # see Executor.run_call
         before = len(done)
         try:
-            out = self._compute(tree, call)
+            out = self._compute(tree, call, ing or self.registry.get(call.key_name))
         finally:  # the tree changed: readiness candidates are built afresh
             self.memo["tree_version"] += 1
         if len(done) == before:  # else pre-aggregation computed a WHERE call first, not this
             done.append(call.call_id)
         return out
 
-    def _compute(self, tree: exp.Expression, call: IngredientCall) -> exp.Expression:
-        ing = self.registry.get(call.key_name)
+    def _compute(self, tree: exp.Expression, call: IngredientCall, ing: Ingredient | None,
+                 ) -> exp.Expression:
         if isinstance(ing, MapIngredient):
             return self.compute_map(tree, ing, call)
         if isinstance(ing, QAIngredient):
@@ -171,7 +172,11 @@ class StepRunner(Evaluator):
         scope resolves column references); ``run_values(values)`` runs the
         ingredient once on a batch and checks the outputs' length.
         """
-        bound = map_args(call, ing)
+        uses = None
+        if self.is_shared_yet(call):
+            bound = map_args(call, ing)
+        else:  # the first of its identical calls: its uses found with its arguments
+            bound, uses = bind_map(call, ing, *self.uses_inputs(call))
         value_node = bound.value
         kw_names = {"value_names": bound.value_names} if bound.value_names else {}
         question = bound.question_value
@@ -180,7 +185,7 @@ class StepRunner(Evaluator):
         kw = self.kwargs_of(call, bound.kwargs)
         # prefilter= is for the engine, not run()
         engine_kw = {k: kw.pop(k) for k in ENGINE_KWARGS if k in kw}
-        shared = self.shared(call)
+        shared = self.shared(call, uses)
         constraint = self.constraint_for(call, kw, shared.hint)
         outputs = shared.outputs
 

@@ -34,20 +34,28 @@ class IngredientCall(exp.Expression, exp.Func):
     """``{{Name(arg, ..., key=value)}}`` as a node of the query AST.
 
     ``name``, ``key_name``, ``brace`` and ``call_id`` are read from the node
-    once and kept on it: a call's name never changes, and its id only through
-    :meth:`renumber`. A copy of the node reads them again.
+    together, once, and kept on it: a call's name never changes, and its id only
+    through :meth:`renumber`. A copy of the node reads them again.
     """
 
     arg_types = {"this": True, "expressions": False, "kwargs": False}
 
+    def _identity(self) -> dict[str, Any]:
+        """Name, registry key, brace and id read from the node at once, kept on it."""
+        kept = self.__dict__
+        name = str(self.this.name)
+        kept.update(name=name, key_name=name.lower(), brace=str(self.meta.get("brace", "{{")),
+                    call_id=int(self.meta.get("call_id", -1)))
+        return kept
+
     @cached_property
     def name(self) -> str:  # type: ignore[override]
-        return str(self.this.name)
+        return str(self._identity()["name"])
 
     @cached_property
     def key_name(self) -> str:
         """Lower-cased name, the registry key."""
-        return self.name.lower()
+        return str(self._identity()["key_name"])
 
     @property
     def call_args(self) -> list[exp.Expression]:
@@ -59,11 +67,11 @@ class IngredientCall(exp.Expression, exp.Func):
 
     @cached_property
     def brace(self) -> str:
-        return str(self.meta.get("brace", "{{"))
+        return str(self._identity()["brace"])
 
     @cached_property
     def call_id(self) -> int:
-        return int(self.meta.get("call_id", -1))
+        return int(self._identity()["call_id"])
 
     def renumber(self, call_id: int) -> None:
         """Give the call a new id (in its meta, which copies keep)."""

@@ -8,6 +8,7 @@ the ingredient for each.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ from blendsql.errors import IngredientError
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import MapIngredient
 from blendsql.plan.calls import tuple_value
-from blendsql.plan.infer import literal_value
+from blendsql.plan.infer import Uses, identical_uses, literal_value
 
 
 @dataclass(frozen=True)
@@ -57,3 +58,11 @@ def map_args(call: IngredientCall, ing: MapIngredient) -> MapArgs:
         return MapArgs(question, nodes[0], None, kwargs, literal)
     return MapArgs(question, tuple_value(nodes), [to_blendsql(n) for n in nodes], kwargs,
                    literal)
+
+
+def bind_map(call: IngredientCall, ing: MapIngredient, key_of: Callable[[IngredientCall], str],
+             known: Mapping[int, str], groups: dict[str, list[IngredientCall]] | None,
+             ) -> tuple[MapArgs, Uses]:
+    """:func:`map_args` and the call's identical uses (:func:`identical_uses`) at once:
+    what binding a map call the first time needs from its node and its tree."""
+    return map_args(call, ing), identical_uses(call, key_of, known, groups)

@@ -98,8 +98,10 @@ class RunContext(Protocol):
     def readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
         """The candidate query a call would run now."""
 
-    def compute(self, tree: exp.Expression, call: IngredientCall) -> exp.Expression:
-        """Compute one ready call; the tree with its lookup."""
+    def compute(self, tree: exp.Expression, call: IngredientCall,
+                ing: Any = None) -> exp.Expression:
+        """Compute one ready call (``ing``: its ingredient, when known); the tree with
+        its lookup."""
 
     def map_runner(self, ing: MapIngredient, call: IngredientCall) -> MapRunner:
         """Bind a map call's arguments; its runner."""

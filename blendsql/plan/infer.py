@@ -149,9 +149,13 @@ def combine_hints(hints: list[Hint]) -> tuple[Hint, bool]:
     return Hint(), True
 
 
+#: a call's identical uses, their combined hint, whether they disagreed, the tree's groups
+Uses = tuple[list[IngredientCall], Hint, bool, dict[str, list[IngredientCall]]]
+
+
 def identical_uses(call: IngredientCall, key_of: Callable[[IngredientCall], str],
                    known: Mapping[int, str], groups: dict[str, list[IngredientCall]] | None,
-                   ) -> tuple[list[IngredientCall], Hint, bool, dict[str, list[IngredientCall]]]:
+                   ) -> Uses:
     """``call``'s identical uses in its tree (:func:`blendsql.plan.calls.twins`), the hint
     combined from all of them, whether they disagreed (:func:`combine_hints`), and the
     tree's calls grouped by key (pass them back for the next call of the same tree).

@@ -25,7 +25,6 @@ from typing import Any, cast
 
 from sqlglot import exp
 
-from blendsql.db.values import outputs_to_sqlite
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.calls import (
     effective_scope,
@@ -42,6 +41,7 @@ from blendsql.plan.candidates import (
 from blendsql.plan.context import RunContext
 from blendsql.plan.lookup import inside, null_passes_statically, null_test, temp_table, with_call_as
 from blendsql.plan.relax import relax_scope
+from blendsql.plan.values import outputs_to_sqlite
 from blendsql.smoothie import TraceStep
 
 

@@ -55,7 +55,6 @@ from typing import Any
 
 from sqlglot import exp
 
-from blendsql.db.values import outputs_to_sqlite
 from blendsql.errors import ExecutionError, QueryTimeoutError
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import MapIngredient
@@ -71,6 +70,7 @@ from blendsql.plan.context import RunContext
 from blendsql.plan.lookup import replace_node
 from blendsql.plan.lookup import temp_table as temp_table_node
 from blendsql.plan.render import render
+from blendsql.plan.values import outputs_to_sqlite
 from blendsql.smoothie import TraceStep
 
 KEY = "__bsql_k"  # inner group key columns: __bsql_k0 (the call's value), __bsql_k1, ..

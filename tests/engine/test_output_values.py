@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 
 from blendsql import BlendSQL
-from blendsql.db.values import lossy_notes, outputs_to_sqlite, to_sqlite
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.models.base import FunctionModel
+from blendsql.plan.values import lossy_notes, outputs_to_sqlite, to_sqlite
 
 ODD_VALUES: list[Any] = [
     2**63, -(2**63) - 1, 2**64 + 1, 10**400, -(10**400), 2**63 - 1, -(2**63),
