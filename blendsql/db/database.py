@@ -505,7 +505,7 @@ class Database(GuardedBackend):
                                origin)
 
     def declares_collation(self, names: Sequence[str]) -> bool:
-        """False: the engine reads SQLite's declared collations itself (``execute/preagg.py``)."""
+        """False: the engine reads SQLite's declared collations itself (``plan/preagg.py``)."""
         return False
 
     # -- engine functions -------------------------------------------------------------

@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from blendsql.errors import BlendSQLError
 from blendsql.execute.optimise import enum_classifier, vocabulary_of
+from blendsql.execute.session import decision_step
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.aliases import projection_names
 from blendsql.plan.calls import visible_ctes
@@ -22,7 +23,6 @@ from blendsql.plan.context import RunContext
 from blendsql.plan.enum_match import Classifier
 from blendsql.plan.memo import RegistryKey, TreeMemo
 from blendsql.plan.rules import PlanState, apply_stage, has_macros
-from blendsql.smoothie import TraceStep
 
 
 @dataclass
@@ -61,8 +61,7 @@ class RuleEnv:
 
     def decided(self, summary: str, outcome: str = "", **details: Any) -> None:
         """The applied rule's decision (``rule_name``'s) as a trace step of the run."""
-        rule = f"{self.rule_name}_{outcome}" if outcome else self.rule_name
-        self.run.trace.append(TraceStep("plan", summary, details={"rule": rule, **details}))
+        self.run.trace.append(decision_step(self.rule_name, summary, outcome, details))
 
 
 def prepare(run: RunContext, given: exp.Expression, parse_expr: Callable[[str], exp.Expression],

@@ -46,6 +46,14 @@ _PARAM_NAME = re.compile(r":([A-Za-z_]\w*)")  # a named parameter in a statement
 KEY_META = "bsql_key"  # a call's memoised call_key, kept on the node (and its copies)
 
 
+def decision_step(rule_name: str, summary: str, outcome: str,
+                  details: dict[str, Any]) -> TraceStep:
+    """The ``plan`` trace step of a rule's decision: ``details["rule"]`` is the rule's name,
+    ``<name>_<outcome>`` when an outcome is given."""
+    rule = f"{rule_name}_{outcome}" if outcome else rule_name
+    return TraceStep("plan", summary, details={"rule": rule, **details})
+
+
 class Session:
     """State of one ``execute`` call: params, temp objects, counters and trace."""
 
@@ -127,8 +135,7 @@ class Session:
         sample, a LIMIT scan's progress) decide inside the executor; the
         trace says which rule decided what, and on what condition.
         """
-        rule = f"{self.rule_name}_{outcome}" if outcome else self.rule_name
-        self.trace.append(TraceStep("plan", summary, details={"rule": rule, **details}))
+        self.trace.append(decision_step(self.rule_name, summary, outcome, details))
 
     def note_rules_off(self) -> None:
         """One trace step naming the rules switched off for this run (when any)."""

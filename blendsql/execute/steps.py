@@ -2,9 +2,10 @@
 
 Why its own module: a map, a QA and a join each run differently (candidate
 values, lazy scans, pre-aggregation; one answer; two value sets) but all
-end the same way, with the call replaced by data, never SQL text. The
-rule helpers they use (``execute.lazy``, ``execute.preagg``,
-``execute.optimise``) depend only on :class:`~blendsql.plan.context.RunContext`.
+end the same way, with the call replaced by data, never SQL text. The call
+rules apply at this module's hooks (``plan.rules.apply_hook``: ``compute``,
+``values``, ``store``; ``order`` in :meth:`StepRunner.call_order`); their code is in
+``plan/`` and reads the run only through :class:`~blendsql.plan.context.RunContext`.
 """
 
 from __future__ import annotations

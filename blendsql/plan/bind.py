@@ -17,7 +17,7 @@ from sqlglot import exp
 from blendsql.errors import IngredientError
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import MapIngredient
-from blendsql.plan.calls import tuple_value
+from blendsql.plan.calls import one_value
 from blendsql.plan.infer import Uses, identical_uses, literal_value
 
 
@@ -47,17 +47,14 @@ def map_args(call: IngredientCall, ing: MapIngredient) -> MapArgs:
     args, kwargs = call.call_args, call.call_kwargs
     try:
         qi, _ = ing.bind(args, kwargs)
-        idx = ing.value_args(args, kwargs)
-        nodes = [args[i] for i in idx]
+        nodes = [args[i] for i in ing.value_args(args, kwargs)]
     except (IndexError, TypeError, KeyError) as e:
         raise IngredientError(f"{call.name} needs a value argument",
                               hint=f"write {call.name}('question', table.column)") from e
     question = args[qi] if qi is not None and qi < len(args) else None
     literal = literal_value(question) if question is not None else None
-    if len(nodes) == 1:
-        return MapArgs(question, nodes[0], None, kwargs, literal)
-    return MapArgs(question, tuple_value(nodes), [to_blendsql(n) for n in nodes], kwargs,
-                   literal)
+    names = [to_blendsql(n) for n in nodes] if len(nodes) > 1 else None
+    return MapArgs(question, one_value(nodes), names, kwargs, literal)
 
 
 def bind_map(call: IngredientCall, ing: MapIngredient, key_of: Callable[[IngredientCall], str],

@@ -256,10 +256,14 @@ def map_value(call: IngredientCall, registry: IngredientRegistry) -> exp.Express
     if ing is None:
         return None
     try:
-        idx = ing.value_args(call.call_args, call.call_kwargs)
-        nodes = [call.call_args[i] for i in idx]
+        args = call.call_args
+        return one_value([args[i] for i in ing.value_args(args, call.call_kwargs)])
     except (BlendSQLError, IndexError, TypeError, KeyError):
         return None
+
+
+def one_value(nodes: list[exp.Expression]) -> exp.Expression:
+    """The one value expression of a call's value nodes (several: :func:`tuple_value`)."""
     return nodes[0] if len(nodes) == 1 else tuple_value(nodes)
 
 

@@ -12,8 +12,9 @@ the (positive, set-membership) filter; every such value's rows come *after*
 the first ``LIMIT + OFFSET`` qualifying rows in the scan order, so the final
 rows equal the unoptimised plan's rows for the same scan order.
 
-This module is pure: it only decides whether a call qualifies and builds
-the ordered row query. :mod:`blendsql.execute.lazy` runs the loop.
+The first part decides whether a call qualifies and builds the ordered row
+query (pure); the second runs the loop through the run (:func:`lazy_pairs`, the
+rule's function at the executor's ``values`` hook).
 """
 
 from __future__ import annotations
@@ -209,11 +210,8 @@ def atom_condition(atom: exp.Expression, call: IngredientCall) -> exp.Expression
 
 
 # -- running the rule ------------------------------------------------------------
-# The lazy-evaluation loop (see :mod:`blendsql.plan.lazy`) and its prefiltered variant.
-#
-# Why a separate module: the engine's ``compute_map`` only has to ask
-# :func:`lazy_pairs` first; when it returns None the ordinary "all candidate
-# values at once" path runs unchanged.
+# The lazy-evaluation loop and its prefiltered variant. When :func:`lazy_pairs`
+# returns None the executor's ordinary "all candidate values at once" path runs.
 
 Compute = Callable[[list[Any]], list[Any]]
 PREFILTER_OPTION = "prefilter"

@@ -496,14 +496,13 @@ def preagg_final(tree: exp.Expression, plan: PreaggPlan, table: str,
 
 
 # -- running the rule ------------------------------------------------------------
-# Running the pre-aggregation plan of :mod:`blendsql.plan.preagg`.
-#
-# Why here: the rule needs the database twice before it can decide (which
-# names the scope's sources provide; whether any COLLATE could make
-# temp-table comparisons differ from the source's) and then runs one
-# partial-aggregate scan, stores its rows as a session temp table, runs the
-# map once on the distinct values of its key column, and hands back the
-# outer query. ``BlendSQL(..., preaggregate=False)`` turns the rule off.
+# Running the pre-aggregation plan above. The rule needs the database twice
+# before it can decide (which names the scope's sources provide; whether any
+# COLLATE could make temp-table comparisons differ from the source's), then runs
+# one partial-aggregate scan, stores its rows as a session temp table, runs the
+# map once on the distinct values of its key column, and hands back the outer
+# query. ``BlendSQL(..., preaggregate=False)`` turns the rule off.
+
 
 def preaggregate(run: RunContext, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
                  ) -> exp.Expression | None:
