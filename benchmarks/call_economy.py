@@ -610,9 +610,10 @@ def run_model_subset_0128(gguf: str, hqa: dict[str, Path]) -> dict[str, Any]:
     """
     cases = [c for c in MODEL_CASES if db_file(c[1], hqa) is not None]
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", gguf,
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-                             "--n_threads", "2"],
+    from blendsql.models.gguf import python_server_command
+
+    proc = subprocess.Popen(python_server_command(gguf, "--host", "127.0.0.1", "--port", str(port),
+                                                  "--n_ctx", "2048", "--n_threads", "2"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}/v1"

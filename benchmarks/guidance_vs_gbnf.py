@@ -62,9 +62,10 @@ def start_server(path: Path, threads: int) -> tuple[subprocess.Popen[bytes], str
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(path),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-                             "--n_threads", str(threads)],
+    from blendsql.models.gguf import python_server_command
+
+    proc = subprocess.Popen(python_server_command(path, "--host", "127.0.0.1", "--port", str(port),
+                                                  "--n_ctx", "2048", "--n_threads", str(threads)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     for _ in range(240):
@@ -78,14 +79,12 @@ def start_server(path: Path, threads: int) -> tuple[subprocess.Popen[bytes], str
 
 
 def make_models(path: Path, threads: int, server_url: str | None) -> dict[str, Model]:
-    import guidance
-
     from blendsql.models.guidance_model import Guidance
 
     models: dict[str, Model] = {
         "gbnf_llamacpp": LlamaCpp(path, n_threads=threads),
-        "guidance_llamacpp": Guidance(guidance.models.LlamaCpp(
-            str(path), echo=False, n_ctx=2048, n_threads=threads, verbose=False)),
+        # the same loader as LlamaCpp (same kernels and threads), handed to guidance
+        "guidance_llamacpp": Guidance.from_gguf(path, n_ctx=2048, n_threads=threads),
     }
     if server_url is not None:
         from blendsql.models.openai_compat import OpenAI

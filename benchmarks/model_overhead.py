@@ -33,6 +33,7 @@ from blendsql.models import LlamaCpp, Request  # noqa: E402
 from blendsql.models.cache import file_sha256  # noqa: E402
 from blendsql.models.constraints import Bool, Constraint  # noqa: E402
 from blendsql.models.gbnf import to_gbnf  # noqa: E402
+from blendsql.models.gguf import load_llama  # noqa: E402
 from blendsql.models.llamacpp import _token_budget  # noqa: E402
 
 VALUES = [
@@ -59,7 +60,7 @@ Runner = Callable[[str], tuple[str, float | None]]
 
 def make_runners(path: Path | None, threads: int, constraint: Constraint) -> dict[str, Runner]:
     """name -> fn(value) -> text. Add the engine (an LLMMap query per value) here later."""
-    from llama_cpp import Llama, LlamaGrammar
+    from llama_cpp import LlamaGrammar
 
     ours = LlamaCpp(path, n_threads=threads)
     ours.generate([Request("warm up")])  # load outside the timed region
@@ -82,8 +83,9 @@ def make_runners(path: Path | None, threads: int, constraint: Constraint) -> dic
         text = ours.generate([req])[0].text
         return text, sum(inner_seconds)
 
-    direct: Any = Llama(model_path=str(ours.path), n_ctx=ours.n_ctx, n_threads=threads, seed=0,
-                   verbose=False)
+    # the same loader as the engine (same kernels, same threads): only the layers differ
+    direct: Any = load_llama(ours.path, extra_bufts=ours.kernel_choice(), n_ctx=ours.n_ctx,
+                             n_threads=threads, seed=0).llm
     gbnf = to_gbnf(constraint)
     grammar = LlamaGrammar.from_string(gbnf) if gbnf else None
     max_tokens = _token_budget(Request(constraint=constraint))
@@ -107,7 +109,7 @@ def engine_vs_direct(path: Path | None, threads: int, values: list[str], repeats
     per value.
     """
     import pandas as pd
-    from llama_cpp import Llama, LlamaGrammar
+    from llama_cpp import LlamaGrammar
 
     from blendsql import BlendSQL
     from blendsql.models.base import FunctionModel
@@ -119,8 +121,9 @@ def engine_vs_direct(path: Path | None, threads: int, values: list[str], repeats
              cache=False).execute(query)
     ours = LlamaCpp(path, n_threads=threads)
     ours.generate([Request("warm up")])
-    direct: Any = Llama(model_path=str(ours.path), n_ctx=ours.n_ctx, n_threads=threads, seed=0,
-                   verbose=False)
+    # the same loader as the engine (same kernels, same threads): only the layers differ
+    direct: Any = load_llama(ours.path, extra_bufts=ours.kernel_choice(), n_ctx=ours.n_ctx,
+                             n_threads=threads, seed=0).llm
 
     def run_engine() -> float:
         t0 = time.perf_counter()

@@ -69,6 +69,7 @@ from blendsql import BlendSQL  # noqa: E402
 from blendsql.models import OpenAI  # noqa: E402
 from blendsql.models.base import FunctionModel, Request  # noqa: E402
 from blendsql.models.gbnf import to_gbnf  # noqa: E402
+from blendsql.models.gguf import llama_server_flags  # noqa: E402
 from blendsql.models.llamacpp import (  # noqa: E402
     default_model_path,
     default_threads,
@@ -171,7 +172,7 @@ def llama_server(binary: Path, gguf: Path, port: int, threads: int, parallel: in
     n_ctx = ctx_per_slot * parallel  # -c is shared by the slots
     cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
            "-np", str(parallel), "-c", str(n_ctx), "-t", str(threads), "-tb", str(threads),
-           "-cb", "--no-webui"]
+           "-cb", "--no-webui", *llama_server_flags()]
     return Server(cmd, {"program": "llama-server (llama.cpp)", "path": envs.portable(binary),
                         "version": server_version(binary),
                         "source": server_source(binary),

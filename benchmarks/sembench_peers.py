@@ -75,15 +75,20 @@ def free_port() -> int:
 
 def server_command(binary: Path, gguf: Path, port: int, threads: int, n_ctx: int) -> list[str]:
     """llama.cpp's server on 127.0.0.1 with one slot (one request at a time, as the engine)."""
+    from blendsql.models.gguf import llama_server_flags
+
     return [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-            "-c", str(n_ctx), "-t", str(threads), "-tb", str(threads), "-np", "1", "--no-webui"]
+            "-c", str(n_ctx), "-t", str(threads), "-tb", str(threads), "-np", "1", "--no-webui",
+            *llama_server_flags()]
 
 
 def python_server_command(gguf: Path, port: int, threads: int, n_ctx: int) -> list[str]:
     """llama-cpp-python's OpenAI-compatible server (the same llama.cpp, no build needed)."""
-    return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-            "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
-            "--n_threads_batch", str(threads)]
+    from blendsql.models.gguf import python_server_command
+
+    return python_server_command(gguf, "--host", "127.0.0.1", "--port", str(port), "--n_ctx",
+                                 str(n_ctx), "--n_threads", str(threads), "--n_threads_batch",
+                                 str(threads))
 
 
 def has_python_server() -> bool:

@@ -13,8 +13,10 @@ variable or the cache dir (``benchmarks/envs.py``); ``~/...`` and system locatio
 (``/usr/...``, ``/dev/null``) are the same on every machine and allowed. Results
 files (``benchmarks/results/``) record where a run happened and are left out.
 
-Scans the tracked and untracked-but-not-ignored files (``git ls-files``), or, without
-git, every file under the checkout except build and venv folders.
+Scans the tracked files and the untracked-but-not-ignored ones (``git ls-files``), or,
+without git, every file under the checkout; in both cases untracked files inside a
+virtual environment (any folder with ``pyvenv.cfg``: ``venv/``, ``env/`` ...) or build
+output are left out.
 """
 
 from __future__ import annotations
@@ -55,21 +57,56 @@ def machine_paths(text: str) -> list[tuple[int, str]]:
             for m in MACHINE_PATH.finditer(line)]
 
 
-def repository_files() -> list[str]:
+def environment_folders(root: Path, files: list[str]) -> set[str]:
+    """Folders of ``files`` (relative to ``root``) that are a Python environment: a
+    virtual environment (it holds ``pyvenv.cfg``) or a conda one (``conda-meta/``).
+
+    Why: a user who runs ``python3 -m venv venv`` (or ``env``, ``.env``, any name)
+    inside the clone gets files that name the venv's absolute location
+    (``bin/activate``); they are the user's machine, not the repository.
+    """
+    found: set[str] = set()
+    for parent in {str(Path(f).parent) for f in files}:
+        parts = Path(parent).parts
+        for depth in range(1, len(parts) + 1):
+            folder = Path(*parts[:depth])
+            if (root / folder / "pyvenv.cfg").is_file() or (root / folder / "conda-meta").is_dir():
+                found.add(folder.as_posix())
+                break
+    return found
+
+
+def is_build_output(rel: str) -> bool:
+    """Generated files a clone may hold untracked: caches, build and dist folders, eggs."""
+    parts = Path(rel).parts
+    return bool(SKIP_DIRS.intersection(parts[:-1])) or any(
+        p.endswith(".egg-info") for p in parts[:-1]) or rel.endswith((".pyc", ".pyo"))
+
+
+def repository_files(root: Path = ROOT) -> list[str]:
+    """The files the repository consists of: what git tracks, plus untracked files that
+    are not ignored, outside virtual environments and build output. Without git, every
+    file under ``root`` outside those."""
     try:
-        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                             cwd=ROOT, capture_output=True, timeout=60)
+        tracked = subprocess.run(["git", "ls-files", "-z", "--cached"], cwd=root,
+                                 capture_output=True, timeout=60)
+        others = subprocess.run(["git", "ls-files", "-z", "--others", "--exclude-standard"],
+                                cwd=root, capture_output=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
-        out = None
-    if out is not None and out.returncode == 0 and out.stdout:
-        return sorted({f for f in out.stdout.decode().split("\0") if f})
-    found = []
-    for path in ROOT.rglob("*"):
-        rel = path.relative_to(ROOT)
-        if path.is_file() and not SKIP_DIRS.intersection(rel.parts[:-1]) \
-                and not any(part.endswith(".egg-info") for part in rel.parts):
-            found.append(rel.as_posix())
-    return sorted(found)
+        tracked = others = None
+    if tracked is not None and others is not None and tracked.returncode == 0 \
+            and others.returncode == 0 and tracked.stdout:
+        kept = {f for f in tracked.stdout.decode().split("\0") if f}
+        untracked = [f for f in others.stdout.decode().split("\0") if f]
+    else:
+        kept = set()
+        untracked = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
+    envs = environment_folders(root, untracked)
+    for rel in untracked:
+        if is_build_output(rel) or any(rel.startswith(e + "/") for e in envs):
+            continue
+        kept.add(rel)
+    return sorted(kept)
 
 
 def text_of(path: Path) -> str | None:
@@ -150,3 +187,51 @@ def test_machine_locations_are_found(text: str) -> None:
 ])
 def test_portable_paths_pass(text: str) -> None:
     assert not machine_paths(text), text
+
+
+# ---------------------------------------------------------------- a user's own venv in the clone
+
+
+def _clone(tmp_path: Path) -> Path:
+    """A small git repository standing in for a clone: one tracked, portable file."""
+    repo = tmp_path / "clone"
+    repo.mkdir()
+    (repo / "README.md").write_text("portable\n")
+    for cmd in (["git", "init", "-q"], ["git", "add", "README.md"]):
+        subprocess.run(cmd, cwd=repo, check=True, capture_output=True)
+    return repo
+
+
+@pytest.mark.parametrize("name", ["venv", "env", ".env", "myenv"])
+def test_a_virtual_environment_inside_the_clone_is_not_the_repository(tmp_path, name) -> None:
+    import venv
+
+    repo = _clone(tmp_path)
+    venv.create(repo / name, with_pip=False)  # a real one: bin/activate names its location
+    activate = next((repo / name).glob("*/activate"))
+    assert machine_paths(activate.read_text()), "the venv's activate script names its path"
+    files = repository_files(repo)
+    assert files == ["README.md"], files
+
+
+def test_untracked_files_outside_a_venv_are_still_scanned(tmp_path) -> None:
+    repo = _clone(tmp_path)
+    (repo / "notes").mkdir()
+    (repo / "notes" / "run.sh").write_text("cd " + SLASH + "home/alice/src\n")
+    (repo / "notes" / "pyvenv.txt").write_text("not a venv marker\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "out.txt").write_text(SLASH + "home/alice/build\n")
+    files = repository_files(repo)
+    assert files == ["README.md", "notes/pyvenv.txt", "notes/run.sh"], files
+    assert machine_paths((repo / "notes" / "run.sh").read_text())
+
+
+def test_without_git_a_venv_is_left_out_too(tmp_path, monkeypatch) -> None:
+    import venv
+
+    repo = tmp_path / "plain"
+    repo.mkdir()
+    (repo / "a.py").write_text("x = 1\n")
+    venv.create(repo / "venv", with_pip=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))  # git cannot be found
+    assert repository_files(repo) == ["a.py"]

@@ -131,8 +131,16 @@ def test_label_is_the_map_value_or_the_question():
 @pytest.mark.model
 @pytest.mark.parametrize("extra_bufts", [True, False], ids=["extra_bufts_on", "extra_bufts_off"])
 def test_readme_query_answer_is_right_and_every_decision_is_wide(extra_bufts):
+    """Each kernel path runs in a child process (``dm.measure_isolated``): forcing the
+    extra buffer types on takes the path that crashes on some AMX CPUs, and a crash
+    there must be this test's result, not the end of the test run."""
     pytest.importorskip("llama_cpp")
-    result = dm.measure(readme_main_query(), extra_bufts)
+    result = dm.measure_isolated(readme_main_query(), extra_bufts)
+    if "crashed" in result:
+        if result["known_crash"] and extra_bufts:
+            pytest.xfail(f"llama.cpp's extra buffer types crash on this AMX CPU "
+                         f"({result['crashed']}); the engine never loads them here")
+        pytest.fail(f"the child process died ({result['crashed']}):\n{result['stderr_tail']}")
     assert result["rows"] == EXPECTED_ROWS
     assert result["decisions"], "the query must consult the model"
     assert result["all_consistent"], "the measured greedy path must be llama.cpp's answer"

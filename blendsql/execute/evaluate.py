@@ -37,6 +37,7 @@ from blendsql.models.constraints import (
     constraint_from_return_type,
     constraint_source,
 )
+from blendsql.models.gguf import loads_since
 from blendsql.plan.calls import scope_of, source_names
 from blendsql.plan.infer import Hint, Uses, identical_uses, infer_hint, literal_value
 from blendsql.plan.render import attach_ctes
@@ -213,6 +214,15 @@ class Evaluator(Session):
                     ingredient=call.name))
         return entry
 
+    def load_details(self) -> dict[str, Any]:
+        """``{"model_load": [...]}``: the GGUF loads (kernels, threads) since the last
+        ingredient step of this run, so the trace shows how a local model was loaded."""
+        loads = loads_since(self.load_mark)
+        if not loads:
+            return {}
+        self.load_mark += len(loads)
+        return {"model_load": [info.as_dict() for info in loads]}
+
     def invoke(self, ing: Ingredient, call: IngredientCall, inputs: list[Any],
                fn: Callable[[Any, list[str]], Any], n_values: int) -> Any:
         """Call ``fn(model, warnings)`` for one ingredient: meter, time, trace, wrap errors.
@@ -286,7 +296,8 @@ class Evaluator(Session):
             cache_hits=used.cache_hits,
             details={"call": self.call_text(call),
                      **endpoint_details(self.model.endpoint_log[nprompts:]),
-                     **decision_details(self.model.decision_log[ndecisions:])},
+                     **decision_details(self.model.decision_log[ndecisions:]),
+                     **self.load_details()},
         ))
         for w in warnings:
             self.trace.append(TraceStep("warning", f"{call.name}: {w}", ingredient=call.name))

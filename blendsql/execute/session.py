@@ -34,6 +34,7 @@ from blendsql.execute.collect import (
 from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import IngredientRegistry
+from blendsql.models.gguf import load_count
 from blendsql.plan.calls import call_key
 from blendsql.plan.lookup import map_lookup
 from blendsql.plan.render import render
@@ -68,6 +69,7 @@ class Session:
         self.meta = Meta()
         self.trace: list[TraceStep] = []
         self.limit_noted = False  # the trace said once that ingredient_timeout cannot be armed
+        self.load_mark = load_count()  # GGUF loads before this mark are not this run's
         # only objects this run created itself: cleanup never drops anything else
         self.temp_tables: list[str] = []
         self.functions: list[str] = []  # lookup functions bound on the connection

@@ -11,9 +11,11 @@ default llama.cpp path compiles to GBNF directly and is faster.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from blendsql.errors import ModelError, ModelTimeoutError
@@ -33,6 +35,7 @@ from blendsql.models.constraints import (
     Constraint,
     Grammar,
 )
+from blendsql.models.gguf import EXTRA_BUFTS_ENV, CpuFeatures, LoadInfo, kernel_choice, load_llama
 from blendsql.models.openai_compat import constraint_json_schema, constraint_regex
 
 _CAPTURE = "blendsql_answer"
@@ -71,7 +74,14 @@ def constraint_node(g: Any, req: Request) -> Any:
 
 
 class Guidance(Model):
-    """Wrap a guidance model (e.g. ``guidance.models.LlamaCpp(path)``) as a blendsql model.
+    """Wrap a guidance model as a blendsql model; ``model`` may also be a GGUF path.
+
+    ``Guidance("model.gguf")`` (or :meth:`from_gguf`) loads the file through
+    blendsql's one GGUF loader (:func:`blendsql.models.gguf.load_llama`: llama.cpp's
+    extra buffer types off on AMX CPUs, where they crash) and hands guidance the
+    loaded ``llama_cpp.Llama``. A guidance model built elsewhere is checked: one
+    whose llama.cpp model was loaded with extra buffer types on a CPU where they
+    crash is refused with a hint, before its first decode.
 
     ``chat=True`` sends the request's messages through the model's chat template
     (guidance role blocks); ``chat=False`` feeds the plain prompt text.
@@ -85,18 +95,34 @@ class Guidance(Model):
     def __init__(self, model: Any, *, name: str | None = None, chat: bool = True,
                  timeout: float = DEFAULT_TIMEOUT) -> None:
         self._g = _import_guidance()
+        self.load_info: LoadInfo | None = None
+        if isinstance(model, (str, os.PathLike)):
+            model, self.load_info = gguf_for_guidance(model)
         if not isinstance(model, self._g.models.Model):
             raise ModelError(f"Guidance() expects a guidance model, got {type(model).__name__}",
-                             hint="e.g. Guidance(guidance.models.LlamaCpp('model.gguf', echo=False))")
+                             hint="e.g. Guidance('model.gguf'), or Guidance(a guidance.models.Model)")
+        check_kernels(model)
         self.lm = model
         self.chat = chat
         self.name = name or f"guidance:{type(model).__name__}"
         self.timeout = check_timeout(timeout)
         self._stuck: threading.Thread | None = None  # a request still running past its limit
 
+    @classmethod
+    def from_gguf(cls, path: str | os.PathLike[str] | None = None, *, n_ctx: int = 2048,
+                  extra_bufts: bool | None = None, cpu: CpuFeatures | None = None,
+                  name: str | None = None, chat: bool = True,
+                  timeout: float = DEFAULT_TIMEOUT, **llama_kwargs: Any) -> Guidance:
+        """guidance's LlamaCpp over a GGUF loaded by blendsql's loader (default: the
+        embedded model); ``llama_kwargs`` go to ``llama_cpp.Llama``."""
+        lm, info = gguf_for_guidance(path, n_ctx=n_ctx, extra_bufts=extra_bufts, cpu=cpu,
+                                     **llama_kwargs)
+        out = cls(lm, name=name, chat=chat, timeout=timeout)
+        out.load_info = info
+        return out
+
     def identity(self) -> str:
-        engine = getattr(self.lm, "_interpreter", None)
-        inner = getattr(getattr(engine, "engine", None), "model_obj", None)
+        inner = _llama_of(self.lm)
         path = getattr(inner, "model_path", "") if inner is not None else ""
         return f"guidance:{type(self.lm).__name__}:{path or self.name}:chat={self.chat}"
 
@@ -144,6 +170,47 @@ class Guidance(Model):
         text = str(lm.get(_CAPTURE) or "")
         value, err = parse_response(text, req.constraint)
         return Response(text, value, _usage(lm), time.perf_counter() - t0, error=err)
+
+
+def gguf_for_guidance(path: str | os.PathLike[str] | None = None, *, n_ctx: int = 2048,
+                      extra_bufts: bool | None = None, cpu: CpuFeatures | None = None,
+                      **llama_kwargs: Any) -> tuple[Any, LoadInfo]:
+    """A ``guidance.models.LlamaCpp`` over a ``llama_cpp.Llama`` that
+    :func:`~blendsql.models.gguf.load_llama` loaded, and how it was loaded.
+
+    guidance given a path would build the ``Llama`` itself with llama.cpp's defaults
+    (extra buffer types on, which crash on AMX CPUs); given the loaded object it uses
+    it as it is. ``logits_all=True`` is what guidance asks for when it loads one itself.
+    """
+    from blendsql.models.llamacpp import default_model_path
+
+    g = _import_guidance()
+    file = Path(path).expanduser() if path is not None else default_model_path()
+    llm, info = load_llama(file, extra_bufts=extra_bufts, cpu=cpu, n_ctx=n_ctx,
+                           **{"logits_all": True, **llama_kwargs})
+    return g.models.LlamaCpp(llm, echo=False), info
+
+
+def _llama_of(lm: Any) -> Any:
+    """The ``llama_cpp.Llama`` inside a guidance LlamaCpp model (None for other backends)."""
+    engine = getattr(getattr(lm, "_interpreter", None), "engine", None)
+    return getattr(engine, "model_obj", None)
+
+
+def check_kernels(lm: Any, cpu: CpuFeatures | None = None) -> None:
+    """Refuse a guidance model whose llama.cpp weights use extra buffer types on a CPU
+    where they crash (decided as for every GGUF load; its first decode would segfault)."""
+    inner = _llama_of(lm)
+    params = getattr(inner, "model_params", None)
+    if params is None or not getattr(params, "use_extra_bufts", False):
+        return
+    choice = kernel_choice(None, cpu)
+    if not choice.extra_bufts:
+        raise ModelError(
+            f"this guidance model's llama.cpp weights use extra buffer types, which crash "
+            f"on this CPU ({choice.reason})",
+            hint="load it through blendsql: Guidance('model.gguf') or Guidance.from_gguf(path), "
+                 f"or set {EXTRA_BUFTS_ENV}=1 to force them on")
 
 
 def _usage(lm: Any) -> Usage:

@@ -13,10 +13,11 @@ differing tail. ``Usage.cached_tokens`` reports that reused prefix.
 Robust on any CPU and any load:
 
 - llama.cpp's AMX matmul "extra buffer type" segfaults in the first decode on
-  some Intel (Sapphire Rapids class) machines. A segfault cannot be caught, so
-  the decision is taken before loading: on a CPU with AMX (or when
+  some Intel (Sapphire Rapids class) machines. The model loads through
+  :func:`blendsql.models.gguf.load_llama`, the one loader of every GGUF, which
+  takes the decision before loading: on a CPU with AMX (or when
   ``BLENDSQL_LLAMA_EXTRA_BUFTS=0``) the model loads with
-  ``use_extra_bufts=False``; :func:`extra_bufts_decision` is that rule.
+  ``use_extra_bufts=False``.
 - Both thread counts (generation and prompt processing) are set, by default
   to the cores left idle by the machine's load (:func:`default_threads`): a
   llama.cpp thread that must wait for a busy core stalls every matmul.
@@ -30,14 +31,11 @@ import ctypes
 import importlib.util
 import inspect
 import logging
-import math
 import os
-import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,137 +52,30 @@ from blendsql.models.base import (
 )
 from blendsql.models.constraints import Choice, Constraint, Text
 from blendsql.models.gbnf import max_output_bytes, to_gbnf, validate
+from blendsql.models.gguf import (  # noqa: F401 - the loading names, re-exported
+    EXTRA_BUFTS_ENV,
+    THREADS_ENV,
+    CpuFeatures,
+    KernelChoice,
+    LoadInfo,
+    check_threads,
+    cpu_flags,
+    default_threads,
+    extra_bufts_decision,
+    kernel_choice,
+    load_llama,
+    machine_load,
+    server_launcher,
+    system_info,
+    threads_from_env,
+    usable_cores,
+)
 from blendsql.models.scoring import best, floor, scored_answers, why_unscored
 from blendsql.option_types import unknown_hint
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_INSTALL_HINT = "pip install llama-cpp-python (a C++ compiler is needed if no wheel fits)"
-EXTRA_BUFTS_ENV = "BLENDSQL_LLAMA_EXTRA_BUFTS"
-THREADS_ENV = "BLENDSQL_LLAMA_THREADS"
-_AMX_INFO = re.compile(r"\bAMX_INT8\s*=\s*1\b")
-_AMX_FLAGS = frozenset({"amx_int8", "amx_tile", "amx_bf16"})
-_ON, _OFF = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
 
 log = logging.getLogger("blendsql.models")
-
-
-# ---------------------------------------------------------------- CPU and load decisions
-
-
-def extra_bufts_decision(system_info: str, cpu_flags: str, env: str | None) -> tuple[bool, str]:
-    """Whether llama.cpp may use its extra (repacking / AMX) buffer types, and why.
-
-    ``system_info`` is ``llama_print_system_info()`` (``AMX_INT8 = 1`` when the
-    build has the AMX kernels), ``cpu_flags`` the ``flags`` of /proc/cpuinfo
-    (``amx_int8`` / ``amx_tile`` when the CPU has AMX), ``env`` the value of
-    ``BLENDSQL_LLAMA_EXTRA_BUFTS`` (``0`` / ``1`` force the choice). Either
-    AMX sign is enough to take the safe path: its only cost is that weights
-    are not repacked for faster kernels.
-    """
-    if env is not None and env.strip().lower() in _ON | _OFF:
-        on = env.strip().lower() in _ON
-        return on, f"{EXTRA_BUFTS_ENV}={env.strip()}"
-    signs = []
-    if _AMX_INFO.search(system_info or ""):
-        signs.append("llama.cpp reports AMX_INT8 = 1")
-    flags = sorted(_AMX_FLAGS & set((cpu_flags or "").split()))
-    if flags:
-        signs.append("the CPU has " + ", ".join(flags))
-    if signs:
-        return False, "AMX: " + "; ".join(signs) + " (llama.cpp's AMX buffer type can crash)"
-    return True, "no AMX on this CPU"
-
-
-def cpu_flags() -> str:
-    """The ``flags`` line of /proc/cpuinfo ('' where there is none, e.g. macOS)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return line.partition(":")[2]
-    except OSError:
-        pass
-    return ""
-
-
-def system_info() -> str:
-    """llama.cpp's build / CPU feature summary ('' if it cannot be read)."""
-    try:
-        import llama_cpp
-
-        raw = llama_cpp.llama_print_system_info()
-    except (ImportError, AttributeError, OSError):
-        return ""
-    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-
-
-def default_threads(cores: int, load: float) -> int:
-    """Threads for llama.cpp: the cores this process may use minus those already busy.
-
-    Why not every core: llama.cpp splits each matmul across its threads and
-    waits for the slowest, so one thread sharing a core with another busy
-    process stalls them all (2 cores, one busy process: a short call took a
-    median 6.2 s with 2 prompt threads, 0.59 s with 1; see
-    ``benchmarks/threads_under_load.py``). Why the 1-minute load average: it is
-    what the OS reports cheaply everywhere; a machine that gets busier later
-    is still better served than by taking every core. At least one thread.
-    """
-    cores = max(1, int(cores))
-    busy = load if math.isfinite(load) and load > 0 else 0.0
-    return max(1, min(cores, math.floor(cores - busy + 0.5)))
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity), else the machine's count."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def machine_load() -> float:
-    """The 1-minute load average (0 where the OS has none)."""
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return 0.0
-
-
-def _threads_from_env() -> int | None:
-    raw = os.environ.get(THREADS_ENV)
-    if raw is None or not raw.strip():
-        return None
-    try:
-        n = int(raw)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ModelError(f"{THREADS_ENV}={raw!r} is not a thread count",
-                         hint="set it to a positive integer, or unset it")
-    return n
-
-
-def _check_threads(n: Any, name: str) -> int | None:
-    if n is None:
-        return None
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ModelError(f"{name}={n!r} is not a thread count", hint="pass a positive integer")
-    return n
-
-
-@dataclass(frozen=True)
-class LoadInfo:
-    """How the model was loaded, for logs, tests and the identity."""
-
-    extra_bufts: bool
-    extra_bufts_reason: str
-    n_threads: int
-    n_threads_batch: int
-
-    def describe(self) -> str:
-        bufts = "on" if self.extra_bufts else "off"
-        return (f"extra buffer types {bufts} ({self.extra_bufts_reason}); "
-                f"threads {self.n_threads} / batch {self.n_threads_batch}")
 
 
 def default_model_path() -> Path:
@@ -266,19 +157,18 @@ class LlamaCpp(Model):
     def __init__(self, path: str | Path | None = None, n_threads: int | None = None,
                  n_ctx: int = 2048, seed: int = 0, *, n_threads_batch: int | None = None,
                  timeout: float = DEFAULT_TIMEOUT, extra_bufts: bool | None = None,
-                 **llama_kwargs: Any) -> None:
+                 cpu: CpuFeatures | None = None, **llama_kwargs: Any) -> None:
         check_llama_kwargs(llama_kwargs, list(inspect.signature(LlamaCpp).parameters)[:-1])
         self._path = Path(path).expanduser() if path is not None else None
-        threads = _check_threads(n_threads, "n_threads") or _threads_from_env()
+        threads = check_threads(n_threads, "n_threads") or threads_from_env()
         self.n_threads = threads or default_threads(usable_cores(), machine_load())
-        self.n_threads_batch = _check_threads(n_threads_batch, "n_threads_batch") or self.n_threads
+        self.n_threads_batch = check_threads(n_threads_batch, "n_threads_batch") or self.n_threads
         self.n_ctx = n_ctx
         self.seed = seed
         self.timeout = check_timeout(timeout)
-        if extra_bufts is not None and not isinstance(extra_bufts, bool):
-            raise ModelError(f"extra_bufts={extra_bufts!r} is not True, False or None",
-                             hint="None decides from the CPU (off where AMX is present)")
+        kernel_choice(extra_bufts)  # checks the value
         self._extra_bufts = extra_bufts
+        self._cpu = cpu
         self.llama_kwargs = llama_kwargs
         self.load_info: LoadInfo | None = None  # set once the model is loaded
         self._llm: Any = None
@@ -302,37 +192,22 @@ class LlamaCpp(Model):
                 self._llm = self._load()
             return self._llm
 
-    def extra_bufts(self) -> tuple[bool, str]:
-        """(use extra buffer types?, why): the decision taken before the model loads."""
+    def kernel_choice(self) -> KernelChoice:
+        """Extra buffer types on or off, and why: the decision taken before the model loads."""
         if self._extra_bufts is not None:
-            return self._extra_bufts, f"LlamaCpp(extra_bufts={self._extra_bufts})"
-        return extra_bufts_decision(system_info(), cpu_flags(), os.environ.get(EXTRA_BUFTS_ENV))
+            return KernelChoice(self._extra_bufts, f"LlamaCpp(extra_bufts={self._extra_bufts})")
+        return kernel_choice(None, self._cpu)
+
+    def extra_bufts(self) -> tuple[bool, str]:
+        """(use extra buffer types?, why): :meth:`kernel_choice` as a pair."""
+        choice = self.kernel_choice()
+        return choice.extra_bufts, choice.reason
 
     def _load(self) -> Any:
-        path = self.path
-        if not path.is_file():
-            raise ModelError(f"GGUF model file not found: {path}",
-                             hint="pass LlamaCpp(path=...) to an existing .gguf file")
-        try:
-            from llama_cpp import Llama
-        except ImportError as e:
-            raise ModelError("llama-cpp-python is not installed", hint=_INSTALL_HINT) from e
-        use_bufts, reason = self.extra_bufts()
-        kwargs = {"n_ctx": self.n_ctx, "n_threads": self.n_threads,
-                  "n_threads_batch": self.n_threads_batch, "seed": self.seed,
-                  "verbose": False, **self.llama_kwargs}
-        try:
-            with _model_params_override(use_extra_bufts=use_bufts) as applied:
-                llm = Llama(model_path=str(path), **kwargs)
-        except (ValueError, RuntimeError, OSError) as e:
-            raise ModelError(f"llama.cpp could not load {path}: {e}",
-                             hint="is it a GGUF file this llama-cpp-python version supports?") from e
-        if not use_bufts and not applied:
-            reason += "; this llama-cpp-python cannot turn them off (no use_extra_bufts field)"
-        self.load_info = LoadInfo(
-            bool(getattr(llm.model_params, "use_extra_bufts", use_bufts)), reason,
-            int(llm.context_params.n_threads), int(llm.context_params.n_threads_batch))
-        log.info("loaded %s: %s", path.name, self.load_info.describe())
+        llm, self.load_info = load_llama(
+            self.path, extra_bufts=self.kernel_choice(), n_threads=self.n_threads,
+            n_threads_batch=self.n_threads_batch, n_ctx=self.n_ctx, seed=self.seed,
+            **self.llama_kwargs)
         self._abort = _AbortSwitch.install(llm)
         return llm
 
@@ -593,39 +468,6 @@ class _AnswerScorer:
         return x - top - np.log(np.exp(x - top).sum())
 
 
-_PARAMS_LOCK = threading.Lock()
-
-
-@contextmanager
-def _model_params_override(**fields: Any) -> Iterator[bool]:
-    """Make ``llama_model_default_params()`` return ``fields`` set, while a Llama loads.
-
-    Why: ``Llama(...)`` builds its model parameters from that function and
-    loads the weights in the same constructor, without a keyword for
-    ``use_extra_bufts``; the field must be set before loading (a crash in the
-    first decode cannot be caught afterwards). Yields whether every field
-    exists in this llama-cpp-python (older ones lack ``use_extra_bufts``).
-    """
-    import llama_cpp.llama_cpp as lib
-
-    names = {f[0] for f in getattr(lib.llama_model_params, "_fields_", [])}
-    wanted = {k: v for k, v in fields.items() if k in names}
-    original = lib.llama_model_default_params
-
-    def patched() -> Any:
-        params = original()
-        for k, v in wanted.items():
-            setattr(params, k, v)
-        return params
-
-    with _PARAMS_LOCK:
-        lib.llama_model_default_params = patched
-        try:
-            yield len(wanted) == len(fields)
-        finally:
-            lib.llama_model_default_params = original
-
-
 class _AbortSwitch:
     """llama.cpp's abort callback, reading a one-byte flag without taking the GIL.
 
@@ -715,28 +557,3 @@ def parse_output(text: str, constraint: Constraint) -> tuple[Any, str | None]:
     if isinstance(constraint, Text) and constraint.max_chars is not None:
         text = text[: constraint.max_chars]
     return parse_response(text, constraint)
-
-
-# llama_cpp.server has no option for llama.cpp's extra buffer types; on an AMX CPU
-# (which crashes with them) the server process is started with them turned off.
-_SAFE_SERVER = """
-import runpy
-import llama_cpp.llama_cpp as lib
-default = lib.llama_model_default_params
-def without_extra_bufts():
-    params = default()
-    params.use_extra_bufts = False
-    return params
-lib.llama_model_default_params = without_extra_bufts
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-"""
-
-
-def server_launcher() -> list[str]:
-    """Interpreter arguments that start ``llama_cpp.server``, safely on AMX CPUs.
-
-    Use as ``[sys.executable, *server_launcher(), "--model", path, ...]``; the same
-    decision as :func:`extra_bufts_decision` for the in-process model.
-    """
-    use_bufts, _ = extra_bufts_decision(system_info(), cpu_flags(), os.environ.get(EXTRA_BUFTS_ENV))
-    return ["-m", "llama_cpp.server"] if use_bufts else ["-c", _SAFE_SERVER]

@@ -249,7 +249,7 @@ GUIDANCE = Provider(
     "guidance", "blendsql.models.guidance_model:Guidance",
     help="a guidance model brought by the user (Python only)",
     options=(
-        ProviderOption("model", (object,), "a guidance.models.Model"),
+        ProviderOption("model", (object,), "a guidance.models.Model, or a GGUF path"),
         ProviderOption("name", (str,), "the model's name in traces"),
         ProviderOption("chat", (bool,), "send messages through the chat template"),
         _TIMEOUT,

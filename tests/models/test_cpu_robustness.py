@@ -169,16 +169,6 @@ def test_llamacpp_request_past_its_deadline_raises_and_the_model_recovers(safe_m
     assert r.error is None and r.value in ("red", "blue")
 
 
-def test_test_server_starts_without_extra_buffer_types_on_amx(monkeypatch):
-    from tests.models.conftest import server_launcher
-
-    monkeypatch.setenv(EXTRA_BUFTS_ENV, "0")
-    flag, code = server_launcher()
-    assert flag == "-c" and "use_extra_bufts = False" in code and "llama_cpp.server" in code
-    monkeypatch.setenv(EXTRA_BUFTS_ENV, "1")
-    assert server_launcher() == ["-m", "llama_cpp.server"]
-
-
 @pytest.mark.model
 def test_llamacpp_honours_a_requests_own_time_limit(safe_model):
     """The engine's ``model_timeout`` reaches llama.cpp as ``Request.timeout``."""

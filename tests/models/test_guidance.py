@@ -19,11 +19,9 @@ PROMPTS = ["What colour is the sky?", "What colour is grass?", "What colour is b
 
 @pytest.fixture(scope="module")
 def gmodel() -> Guidance:
-    """guidance's own LlamaCpp engine on the embedded SmolLM2 GGUF (loaded once)."""
-    from blendsql.models.llamacpp import default_model_path
-
-    lm = guidance.models.LlamaCpp(str(default_model_path()), echo=False, n_ctx=2048, verbose=False)
-    return Guidance(lm)
+    """guidance's own LlamaCpp engine on the embedded SmolLM2 GGUF (loaded once), over a
+    ``llama_cpp.Llama`` made by blendsql's loader (safe on AMX CPUs)."""
+    return Guidance.from_gguf(n_ctx=2048)
 
 
 def test_rejects_non_guidance_objects() -> None:

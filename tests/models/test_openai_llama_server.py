@@ -24,6 +24,7 @@ from blendsql import BlendSQL
 from blendsql.models import OpenAI
 from blendsql.models.base import Request
 from blendsql.models.constraints import Bool, Constraint, ListOf
+from blendsql.models.gguf import llama_server_flags
 from tests.models.conftest import embedded_gguf, running_server
 from tests.models.test_openai import PROMPTS, SERVER_CONSTRAINTS, _satisfies, free_port
 
@@ -41,7 +42,7 @@ def llama_server() -> Iterator[str]:
                     "benchmarks.envs build llama-server) or no embedded GGUF")
     port = free_port()
     cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port), "-np", "2",
-           "-c", "2048", "-t", "1", "-tb", "1", "--no-webui"]
+           "-c", "2048", "-t", "1", "-tb", "1", "--no-webui", *llama_server_flags()]
     with running_server(cmd, port, timeout=120) as base_url:
         yield base_url
 
