@@ -396,3 +396,24 @@ def test_the_scan_finds_each_way_to_construct_one(source: str) -> None:
 
 def test_the_scan_leaves_other_calls_alone() -> None:
     assert not llama_constructions("m = LlamaCpp('x')\nload_llama('x')\nprint('Llama(')\n")
+
+
+@pytest.mark.model
+def test_the_trace_says_how_the_model_was_loaded(amx_cpu):
+    """A query whose model loads during the run: its first ingredient step carries the load."""
+    pytest.importorskip("llama_cpp")
+    import pandas as pd
+
+    from blendsql import BlendSQL
+    from blendsql.models import LlamaCpp
+
+    engine = BlendSQL({"t": pd.DataFrame({"x": ["apple", "stone"]})},
+                      model=LlamaCpp(n_threads=1, n_ctx=512), cache=False)
+    smoothie = engine.execute("SELECT x FROM t WHERE {{LLMMap('Is this a fruit?', t.x)}} = TRUE")
+    loads = [s.details["model_load"] for s in smoothie.trace if "model_load" in s.details]
+    assert len(loads) == 1 and len(loads[0]) == 1
+    [info] = loads[0]
+    assert info["extra_bufts"] is False and "AMX" in info["extra_bufts_reason"]
+    assert info["where"] == "in-process" and info["n_threads"] == 1
+    again = engine.execute("SELECT x FROM t WHERE {{LLMMap('Is this a stone?', t.x)}} = TRUE")
+    assert not any("model_load" in s.details for s in again.trace)  # loaded once, said once
