@@ -376,6 +376,8 @@ def spark_session(executors: int) -> Any:
     if SparkSession.getActiveSession() is not None:
         raise SystemExit("a Spark session is already running in this process: the Spark rows "
                          "start (and stop) their own local[n] sessions; run the script alone")
+    # the workers run this interpreter (Spark takes PYSPARK_PYTHON, else python3 from PATH)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master(f"local[{executors}]")
              .appName(f"blendsql-endpoint-scaling-{executors}")
              .config("spark.default.parallelism", str(executors))

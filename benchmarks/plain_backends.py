@@ -353,6 +353,8 @@ def start_spark(master: str, warehouse: Path) -> Any:
         # run would stop it at the end
         raise SystemExit("spark: a Spark session is already active in this process; run the "
                          "benchmark in a process of its own")
+    # the workers run this interpreter (Spark takes PYSPARK_PYTHON, else python3 from PATH)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master(master).appName("blendsql-plain-backends")
              .config("spark.sql.shuffle.partitions", str(cores))
              .config("spark.default.parallelism", str(cores))

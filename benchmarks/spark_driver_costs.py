@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -84,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from blendsql.models import FunctionModel
 
     record = run_record("spark_driver_costs.py", argv)
+    # the workers run this interpreter (Spark takes PYSPARK_PYTHON, else python3 from PATH)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master(args.master).appName("blendsql-driver-costs")
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")

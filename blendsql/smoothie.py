@@ -41,8 +41,11 @@ class TraceStep:
 
     ``kind`` is one of: ``parse``, ``plan``, ``sql``, ``temp_table``,
     ``ingredient``, ``retrieval``, ``executors`` (a batch of calls answered on a
-    Spark session's executors: one job), ``warning``, ``error`` (the failure that
-    ended a run; found in ``BlendSQLError.trace``).
+    Spark session's executors: one job), ``executors_check`` (the one job that checks
+    the executors' Python can run blendsql before the first batch is shipped; its
+    ``details["error"]`` says why not, and the calls then run on the driver),
+    ``warning``, ``error`` (the failure that ended a run; found in
+    ``BlendSQLError.trace``).
     """
 
     kind: str

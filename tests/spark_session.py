@@ -10,8 +10,10 @@ with a message, unless ``BLENDSQL_REQUIRE_SPARK=1`` (CI), where they fail.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
+import sys
 from typing import Any
 
 #: id(session) -> its temp warehouse dir (removed by stop_session)
@@ -41,6 +43,8 @@ def start_session() -> Any:
 
     # catalog tables a test saves go to a temp dir, never ./spark-warehouse
     warehouse = tempfile.mkdtemp(prefix="bsql_spark_")
+    # the workers run this interpreter (Spark takes PYSPARK_PYTHON, else python3 from PATH)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[2]").appName("blendsql-tests")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.default.parallelism", "2")

@@ -42,18 +42,25 @@ from __future__ import annotations
 
 import decimal
 import itertools
+import json
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blendsql.db.backend import INGREDIENT_VALUE_HINT, require, short
 from blendsql.db.guarded import GuardedBackend, as_type, engine_value, floats
-from blendsql.db.statements import EXECUTOR_JOB, leading_keyword
+from blendsql.db.statements import EXECUTOR_CHECK, EXECUTOR_JOB, leading_keyword
 from blendsql.db.temp_rows import encodes_utf8
 from blendsql.db.transpile import FullText, Transpiler
-from blendsql.errors import ExecutionError
+from blendsql.errors import BlendSQLError, ExecutionError
+
+if TYPE_CHECKING:
+    from blendsql.db.spark_workers import WorkerCheck
+
+#: seconds the executors' check may take (a first job starts the Python workers)
+PROBE_TIMEOUT = 120.0
 
 #: job-group properties of a thread, saved before and restored after each statement
 _GROUP_KEYS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
@@ -142,14 +149,43 @@ class _TempRows:
         spark.createDataFrame(self.rows, self.schema).createTempView(self.name)
 
 
-class _ExecutorCalls:
-    """An engine "statement" that runs Python on the executors: ``items`` (pickled, one
-    row each, in ``partitions`` partitions) through ``mapInPandas`` with the shipped
-    worker (:mod:`blendsql.db.spark_calls`); its rows are the answers.
-
-    Like :class:`_TempRows` it travels as the bound parameters of the traced,
-    time-limited path (a job group cancelled past the limit).
+class _ExecutorJob:
+    """An engine "statement" that runs Python on the executors; its rows are what the
+    workers returned (``columns``). Like :class:`_TempRows` it travels as the bound
+    parameters of the traced, time-limited path (a job group cancelled past the limit).
     """
+
+    columns: tuple[str, ...] = ()
+
+    def run(self, spark: Any) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+
+class _ExecutorProbe(_ExecutorJob):
+    """One tiny job, one task per slot: what each executor's Python can import
+    (:mod:`blendsql.db.spark_workers`); past the job, :func:`judge` raises the reason
+    they cannot run blendsql's calls, so the trace records it as this step's error."""
+
+    columns = ("worker",)
+
+    def __init__(self, tasks: int) -> None:
+        self.tasks = tasks
+
+    def run(self, spark: Any) -> list[tuple[Any, ...]]:
+        from blendsql.db.spark_workers import judge, probe_function
+
+        found = spark.sparkContext.parallelize(range(self.tasks), self.tasks) \
+            .map(probe_function()).collect()
+        judge(found, spark.sparkContext.master)
+        return [(json.dumps(f),) for f in found]
+
+
+class _ExecutorCalls(_ExecutorJob):
+    """Ingredient calls on the executors: ``items`` (pickled, one row each, in
+    ``partitions`` partitions) through ``mapInPandas`` with the shipped worker
+    (:mod:`blendsql.db.spark_calls`); its rows are the answers."""
+
+    columns = ("i", "out", "error", "notes")
 
     def __init__(self, shipped: bytes, items: Sequence[Any], partitions: int) -> None:
         self.shipped = shipped
@@ -274,9 +310,9 @@ class SparkBackend(GuardedBackend):
             with self._job_group(canceller):
                 binds.create(self.spark)
             return [], []
-        if isinstance(binds, _ExecutorCalls):
+        if isinstance(binds, _ExecutorJob):
             with self._job_group(canceller):
-                return ["i", "out", "error", "notes"], binds.run(self.spark)
+                return list(binds.columns), binds.run(self.spark)
         explained = _EXPLAIN.match(text)
         if user:
             self._check_statement(text)
@@ -452,6 +488,40 @@ class SparkBackend(GuardedBackend):
         except Exception:  # noqa: BLE001 - a stopped context: the job reports it
             return 1
 
+    def check_executors(self) -> WorkerCheck:
+        """Whether the executors' Python can run blendsql's calls (blendsql, pandas and
+        pyarrow importable, blendsql at the driver's version): one probe job the first
+        time per Spark context, then remembered. A failed check is a traced step whose
+        error says why; the caller decides what follows (see ``spark_calls``)."""
+        from blendsql.db.spark_workers import WorkerCheck, WorkersNotReady, fix_hint, remembered
+
+        found = self.checked_executors()
+        if found is not None:
+            return found
+        tasks = self.executor_slots()
+        try:
+            with self.session(timeout=PROBE_TIMEOUT), self.engine():
+                _cols, rows = self._run(f"{EXECUTOR_CHECK} ON {tasks} executor task(s) <probe>",
+                                        _ExecutorProbe(tasks), engine_value, native=True)
+            check = WorkerCheck(True, f"{len(rows)} executor task(s) import blendsql "
+                                "at the driver's version")
+        except WorkersNotReady as e:
+            check = WorkerCheck(False, e.message, e.hint or "")
+        except BlendSQLError as e:
+            check = WorkerCheck(False, "the check of the Spark executors' Python failed: "
+                                + e.message.split("\n  in: ", 1)[0],
+                                fix_hint(str(self._sc.master), []))
+        return remembered(self._context_key(), check)
+
+    def checked_executors(self) -> WorkerCheck | None:
+        """The remembered :meth:`check_executors` of this Spark context (None: not yet)."""
+        from blendsql.db.spark_workers import remembered
+
+        return remembered(self._context_key())
+
+    def _context_key(self) -> str:
+        return f"{id(self._sc)}:{self._sc.applicationId}"
+
     def run_on_executors(self, shipped: bytes, items: Sequence[Any], what: str,
                          limit: float | None, tasks: int | None = None,
                          ) -> tuple[list[Any], list[str]]:
@@ -488,8 +558,6 @@ class SparkBackend(GuardedBackend):
 
     def _drop_objects(self, statements: Sequence[str]) -> None:
         """As the base class's, the statements being Spark's own SQL (not translated)."""
-        from blendsql.errors import BlendSQLError
-
         for sql in statements:
             try:
                 with self._cleanup():

@@ -40,6 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from blendsql.db.spark_workers import usable
 from blendsql.errors import BlendSQLError, ExecutionError, ModelError
 from blendsql.models.base import DEFAULT_TIMEOUT, Model, Request, Response, Wrapper
 
@@ -258,6 +259,9 @@ def placement(backend: Any, needs_model: bool, calls: Any,
     mode = current_mode()
     if mode == "off" or not hasattr(backend, "run_on_executors"):
         return None
+    checked = backend.checked_executors()
+    if checked is not None and not checked.ok and mode != "on":
+        return None  # the executors cannot run blendsql: the calls stay on the driver
     tasks = backend.executor_slots()
     if not needs_model:
         return f"run() on {tasks} executor task(s)" if mode == "on" else None
@@ -293,6 +297,7 @@ def map_on_executors(backend: Any, ingredient: Any, question: Any,
     (``run`` shipped with its question and options); its warnings added to ``warnings``."""
     if not values:
         return []
+    usable(backend, "on")  # only 'on' ships a deterministic map: a failed check is an error
     shipped = ship(ValueWorker(ingredient, question, constraint, kwargs),
                    f"the ingredient {getattr(ingredient, 'name', type(ingredient).__name__)}",
                    [ingredient])
@@ -336,7 +341,7 @@ class ExecutorModel(Wrapper):
 
     def generate_each(self, requests: Sequence[Request],
                       on_result: Callable[[int, Response], None]) -> list[Response]:
-        if not self.ships(len(requests)):
+        if not self.ships(len(requests)) or not usable(self.backend, current_mode()):
             return self.inner.generate_each(requests, on_result)
         # no more tasks than an endpoint's max_concurrency: each task keeps at least one
         # request in flight per endpoint, so more tasks would overload the servers

@@ -16,6 +16,8 @@ import re
 #: how the trace names a batch of calls answered on Spark's executors (one job; it is
 #: not SQL: see blendsql.db.spark_calls)
 EXECUTOR_JOB = "ANSWER "
+#: the one job that checks the executors' Python before the first batch is shipped
+EXECUTOR_CHECK = EXECUTOR_JOB + "a check of the executors' Python"
 TRANSACTION_KEYWORDS = frozenset({"BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"})
 #: a statement whose first six characters (upper-cased) start with one of these has a
 #: leading keyword that is never refused (``SELECT``, ``WITH``): no need to scan it

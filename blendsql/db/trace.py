@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blendsql.db.statements import EXECUTOR_JOB
+from blendsql.db.statements import EXECUTOR_CHECK, EXECUTOR_JOB
 from blendsql.smoothie import TraceStep
 
 
@@ -49,6 +49,10 @@ class StatementTrace:
         label = self.label
         if label is not None:
             kind, summary = label
+        elif engine and sql.startswith(EXECUTOR_CHECK):  # can the executors run blendsql?
+            kind = "executors_check"
+            summary = ("the executors' Python cannot run blendsql's calls: they run on the "
+                       "driver" if error else "the executors' Python can run blendsql's calls")
         elif engine and sql.startswith(EXECUTOR_JOB):  # calls answered on Spark's executors
             kind, summary = "executors", sql.split(" ON ", 1)[0][len(EXECUTOR_JOB):]
         else:
