@@ -11,6 +11,7 @@ each case; the same attacks from a real second origin are in
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pandas as pd
@@ -233,7 +234,9 @@ def _call(guard: Guard, method: str, headers: dict[str, str], receive: Any) -> l
     async def send(message: dict) -> None:
         sent.append(message)
 
-    asyncio.run(guard(scope, receive, send))
+    # a thread of its own: the browser tests' Playwright keeps an event loop in this one
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, guard(scope, receive, send)).result(timeout=60)
     return sent
 
 
