@@ -119,7 +119,8 @@ def _add_serve_parser(sub: Any) -> None:
                            "plain-language questions (read-only)")
     serve.add_argument("db", help="SQLite file, CSV file, or 'example'")
     serve.add_argument("--host", default="127.0.0.1",
-                       help="address to listen on (default 127.0.0.1: only this machine)")
+                       help="address to listen on (default 127.0.0.1: only this machine; "
+                       "::1 for IPv6)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                        help="time limit of one query (default 60; questions get 5x)")
@@ -589,6 +590,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any 
     """``blendsql serve``: run the web page until interrupted (uvicorn, read-only session)."""
     try:
         from blendsql.web import DEFAULT_QUERY_TIMEOUT, serve
+        from blendsql.web.guard import url_for
     except ImportError as e:
         raise ExecutionError(f"blendsql serve needs the web extra ({e.name} is missing)",
                              hint="pip install 'blendsql[web]'") from e
@@ -598,13 +600,14 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any 
     extra = [load_ingredient(s) for s in args.ingredient]
     engine = _make_engine(db, model, [*ingredients, *extra], not args.no_cache, None)
     limit = args.timeout if args.timeout is not None else DEFAULT_QUERY_TIMEOUT
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"warning: listening on {args.host}: other machines can reach this page",
+    host = args.host.strip().strip("[]")  # ``--host [::1]`` is ``--host ::1``
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"warning: listening on {host}: other machines can reach this page",
               file=err)
-    print(f"blendsql: serving {args.db} (read-only) at http://{args.host}:{args.port}/ "
+    print(f"blendsql: serving {args.db} (read-only) at {url_for(host, args.port)} "
           "(Ctrl-C stops)", file=out)
     try:
-        serve(engine, args.host, args.port, title=Path(str(args.db)).name,
+        serve(engine, host, args.port, title=Path(str(args.db)).name,
               query_timeout=limit, ask_timeout=5 * limit, chat_acts=not args.no_acts)
     finally:
         engine.close()

@@ -2,13 +2,13 @@
 
 One ``blendsql.nl.Conversation`` per server: the page is a local, single-user
 tool. A message is a POST answered by a redirect to ``/chat`` (so reloading
-the page never sends it twice); the history is rendered from the
-conversation's own turns.
+the page never sends it twice); it carries the page's token and is checked
+for its origin like every POST (``web/guard.py``). The history is rendered
+from the conversation's own turns.
 """
 
 from __future__ import annotations
 
-import urllib.parse
 from typing import Any
 
 from starlette.requests import Request
@@ -17,13 +17,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from blendsql._display import esc
 from blendsql.errors import ExecutionError
 from blendsql.web.engine import (
-    MAX_INPUT_CHARS,
     Engine,
     Outcome,
     check_length,
     error_html,
     guarded,
 )
+from blendsql.web.guard import Refused, read_form, token_input
 from blendsql.web.live import Progress, reporting, respond
 from blendsql.web.page import shell
 
@@ -112,12 +112,13 @@ def history_html(chat: Chat, pending: str | None = None) -> str:
             else "<p class='note'>Ask a question about the tables on the right.</p>")
 
 
-def chat_body(chat: Chat, outcome: Outcome | None = None) -> str:
+def chat_body(chat: Chat, outcome: Outcome | None = None, token: str = "") -> str:
     """The history, the last message's error if it failed, and the message form."""
     history = history_html(chat)
     error = outcome.body if outcome is not None else ""
     return f"""<h2>Conversation</h2>{history}{error}
 <form method="post" action="/chat" id="chat-form">
+{token_input(token)}
 <label for="say">Message</label>
 <input type="text" id="say" name="text" autocomplete="off">
 <button type="submit" name="kind" value="say">Send</button>
@@ -134,8 +135,11 @@ CONTINUE = ("<meta http-equiv='refresh' content='0;url=/chat'>"
 
 
 def routes(chat: Chat, title: str, schema: Any,
-           progress_after: float | None = None) -> tuple[Any, Any]:
+           progress_after: float | None = None, *, token: str) -> tuple[Any, Any]:
     """``GET /chat`` (the page) and ``POST /chat`` (one message, then a redirect).
+
+    ``token``: the page's token; a message without it is refused (403) and
+    changes nothing.
 
     A message still being answered after ``progress_after`` seconds gets a
     streamed page with live progress instead of the redirect; it ends by
@@ -145,14 +149,17 @@ def routes(chat: Chat, title: str, schema: Any,
     async def show(request: Request) -> Response:
         outcome = chat.last_error
         chat.last_error = None  # an error is shown once, with the page that follows it
-        body = shell(title, chat_body(chat, outcome), await schema())
+        body = shell(title, chat_body(chat, outcome, token), await schema())
         return HTMLResponse(body, outcome.status if outcome is not None else 200)
 
     async def post(request: Request) -> Response:
-        raw = (await request.body())[: 4 * MAX_INPUT_CHARS].decode("utf-8", "replace")
-        form = urllib.parse.parse_qs(raw, keep_blank_values=True)
-        kind = (form.get("kind") or ["say"])[0]
-        text = (form.get("text") or [""])[0]
+        try:  # the body was read under the size cap (web/guard.py)
+            form = read_form(await request.body(), request.headers.get("content-type"), token)
+        except Refused as e:
+            return HTMLResponse(shell(title, chat_body(chat, Outcome(e.html(), e.status), token),
+                                      await schema()), e.status)
+        kind = form.get("kind") or "say"
+        text = form.get("text", "")
         if kind not in KINDS:
             chat.last_error = Outcome(error_html(ExecutionError(
                 f"unknown action {kind!r}", hint="use the page's buttons")), 400)

@@ -8,9 +8,13 @@ that installs it.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -73,18 +77,19 @@ def page(chromium: Any) -> Iterator[Any]:
         context.close()
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing listens on right now (the OS picks it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
 @contextmanager
-def running(app: Any) -> Iterator[str]:
-    """``app`` served by uvicorn on 127.0.0.1 in a thread; stopped (and joined) on exit."""
+def running(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
+    """``app`` served by uvicorn on ``host`` (127.0.0.1 or ::1) in a thread; stopped (and
+    joined) on exit. Yields the base URL (``http://[::1]:PORT`` for IPv6)."""
     uvicorn = pytest.importorskip("uvicorn", reason="pip install -e '.[web]'")
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(),
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=free_port(host),
                                            log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, name="blendsql-test-server", daemon=True)
     thread.start()
@@ -95,8 +100,38 @@ def running(app: Any) -> Iterator[str]:
             raise RuntimeError("the test server did not start")
         time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{server.config.port}"
+        yield f"http://{f'[{host}]' if ':' in host else host}:{server.config.port}"
     finally:
         server.should_exit = True
         thread.join(15)
         assert not thread.is_alive(), "the test server did not stop"
+
+
+TOKEN = re.compile(r'name="token" value="([^"]+)"')
+CLIENT_TIMEOUT = 60  # seconds: a test's own bound on every request
+
+
+def token_of(html: str) -> str:
+    """The token the page's forms carry (every POST needs it)."""
+    found = TOKEN.search(html)
+    assert found, "the page has no form token"
+    return found.group(1)
+
+
+def page_token(base: str) -> str:
+    """Read the page as a person's browser does and take its forms' token."""
+    with urllib.request.urlopen(f"{base}/", timeout=CLIENT_TIMEOUT) as r:
+        return token_of(r.read().decode("utf-8"))
+
+
+def post_form(base: str, path: str, fields: dict[str, str],
+              token: str | None = None) -> tuple[int, str]:
+    """POST a form as the page does (with its token, read first unless given); a redirect
+    is followed, as a browser does. Returns the final status and body."""
+    data = urllib.parse.urlencode({**fields, "token": page_token(base) if token is None
+                                   else token}).encode()
+    try:
+        with urllib.request.urlopen(f"{base}{path}", data=data, timeout=CLIENT_TIMEOUT) as r:
+            return r.status, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import urllib.error
-import urllib.parse
 import urllib.request
 
 import pandas as pd
@@ -12,12 +11,11 @@ import pytest
 from blendsql import BlendSQL
 from blendsql.models import FunctionModel
 
-from .conftest import running
+from .conftest import CLIENT_TIMEOUT, post_form, running
 
 pytest.importorskip("starlette", reason="pip install -e '.[web]'")
 from blendsql.web import create_app  # noqa: E402
 
-CLIENT_TIMEOUT = 60
 #: plain responses (no live progress): these tests read statuses and redirects, and a
 #: loaded machine must not turn a quick request into a streamed page (test_serve_progress.py)
 PLAIN = None
@@ -35,12 +33,8 @@ def scripted_engine(programs: list[str]) -> BlendSQL:
 
 
 def post(base: str, kind: str, text: str = "") -> tuple[int, str]:
-    data = urllib.parse.urlencode({"kind": kind, "text": text}).encode()
-    try:
-        with urllib.request.urlopen(f"{base}/chat", data=data, timeout=CLIENT_TIMEOUT) as r:
-            return r.status, r.read().decode()  # after the redirect to GET /chat
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+    """Send a message as the page's form does (with its token); after the redirect to GET /chat."""
+    return post_form(base, "/chat", {"kind": kind, "text": text})
 
 
 def get(url: str) -> tuple[int, str]:

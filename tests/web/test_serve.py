@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import urllib.error
-import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -15,12 +14,11 @@ from blendsql import BlendSQL
 from blendsql.errors import ExecutionError
 from blendsql.ingredients import MapIngredient
 
-from .conftest import running
+from .conftest import CLIENT_TIMEOUT, post_form, running
 
 pytest.importorskip("starlette", reason="pip install -e '.[web]'")
 from blendsql.web import create_app  # noqa: E402
 
-CLIENT_TIMEOUT = 60  # seconds: the test's own bound on every request
 #: plain responses (no live progress): these tests read statuses and redirects, and a
 #: loaded machine must not turn a quick request into a streamed page (test_serve_progress.py)
 PLAIN = None
@@ -52,22 +50,15 @@ def engine(**kw: Any) -> BlendSQL:
     return BlendSQL({"people": df}, ingredients=[Shout, Gate], **kw)
 
 
-def get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=CLIENT_TIMEOUT) as r:
-            return r.status, r.read().decode("utf-8")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8")
-
-
-def q(base: str, query: str, action: str = "run") -> str:
-    return f"{base}/?" + urllib.parse.urlencode({"q": query, "action": action})
+def run(base: str, query: str, action: str = "run") -> tuple[int, str]:
+    """Type ``query`` in the page's box and press Run (or Explain): a POST with the token."""
+    return post_form(base, "/", {"q": query, "action": action})
 
 
 def test_query_renders_rows_counters_and_trace():
     with running(create_app(engine(), progress_after=PLAIN)) as base:
-        status, body = get(q(base, "SELECT name, {{Shout('x', people.name)}} AS up FROM people "
-                                   "WHERE team = 'red' ORDER BY name"))
+        status, body = run(base, "SELECT name, {{Shout('x', people.name)}} AS up FROM people "
+                                 "WHERE team = 'red' ORDER BY name")
     assert status == 200
     assert "<td>ANN</td>" in body and "<td>CY</td>" in body and "BOB" not in body
     assert "2 rows × 2 columns" in body and "values passed" in body
@@ -78,7 +69,7 @@ def test_query_renders_rows_counters_and_trace():
 def test_the_query_is_echoed_escaped():
     evil = "SELECT '</textarea><script>alert(1)</script>' AS x"
     with running(create_app(engine(), progress_after=PLAIN)) as base:
-        status, body = get(q(base, evil))
+        status, body = run(base, evil)
     assert status == 200
     assert "<script>alert" not in body
     assert "&lt;/textarea&gt;&lt;script&gt;" in body
@@ -86,7 +77,7 @@ def test_the_query_is_echoed_escaped():
 
 def test_errors_show_message_and_hint_not_a_traceback():
     with running(create_app(engine(), progress_after=PLAIN)) as base:
-        status, body = get(q(base, "SELECT {{Shuot('x', people.name)}} FROM people"))
+        status, body = run(base, "SELECT {{Shuot('x', people.name)}} FROM people")
     assert status == 400
     assert "role='alert'" in body and "ParseError" in body and "Hint:" in body
     assert "Shout" in body  # the did-you-mean hint
@@ -96,9 +87,9 @@ def test_errors_show_message_and_hint_not_a_traceback():
 def test_writes_are_refused_and_the_data_stays():
     bsql = engine()
     with running(create_app(bsql, progress_after=PLAIN)) as base:
-        status, body = get(q(base, "DELETE FROM people"))
+        status, body = run(base, "DELETE FROM people")
         assert status == 400 and "role='alert'" in body
-        status, body = get(q(base, "SELECT COUNT(*) AS n FROM people"))
+        status, body = run(base, "SELECT COUNT(*) AS n FROM people")
     assert status == 200 and "<td class='num'>3</td>" in body
 
 
@@ -109,8 +100,8 @@ def test_a_writable_session_is_refused():
 
 def test_explain_needs_no_model():
     with running(create_app(engine(), progress_after=PLAIN)) as base:
-        status, body = get(q(base, "SELECT name FROM people WHERE {{LLMMap('is it red?', "
-                                   "people.team)}} = TRUE", action="explain"))
+        status, body = run(base, "SELECT name FROM people WHERE {{LLMMap('is it red?', "
+                                 "people.team)}} = TRUE", action="explain")
     assert status == 200 and "What this query does" in body and "LLMMap" in body
 
 
@@ -122,15 +113,15 @@ def test_slow_requests_time_out_and_a_busy_session_says_so():
     slow = "SELECT name FROM people WHERE {{Gate('x', people.name)}} = TRUE"
     try:
         with running(app) as base:
-            status, body = get(q(base, slow))
+            status, body = run(base, slow)
             assert status == 504 and "Timed out" in body  # the page answers, the work goes on
             assert Gate.entered.is_set() and not Gate.finished.is_set()
-            status, body = get(q(base, "SELECT name FROM people"))
+            status, body = run(base, "SELECT name FROM people")
             assert status == 503 and "Busy" in body
             Gate.opened.set()
             assert Gate.finished.wait(30)
             for _ in range(50):  # the abandoned worker releases the session right after
-                status, body = get(q(base, "SELECT name FROM people"))
+                status, body = run(base, "SELECT name FROM people")
                 if status == 200:
                     break
             assert status == 200 and "<td>bob</td>" in body
@@ -153,11 +144,11 @@ def test_ask_shows_the_answer_or_the_error(monkeypatch):
 
     monkeypatch.setattr(bsql, "ask", fake_ask)
     with running(create_app(bsql, progress_after=PLAIN)) as base:
-        status, body = get(f"{base}/ask?question=" + urllib.parse.quote("who is <b>blue</b>?"))
+        status, body = post_form(base, "/ask", {"question": "who is <b>blue</b>?"})
         assert status == 200
         assert "class='answer-text'>bob<" in body and "team = &#x27;blue&#x27;" in body
         assert "value=\"who is &lt;b&gt;blue&lt;/b&gt;?\"" in body
-        status, body = get(f"{base}/ask?question=please+fail")
+        status, body = post_form(base, "/ask", {"question": "please fail"})
     assert status == 400 and "the model is unreachable" in body and "start the server" in body
 
 
@@ -210,11 +201,13 @@ def test_only_this_machine_s_host_names_are_answered():
         assert get_with_host(f"{base}/health", f"localhost:{port}") == 200
         assert get_with_host(f"{base}/health", f"127.0.0.1:{port}") == 200
         assert get_with_host(f"{base}/health", f"evil.example:{port}") == 400
+        assert get_with_host(f"{base}/health", "localhost") == 400  # not the server's port
+        assert get_with_host(f"{base}/health", "localhost:1") == 400
 
 
 def test_pages_forbid_every_script():
     with running(create_app(engine(), progress_after=PLAIN)) as base:
-        with urllib.request.urlopen(q(base, "SELECT 1 AS x"), timeout=CLIENT_TIMEOUT) as r:
+        with urllib.request.urlopen(f"{base}/?q=SELECT+1", timeout=CLIENT_TIMEOUT) as r:
             csp = r.headers["content-security-policy"]
             assert r.headers["x-content-type-options"] == "nosniff"
     assert "default-src 'none'" in csp and "script-src" not in csp
@@ -232,5 +225,7 @@ def test_serve_allows_the_chosen_host_name(monkeypatch):
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: apps.append(app))
     serve(engine(), "127.0.0.1", 1)
     with running(apps[0]) as base:
-        assert get_with_host(f"{base}/health", "evil.example") == 400
-        assert get_with_host(f"{base}/health", "localhost") == 200
+        port = base.rsplit(":", 1)[1]
+        assert get_with_host(f"{base}/health", f"evil.example:{port}") == 400
+        assert get_with_host(f"{base}/health", f"localhost:{port}") == 200
+        assert get_with_host(f"{base}/health", f"[::1]:{port}") == 200

@@ -6,16 +6,13 @@ on whatever the session was opened on.
 
 from __future__ import annotations
 
-import urllib.parse
-import urllib.request
-
 import pandas as pd
 import pytest
 
 from blendsql import BlendSQL
 from blendsql.models.base import FunctionModel, Request
 
-from .conftest import running
+from .conftest import post_form, running
 
 pytest.importorskip("starlette", reason="pip install -e '.[web]'")
 pytest.importorskip("duckdb")
@@ -33,9 +30,7 @@ def test_question_box_and_schema_on_a_duckdb_dataframe() -> None:
     bsql = BlendSQL(df, model=FunctionModel(_model), cache=False)
     assert bsql.db.name == "DuckDB"
     with running(create_app(bsql, progress_after=None)) as base:
-        url = f"{base}/ask?question=" + urllib.parse.quote("Who is on the blue team?")
-        with urllib.request.urlopen(url, timeout=60) as r:
-            status, body = r.status, r.read().decode("utf-8")
+        status, body = post_form(base, "/ask", {"question": "Who is on the blue team?"})
     assert status == 200
     assert "class='answer-text'>bob<" in body
     assert "team = &#x27;blue&#x27;" in body

@@ -17,7 +17,7 @@ from blendsql.errors import ExecutionError
 from blendsql.ingredients import MapIngredient
 from blendsql.models.base import FunctionModel
 
-from .conftest import running
+from .conftest import page_token, running
 
 pytest.importorskip("starlette", reason="pip install -e '.[web]'")
 from blendsql.web import create_app  # noqa: E402
@@ -64,11 +64,15 @@ def session(model: Any = None, **kw: Any) -> BlendSQL:
 
 @contextmanager
 def stream(base: str, query: str) -> Iterator[tuple[http.client.HTTPResponse, list[str]]]:
-    """GET the page for ``query``; yields the open response and a list its chunks are read into."""
+    """Run ``query`` as the page's form does (a POST with its token); yields the open
+    response and a list its chunks are read into."""
+    token = page_token(base)
     host, port = base.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=WAIT)
     try:
-        conn.request("GET", "/?" + urllib.parse.urlencode({"q": query, "action": "run"}))
+        conn.request("POST", "/", body=urllib.parse.urlencode(
+            {"q": query, "action": "run", "token": token}),
+            headers={"content-type": "application/x-www-form-urlencoded"})
         yield conn.getresponse(), []
     finally:
         conn.close()
@@ -156,11 +160,12 @@ def test_a_slow_chat_reply_streams_progress_then_leads_to_the_conversation():
     model = GatedModel(free=0)  # the very first model request (writing the program) waits
     bsql = session(model)
     with running(create_app(bsql, chat_acts=False, progress_after=0.0)) as base:
+        token = page_token(base)
         host, port = base.removeprefix("http://").split(":")
         conn = http.client.HTTPConnection(host, int(port), timeout=WAIT)
         try:
             conn.request("POST", "/chat", body=urllib.parse.urlencode(
-                {"kind": "say", "text": "which <b>x</b> are odd?"}),
+                {"kind": "say", "text": "which <b>x</b> are odd?", "token": token}),
                 headers={"content-type": "application/x-www-form-urlencoded"})
             resp, seen = conn.getresponse(), []
             assert resp.status == 200
