@@ -26,14 +26,20 @@ NEEDED = ("blendsql", "pandas", "pyarrow")
 _PROBE_SOURCE = '''
 def probe(_task):
     import importlib
+    import importlib.metadata
     import sys
     found = {"python": sys.executable, "python_version": "%d.%d" % sys.version_info[:2]}
     for name in NEEDED:
         try:
-            found[name] = getattr(importlib.import_module(name), "__version__", "?")
+            module = importlib.import_module(name)
         except Exception as e:  # noqa: BLE001 - any failure to import is the answer
             found[name] = None
             found[name + "_error"] = "%s: %s" % (type(e).__name__, e)
+            continue
+        try:
+            found[name] = importlib.metadata.version(name)
+        except Exception:  # noqa: BLE001 - importable without metadata (a source tree)
+            found[name] = getattr(module, "__version__", "?")
     return found
 '''
 
@@ -60,16 +66,24 @@ class WorkerCheck:
     fix: str = ""
 
 
+def driver_version() -> str:
+    """blendsql's version on the driver (its installed metadata; "?" from a bare source tree)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("blendsql")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
 def fix_hint(master: str, pythons: list[str]) -> str:
     """How to make the executors able to run blendsql, for this kind of master."""
-    from blendsql import __version__
-
     if master.startswith("local"):
         return ("let the Spark workers run this interpreter: os.environ['PYSPARK_PYTHON'] = "
                 f"{sys.executable!r} (sys.executable) before the Spark session starts; Spark "
                 "starts them with PYSPARK_PYTHON, else 'python3' from PATH")
     where = ", ".join(sorted(set(pythons))) or "the executors' Python"
-    return (f"install blendsql[spark]=={__version__} (with pandas and pyarrow) into {where} on "
+    return (f"install blendsql[spark]=={driver_version()} (with pandas and pyarrow) into {where} on "
             "every executor, or set PYSPARK_PYTHON (spark.pyspark.python with spark-submit) to "
             "a Python that has them")
 
@@ -77,8 +91,7 @@ def fix_hint(master: str, pythons: list[str]) -> str:
 def judge(found: list[dict[str, Any]], master: str) -> None:
     """Raise an :class:`~blendsql.errors.ExecutionError` naming what the executors lack
     (a module, blendsql at another version); return when every task has it all."""
-    from blendsql import __version__
-
+    version = driver_version()
     problems: list[str] = []
     pythons = [str(f.get("python")) for f in found]
     for f in found:
@@ -86,9 +99,9 @@ def judge(found: list[dict[str, Any]], master: str) -> None:
             if f.get(name) is None:
                 error = f.get(name + "_error", "not importable")
                 problems.append(f"{f.get('python')} cannot import {name} ({error})")
-        if f.get("blendsql") not in (None, __version__):
+        if f.get("blendsql") not in (None, "?", version):
             problems.append(f"{f.get('python')} has blendsql {f['blendsql']}, the driver "
-                            f"{__version__}")
+                            f"{version}")
     if not found:
         problems.append("the probe job returned no answer")
     if problems:

@@ -33,9 +33,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def _all_there(python: str = "/x/bin/python") -> dict[str, Any]:
-    from blendsql import __version__
+    from blendsql.db.spark_workers import driver_version
 
-    return {"python": python, "python_version": "3.11", "blendsql": __version__,
+    return {"python": python, "python_version": "3.11", "blendsql": driver_version(),
             "pandas": "2.2", "pyarrow": "17"}
 
 
