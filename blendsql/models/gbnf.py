@@ -643,7 +643,8 @@ def validate(grammar: str, vocab: Any) -> bool:
 
     llama-cpp-python does not check grammars before use, and an invalid one
     yields a NULL sampler (a crash), so the backend validates each grammar once.
-    ``vocab`` is ``Llama(...)._model.vocab`` (a vocab-only load is enough).
+    ``vocab`` is ``load_llama(path, vocab_only=True).llm._model.vocab`` (a vocab-only load
+    is enough).
     """
     import llama_cpp
 
