@@ -83,13 +83,13 @@ def llamacpp_server() -> Iterator[str]:
 
 @contextmanager
 def running_server(cmd: list[str], port: int, timeout: float,
-                   env: dict[str, str] | None = None) -> Iterator[str]:
+                   env: dict[str, str] | None = None, log: Path | None = None) -> Iterator[str]:
     """Start an OpenAI-compatible server process on ``port``; yield its ``/v1`` base URL.
 
     One place for the tests' server lifetime: output to a log file, wait until
     ``/v1/models`` answers (or fail with the log), always stopped afterwards.
     """
-    log = Path(tempfile.mkdtemp(prefix="bsql-llama-server-")) / "server.log"
+    log = log or Path(tempfile.mkdtemp(prefix="bsql-llama-server-")) / "server.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     base_url = f"http://127.0.0.1:{port}/v1"

@@ -15,11 +15,7 @@ import ast
 import importlib.util
 import os
 import signal
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -257,43 +253,22 @@ def test_the_test_servers_start_on_the_safe_loader(amx_cpu):
     assert tests_launcher() == ["-m", "blendsql.models.llama_server", "--extra-bufts", "auto"]
 
 
-def _serve(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "wb") as out:
-        return subprocess.Popen([sys.executable, *args], stdout=out, stderr=subprocess.STDOUT,
-                                env=env, cwd=tempfile.gettempdir())
-
-
 @pytest.mark.server
 def test_the_server_process_loads_without_extra_buffer_types_on_amx(amx_cpu, tmp_path):
     """A real ``llama_cpp.server`` started through the launcher, with a fake AMX CPU
     and a PATH that holds no Python: it must load with extra buffer types off."""
-    from tests.models.conftest import _SERVER_DEPS, embedded_gguf, free_port
+    from tests.models.conftest import _SERVER_DEPS, embedded_gguf, free_port, running_server
 
     if any(importlib.util.find_spec(m) is None for m in _SERVER_DEPS) or embedded_gguf() is None:
         pytest.skip("the server extra or the embedded GGUF is not installed")
     port = free_port()
     log = tmp_path / "server.log"
     env = {**os.environ, "PATH": str(tmp_path / "empty-bin"), "PYTHONUNBUFFERED": "1"}
-    proc = _serve(python_server_command(embedded_gguf(), "--host", "127.0.0.1", "--port",
-                                        str(port), "--n_ctx", "512")[1:], env, log)
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.3)
+    cmd = python_server_command(embedded_gguf(), "--host", "127.0.0.1", "--port", str(port),
+                                "--n_ctx", "512")
+    with running_server(cmd, port, timeout=90, env=env, log=log):
         text = log.read_text(errors="replace")
-        assert proc.poll() is None, text[-2000:]
         assert "blendsql: loaded" in text and "extra buffer types off (AMX" in text, text[-2000:]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # ---------------------------------------------------------------- crash isolation
