@@ -1049,7 +1049,7 @@ BENCHES: tuple[Bench, ...] = (
           "~10 s"),
     Bench("spark-driver-costs", "what one distinct value costs the driver on Spark (an instant "
           "model, requests on the executors): ms per value, driver CPU and memory; 1M values",
-          "docs/SCALING.md (Measured on one machine)",
+          "docs/scaling.md (Measured on one machine)",
           (one(cmd("spark_driver_costs.py", "--rows", "2000000", "--distinct", "1000000")),),
           "benchmarks/results/spark_driver_costs.json",
           (Number("wall ms per value", "per_value_ms.wall"),
