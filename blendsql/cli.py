@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from blendsql import __version__
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, ModelOptionError
 from blendsql.models.base import Model
 from blendsql.models.providers import (
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="blendsql",
         description="SQLite SQL with language-model ingredients.",
     )
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="execute a BlendSQL query and print the result")
