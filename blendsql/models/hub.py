@@ -78,9 +78,17 @@ def hub_cache_dir() -> Path:
 
 
 def cache_location(file: HubFile, cache_dir: Path | None = None) -> Path:
-    """Where the Hub cache keeps ``file`` (its snapshot folder for the revision)."""
-    folder = "models--" + file.repo.replace("/", "--")
-    return (cache_dir or hub_cache_dir()) / folder / "snapshots" / file.revision / file.filename
+    """The Hub cache's folder of ``file``'s repository (the file itself is kept under
+    ``snapshots/<commit>/``, with ``refs/<revision>`` naming the commit)."""
+    return (cache_dir or hub_cache_dir()) / ("models--" + file.repo.replace("/", "--"))
+
+
+def placement_hint(file: HubFile, cache_dir: Path | None = None) -> str:
+    """How to make ``file`` available without the Hub: the cache path, or a plain path."""
+    return (f"put it in the Hub cache at {cache_location(file, cache_dir)} "
+            f"(snapshots/<commit>/{file.filename} and refs/{file.revision} holding the commit, "
+            f"as `hf download {file.repo} {file.filename}` writes them on a machine online), "
+            "or pass the file's own path: --model PATH")
 
 
 def _offline() -> bool:
@@ -125,10 +133,9 @@ def download(file: HubFile, cache_dir: Path | None = None) -> Path:
                                                      cache_dir=str(cache), revision=file.revision)
     if isinstance(cached, str) and Path(cached).is_file():
         return Path(cached)
-    where = cache_location(file, cache)
     if _offline():
         raise ModelError(f"{file.spec} is not in the Hub cache and HF_HUB_OFFLINE is set",
-                         hint=f"put the file at {where} (or run once online)")
+                         hint=placement_hint(file, cache))
     endpoint = os.environ.get("HF_ENDPOINT") or None
     try:
         path = Path(huggingface_hub.hf_hub_download(
@@ -136,7 +143,8 @@ def download(file: HubFile, cache_dir: Path | None = None) -> Path:
             endpoint=endpoint))
     except Exception as e:  # noqa: BLE001 - network, missing repo or file, disk
         raise ModelError(f"could not download {file.spec}: {type(e).__name__}: {e}",
-                         hint=f"check the name and the network, or put the file at {where}") from e
+                         hint="check the name and the network; or "
+                         + placement_hint(file, cache)) from e
     verify(path, path.resolve().name)  # the cached blob is named by the file's ETag
     return path
 
