@@ -1,8 +1,10 @@
 """The code fences of the documentation pages, and a stand-in model to run them with.
 
 A fence runs unless the line before it says why not: ``<!-- no-test: REASON -->``.
-``<!-- test: needs spark -->`` runs it only where a Spark session can start (CI requires
-one). Python fences of one page run in order in one namespace; a shell fence holds
+``<!-- test: needs spark -->`` runs it only where a Spark session can start, and
+``<!-- test: needs postgres -->`` only where a throwaway PostgreSQL server can (CI requires
+both); there the example's ``postgresql://localhost/NAME`` URLs point at that server's
+database NAME, created empty for the page. Python fences of one page run in order in one namespace; a shell fence holds
 ``blendsql ...`` commands, each run through ``blendsql.cli.main`` in-process.
 """
 
@@ -30,7 +32,7 @@ class Fence:
     lang: str
     code: str
     skip: str | None = None  # why it does not run
-    needs: str | None = None  # "spark"
+    needs: str | None = None  # "spark" or "postgres"
 
     @property
     def runnable(self) -> bool:
@@ -123,3 +125,19 @@ def scripted_answer(request: Request) -> Any:
 
 def scripted_model() -> FunctionModel:
     return FunctionModel(scripted_answer, name="docs-scripted")
+
+
+PG_URL = re.compile(r"postgresql://localhost/(\w+)")
+
+
+def with_server_urls(code: str, server: Any) -> str:
+    """``code`` with each ``postgresql://localhost/NAME`` pointing at ``server``'s database
+    NAME (created once)."""
+    made: dict[str, str] = {}
+
+    def url(m: re.Match[str]) -> str:
+        if m.group(1) not in made:
+            made[m.group(1)] = server.create_db(m.group(1))
+        return made[m.group(1)]
+
+    return PG_URL.sub(url, code)

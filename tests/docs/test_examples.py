@@ -23,7 +23,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fences import PYTHON, ROOT, SHELL, Fence, fences, pages, scripted_model, shell_commands  # noqa: E402
+from fences import (  # noqa: E402
+    PYTHON,
+    ROOT,
+    SHELL,
+    Fence,
+    fences,
+    pages,
+    scripted_model,
+    shell_commands,
+    with_server_urls,
+)
 
 PAGES = pages()
 ALL = [f for p in PAGES for f in fences(p.read_text(encoding="utf-8"), p.relative_to(ROOT).as_posix())]
@@ -76,19 +86,28 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 @pytest.mark.parametrize("page", RUN_PAGES)
-def test_page_examples_run(page: str, sandbox: Any) -> None:
+def test_page_examples_run(page: str, sandbox: Any, request: pytest.FixtureRequest) -> None:
     namespace: dict[str, Any] = {"__name__": "docs_example"}
     ran = 0
     for fence in [f for f in ALL if f.page == page and f.runnable]:
+        code = fence.code
         if fence.needs == "spark":
             why = _spark_missing()
             if why is not None:
                 assert os.environ.get("BLENDSQL_REQUIRE_SPARK") != "1", why
                 continue
+        elif fence.needs == "postgres":
+            from pg_server import pg_missing
+
+            why = pg_missing()
+            if why is not None:
+                assert os.environ.get("BLENDSQL_REQUIRE_POSTGRES") != "1", why
+                continue
+            code = with_server_urls(code, request.getfixturevalue("postgres_server"))
         elif fence.needs:
             raise AssertionError(f"{page}:{fence.line}: unknown need {fence.needs!r}")
         if fence.lang in PYTHON:
-            exec(compile(fence.code, f"{page}:{fence.line}", "exec"), namespace)  # noqa: S102
+            exec(compile(code, f"{page}:{fence.line}", "exec"), namespace)  # noqa: S102
         else:
             run_shell(fence, sandbox)
         ran += 1
@@ -114,3 +133,11 @@ def test_the_collector_reads_markers() -> None:
         ("python", None, "spark", True), ("text", None, None, False)]
     assert found[0].code == "x = 1" and found[0].line == 3
     assert shell_commands("blendsql run a \\\n  'b'  # c\n# only a comment\n") == ["blendsql run a  'b'  # c"]
+
+    class Server:
+        def create_db(self, name: str) -> str:
+            return f"postgresql://u@127.0.0.1:5999/{name}"
+
+    assert with_server_urls("a('postgresql://localhost/cs'); b('postgresql://localhost/cs')",
+                            Server()) == ("a('postgresql://u@127.0.0.1:5999/cs'); "
+                                          "b('postgresql://u@127.0.0.1:5999/cs')")
