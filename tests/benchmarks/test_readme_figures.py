@@ -112,6 +112,20 @@ def test_every_readme_figure_is_in_benchmarks_readme_with_its_command() -> None:
     assert not bad, "\n".join(bad)
 
 
+def test_figures_in_the_sections_prose_are_in_the_linked_sections() -> None:
+    """The sentences around the table (an interval, say) quote the linked sections too."""
+    bench_text = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    sections = section_texts(bench_text)
+    part = readme().split("## How good is it", 1)[1].split("\n## ", 1)[0]
+    numbers = [x for m in _LINK.finditer(part) for x in pub.numbers_in(sections[m.group(2)])]
+    prose = "\n".join(line for line in part.splitlines() if not pub._TABLE_ROW.match(line))
+    prose = re.sub(r"Qwen[\w.-]+|\([^)]*\.md\)", " ", prose)  # the model's name, link targets
+    figures = pub._FIGURE.findall(prose)
+    assert {"-0.7", "+15.3"} <= set(figures), figures  # the HybridQA interval is found
+    assert not pub.matches("+15.4", numbers)  # and would be caught if it were wrong
+    assert [f for f in figures if not pub.matches(f, numbers)] == []
+
+
 def test_the_row_check_catches_an_unbacked_figure() -> None:
     bench = ("# B\n\n## Spider dev (`spider.py`)\n\nRerun: `python -m benchmarks toy`. "
              "Accuracy 0.680 and n = 200.\n\n## Other\n\nno command, 0.5\n")
