@@ -539,7 +539,7 @@ def _plain_row(b: str) -> Callable[[Any], str]:
 BENCHES: tuple[Bench, ...] = (
     Bench("demo-margins", "logit margins of the README demo query's decision, both CPU kernel "
           "paths; the 13 candidate queries; its question over all 18 schools",
-          "README.md (Why this answer holds)",
+          "benchmarks/README.md (The README's first command)",
           (one(cmd("demo_margins.py", "--sweep", "--candidates")),),
           "benchmarks/results/demo_margins.json",
           (Number("margin, extra buffer types on", "paths.extra_bufts=on.min_margin"),
@@ -558,7 +558,7 @@ BENCHES: tuple[Bench, ...] = (
            Number("sweep: most frequent answer", fn=_readme_demo_sweep)),
           "~15 min (embedded model)"),
     Bench("demo-margins-pitcher", "the previous demo query's margin (the near tie)",
-          "README.md (Why this answer holds)",
+          "benchmarks/README.md (The README's first command)",
           (one(cmd("demo_margins.py", "--query", PITCHER, "--out",
                    "benchmarks/results/demo_margins_pitcher.json")),),
           "benchmarks/results/demo_margins_pitcher.json",
@@ -566,7 +566,7 @@ BENCHES: tuple[Bench, ...] = (
           "~3 min (embedded model)"),
     Bench("readme-demo", "the README's first-run query: the CLI's cold wall time, the query's "
           "seconds, model calls and prompt tokens, the answer",
-          "README.md (Try it)",
+          "benchmarks/README.md (The README's first command)",
           (one(cmd("readme_demo.py", "--repeat", "3")),),
           "benchmarks/results/readme_demo.json",
           (Number("blendsql run, s (median of 3 cold processes)", "cli_seconds_median"),
@@ -577,7 +577,7 @@ BENCHES: tuple[Bench, ...] = (
           "~1 min (embedded model)"),
     Bench("install-time", "the README's first command in a fresh clone and venv: python3 -m venv, "
           "pip install . (pip's wheel cache as it is), the first blendsql run",
-          "README.md (Try it)",
+          "benchmarks/README.md (The README's first command)",
           (one(cmd("install_time.py")),),
           "benchmarks/results/install_time.json",
           (Number("whole command, s", "total_s"),
@@ -589,13 +589,13 @@ BENCHES: tuple[Bench, ...] = (
           "~1-2 min with a warm wheel cache (~10 min without)",
           note="needs the network (PyPI) and git"),
     Bench("test-suite", "the test suite's size: pytest --collect-only",
-          "README.md (Run the tests)",
+          "benchmarks/README.md (The README's first command)",
           (one(cmd("suite.py")),),
           "benchmarks/results/test_suite.json",
           (Number("tests collected", "collected"),),
           "~15 s"),
     Bench("spider", "Spider dev report split, n = 200 over all 20 databases: Parser beside "
-          "direct, direct_fewshot and the ablations", "README.md, benchmarks/README.md (Spider dev)",
+          "direct, direct_fewshot and the ablations", "README.md (How good is it), benchmarks/README.md (Spider dev)",
           (_shards("spider.py", "spider", "--n", "200"),
            _shards("spider.py", "spider_ablation", "--n", "100", "--modes",
                    "parser_no_examples,parser_no_retry"),
@@ -623,19 +623,19 @@ BENCHES: tuple[Bench, ...] = (
                f"{_not_run('modes.parser')(d)} / {_not_run('modes.parser_duckdb')(d)}"))),
           "~1.5 h (2 processes)", ("eval-model", "data:spider")),
     Bench("sparc", "SParC report split, 150 questions: Conversation beside direct_fewshot and "
-          "direct", "README.md, benchmarks/README.md (SParC)",
+          "direct", "README.md (How good is it), benchmarks/README.md (SParC)",
           _dialogue_steps("sparc"),
           "benchmarks/results/sparc.json",
           _dialogue_numbers(),
           "~1 h (2 processes)", ("eval-model", "data:sparc", "data:spider")),
     Bench("cosql", "CoSQL report split, 150 questions: Conversation beside direct_fewshot and "
-          "direct", "README.md, benchmarks/README.md (CoSQL)",
+          "direct", "README.md (How good is it), benchmarks/README.md (CoSQL)",
           _dialogue_steps("cosql"),
           "benchmarks/results/cosql.json",
           _dialogue_numbers(),
           "~1 h (2 processes)", ("eval-model", "data:cosql", "data:spider")),
     Bench("splash", "SPLASH test, 150 items: correction with the feedback, re-parse, combined",
-          "README.md, benchmarks/README.md (SPLASH)",
+          "benchmarks/README.md (SPLASH)",
           (_shards("splash.py", "splash", "--n", "150"),
            one(cmd("splash.py", "--combine", *_parts("splash")))),
           "benchmarks/results/splash.json",
@@ -670,7 +670,7 @@ BENCHES: tuple[Bench, ...] = (
                   fn=_slash("right_by_sources", "fresh,edit", "edit,fresh", "fresh"))),
           "seconds", ("data:spider",)),
     Bench("hybridqa", "HybridQA report questions, 150: program + fallback, program alone, "
-          "end-to-end", "README.md, benchmarks/README.md (HybridQA)",
+          "end-to-end", "README.md (How good is it), benchmarks/README.md (HybridQA)",
           (_shards("hybridqa.py", "hybridqa_report", "--n", "150"),
            one(cmd("hybridqa.py", "--combine", *_parts("hybridqa_report"), "--out",
                    "benchmarks/results/hybridqa_report.jsonl"))),
@@ -702,7 +702,7 @@ BENCHES: tuple[Bench, ...] = (
           "~1 min", ("data:spider", "data:sparc", "data:cosql", "data:splash")),
     Bench("sembench-tune", "SemBench's movie queries Q1-Q10 on the TUNE movies, in every "
           "LLMMap decision mode side by side (what chose the defaults)",
-          "README.md, benchmarks/README.md (SemBench)",
+          "benchmarks/README.md (SemBench)",
           (_shards("sembench.py", "sembench_tune", "--split", "tune", "--threads", "1"),
            one(cmd("sembench.py", "--combine", *_parts("sembench_tune"), "--out",
                    "benchmarks/results/sembench_tune.json"))),
@@ -716,7 +716,7 @@ BENCHES: tuple[Bench, ...] = (
           "~1 h (2 processes; ~4,500 model calls)", ("eval-model", "data:sembench")),
     *(Bench(f"sembench-{split}-proxy" if split == "tune" else "sembench-proxy",
             f"SemBench's movie queries on the {split.upper()} movies with the embedding proxy "
-            "(proxy='embedding', MiniLM, target=0.9)", "README.md, benchmarks/README.md (SemBench)",
+            "(proxy='embedding', MiniLM, target=0.9)", "benchmarks/README.md (SemBench)",
             (one(cmd("sembench.py", "--split", split, "--threads", "1", "--modes", "proxy", "--out",
                      f"benchmarks/results/sembench_{split}_proxy.jsonl")),),
             f"benchmarks/results/sembench_{split}_proxy.json",
@@ -735,7 +735,7 @@ BENCHES: tuple[Bench, ...] = (
       for split, takes in (("tune", "~15 min"), ("report", "~20 min"))),
     Bench("sembench", "SemBench's movie queries Q1-Q10 on the report movies: the default "
           "beside label framing, threshold from examples and the cascade from SmolLM2",
-          "README.md, benchmarks/README.md (SemBench)",
+          "benchmarks/README.md (SemBench)",
           (_shards("sembench.py", "sembench_report", "--split", "report", "--threads", "1",
                    "--modes", ",".join(SEMBENCH_REPORT_MODES)),
            one(cmd("sembench.py", "--combine", *_parts("sembench_report"), "--out",
@@ -744,7 +744,7 @@ BENCHES: tuple[Bench, ...] = (
           _sembench_report_numbers(SEMBENCH_REPORT_MODES),
           "~1 h (2 processes; ~3,400 model calls)", ("eval-model", "data:sembench")),
     *(Bench(f"sembench-{peer.replace('.', '')}", f"SemBench's report instances through {peer} behind the same "
-            "llama.cpp server, metered", "README.md, benchmarks/README.md (SemBench)",
+            "llama.cpp server, metered", "benchmarks/README.md (SemBench)",
             (one(cmd("sembench_peers.py", "--peer", peer, "--queries", ",".join(SEMBENCH_QUERIES),
                      "--out", f"benchmarks/results/{_peer_stem(peer)}.jsonl")),),
             f"benchmarks/results/{_peer_stem(peer)}.json",
@@ -1049,7 +1049,7 @@ BENCHES: tuple[Bench, ...] = (
           "~10 s"),
     Bench("spark-driver-costs", "what one distinct value costs the driver on Spark (an instant "
           "model, requests on the executors): ms per value, driver CPU and memory; 1M values",
-          "docs/SCALING.md (Measured on one machine)",
+          "docs/scaling.md (Measured on one machine)",
           (one(cmd("spark_driver_costs.py", "--rows", "2000000", "--distinct", "1000000")),),
           "benchmarks/results/spark_driver_costs.json",
           (Number("wall ms per value", "per_value_ms.wall"),

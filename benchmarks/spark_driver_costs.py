@@ -1,5 +1,5 @@
 """What one distinct value costs the driver on Spark (issue 25): the per-value numbers
-``docs/SCALING.md`` scales to 10M distinct values.
+``docs/scaling.md`` scales to 10M distinct values.
 
 A local Spark session (``--master``, default ``local[2]``) holds a generated table of
 ``--rows`` rows with ``--distinct`` distinct values ``v`` (``v0000000`` ..; every value on

@@ -10,7 +10,7 @@ from blendsql.smoothie import Meta, Smoothie, TraceStep
 
 __version__ = "0.2.0"
 __all__ = ["BlendSQL", "BlendSQLError", "Budget", "BudgetExceededError", "Meta", "Prices",
-           "Smoothie", "TraceStep", "__version__"]
+           "Smoothie", "TraceStep", "__version__", "load_ipython_extension"]
 
 if TYPE_CHECKING:
     from blendsql.blend import BlendSQL
@@ -22,3 +22,11 @@ def __getattr__(name: str) -> Any:
 
         return BlendSQL
     raise AttributeError(name)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext blendsql``: registers the ``%%blendsql DB`` cell magic (see
+    :mod:`blendsql._magic`). IPython is imported only here."""
+    from blendsql._magic import load
+
+    load(ipython)

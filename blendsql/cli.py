@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from blendsql import __version__
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, ModelOptionError
 from blendsql.models.base import Model
 from blendsql.models.providers import (
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="blendsql",
         description="SQLite SQL with language-model ingredients.",
     )
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="execute a BlendSQL query and print the result")
@@ -98,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also show metadata tables (_columns, _tables)")
     _add_chat_parser(sub)
     _add_serve_parser(sub)
+    sub.add_parser("models", help="list the model providers, their options and the model "
+                   "names --model accepts")
     return ap
 
 
@@ -619,6 +623,27 @@ def report_error(e: BlendSQLError, err: TextIO) -> None:
     print(f"error: {e}", file=err)
 
 
+def cmd_models(out: TextIO) -> int:
+    """``blendsql models``: every registered provider with its options, then the model
+    names ``--model`` accepts besides a GGUF path."""
+    from blendsql.models.hub import PREFIX, describe_known
+
+    print("Providers (--provider NAME; options as --model-option NAME=VALUE or their flag):",
+          file=out)
+    for name, provider in providers().items():
+        default = " (default)" if name == DEFAULT_PROVIDER else ""
+        print(f"\n  {name}{default}: {provider.help}", file=out)
+        for option in provider.options:
+            flag = f"--{option.flag}" if option.flag else f"--model-option {option.name}=..."
+            env = f" [env {', '.join(option.env)}]" if option.env else ""
+            print(f"    {option.name:<16} {flag:<34} {option.help}{env}", file=out)
+    print(f"\nModel names (--model NAME; any Hub GGUF as {PREFIX}ORG/REPO/FILE.gguf, "
+          "downloaded once into the Hugging Face cache):", file=out)
+    for name, spec in describe_known():
+        print(f"  {name:<20} {spec}", file=out)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None, *, model: Any = None,
          ingredients: Sequence[Any] = (), stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
@@ -635,6 +660,8 @@ def main(argv: Sequence[str] | None = None, *, model: Any = None,
             return cmd_serve(args, out, err, model=model, ingredients=ingredients)
         if args.command == "chat":
             return cmd_chat(args, out, err, model=model)
+        if args.command == "models":
+            return cmd_models(out)
         return cmd_schema(args, out, err)
     except BlendSQLError as e:
         report_error(e, err)

@@ -261,9 +261,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # above the engine: the plain-language layer (through the Session protocol), the API
     ("nl",),
     ("blend.py",),
+    ("_magic.py",),  # the IPython magic, loaded by __init__'s load_ipython_extension
     ("__init__.py",),
     ("web",),
     ("cli.py",),
+    ("_reference.py",),  # the documentation's generated pages (the CLI's parser)
 )
 
 

@@ -54,6 +54,9 @@ class IngredientOption:
     ``init``: to the constructor (``LLMMap(name='Short', max_tokens=8)``); ``attribute``:
     as a class attribute of a subclass (``class Short(LLMMap): value_chars = 200``).
     ``types``: what a value may be (``object``: anything; ``None`` always means "not set").
+    ``default``: the value used when the option is not given, as the reference documents
+    it (``None``: not set; a class attribute of the same name, when there is one, is the
+    default instead).
     """
 
     name: str
@@ -62,6 +65,7 @@ class IngredientOption:
     query: bool = True
     init: bool = True
     attribute: bool = False
+    default: Any = None
 
     def allowed(self, where: str) -> bool:
         """May the option be given ``where`` (one of IN_QUERY, IN_CONSTRUCTOR, AS_ATTRIBUTE)?"""

@@ -166,18 +166,22 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         IngredientOption("value_chars", (int,), "character budget of one value",
                          attribute=True),
         IngredientOption("values_per_prompt", (int,), "values per request, answered as a "
-                         "JSON list (1: one value per request)"),
-        IngredientOption("scored", (bool, int), "decide from each answer's probability"),
-        IngredientOption("calibrate", (str,), "none, contextual or examples"),
-        IngredientOption("framing", (str,), "question, labels or claim"),
+                         "JSON list (1: one value per request)", default=1),
+        IngredientOption("scored", (bool, int), "decide from each answer's probability",
+                         default=False),
+        IngredientOption("calibrate", (str,), "none, contextual or examples", default="none"),
+        IngredientOption("framing", (str,), "question, labels or claim", default="question"),
         IngredientOption("labels", (list, tuple, str), "two labels: the TRUE one first"),
-        IngredientOption("target", (float,), "a cascade's target accuracy, between 0 and 1"),
+        IngredientOption("target", (float,), "a cascade's target accuracy, between 0 and 1",
+                         default=DEFAULT_TARGET),
         IngredientOption("cascade_sample", (float, int), "the values the cascade's second "
-                         "model also decides to fit its threshold: a fraction or a count"),
+                         "model also decides to fit its threshold: a fraction or a count",
+                         default=CASCADE_SAMPLE),
         IngredientOption("cascade", (Model,), "a second model for the values the first is "
                          "unsure of", query=False),
         IngredientOption("proxy", (str,), "none, or embedding: a classifier over value "
-                         "embeddings decides the values it is sure of before the model"),
+                         "embeddings decides the values it is sure of before the model",
+                         default="none"),
         IngredientOption("embedder", (Embedder,), "the embedding proxy's embedder",
                          query=False),
     )

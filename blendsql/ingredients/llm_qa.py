@@ -50,7 +50,8 @@ class LLMQA(_llm.LLMIngredientMixin, QAIngredient):
         _llm.QUESTION, _llm.INSTRUCTIONS, _llm.TEMPLATE, _llm.FEW_SHOT, _llm.MAX_TOKENS,
         _llm.CONTEXT, _llm.CONTEXT_CHARS, _llm.CELL_CHARS, *_llm.CONSTRAINT_OPTIONS,
         _llm.DEFAULT_INSTRUCTIONS, _llm.EXAMPLE_TEMPLATE, _llm.TEXT_MAX_TOKENS,
-        IngredientOption("scored", (bool, int), "decide from each answer's probability"),
+        IngredientOption("scored", (bool, int), "decide from each answer's probability",
+                         default=False),
     )
 
     needs_model = True

@@ -178,6 +178,17 @@ class LlamaCpp(Model):
         self._abort: _AbortSwitch | None = None
         self.calls = 0  # model invocations (not counting retries), for tests and meters
 
+    @classmethod
+    def from_hub(cls, repo: str, filename: str, revision: str = "main",
+                 **kwargs: Any) -> LlamaCpp:
+        """A GGUF file of a Hugging Face Hub repository, downloaded once into the user's
+        Hub cache (progress bar, checksum checked; see :mod:`blendsql.models.hub`), as
+        ``LlamaCpp(path=..., **kwargs)``. Offline, a file not yet cached is a
+        :class:`~blendsql.errors.ModelError` naming the cache path to put it at."""
+        from blendsql.models.hub import HubFile, download
+
+        return cls(path=download(HubFile(repo, filename, revision)), **kwargs)
+
     # -- loading ------------------------------------------------------------
 
     @property

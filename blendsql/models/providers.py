@@ -39,6 +39,7 @@ from typing import Any
 
 from blendsql.errors import ModelError, ModelOptionError
 from blendsql.models.base import Model
+from blendsql.models.hub import resolve_model_path
 from blendsql.option_types import describe_types, has_type, unknown_hint
 
 #: the entry-point group providers register in
@@ -82,6 +83,9 @@ class ProviderOption:
     label: str = ""
     fallback_flag: str | None = None
     check: Callable[[Any], None] | None = None
+    #: turns a value into what the factory takes, before the type check (a Hub name into
+    #: a downloaded file's path); returning None leaves the option unset
+    convert: Callable[[Any], Any] | None = None
 
     @property
     def dest(self) -> str | None:
@@ -89,7 +93,12 @@ class ProviderOption:
         return self.flag.replace("-", "_") if self.flag else None
 
     def validate(self, value: Any, provider: str) -> Any:
-        """``value`` if it has a declared type (and passes ``check``), else a ModelOptionError."""
+        """``value`` (converted by ``convert``) if it has a declared type (and passes
+        ``check``), else a ModelOptionError; None when ``convert`` unset it."""
+        if self.convert is not None:
+            value = self.convert(value)
+            if value is None:
+                return None
         if not has_type(value, self.types):
             raise ModelOptionError(
                 f"{provider}: option {self.name}= must be {describe_types(self.types)}, "
@@ -158,7 +167,9 @@ class Provider:
                 raise ModelOptionError(
                     f"the {self.name} provider has no option {name!r}",
                     hint=unknown_hint(name, self._by_name, f"{self.name} takes"), option=name)
-            out[name] = spec.validate(value, self.name) if spec is not None else value
+            checked = spec.validate(value, self.name) if spec is not None else value
+            if checked is not None:
+                out[name] = checked
         for spec in self.options:
             if spec.required and spec.name not in out:
                 raise ModelError(f"no {spec.label or spec.name} for the {self.name} provider",
@@ -200,8 +211,10 @@ LLAMACPP = Provider(
     "llamacpp", "blendsql.models.llamacpp:LlamaCpp",
     help="a GGUF model run in-process by llama.cpp (default: the embedded SmolLM2)",
     options=(
-        ProviderOption("path", (Path,), "GGUF file for llama.cpp", flag="model",
-                       env=("BLENDSQL_MODEL",), metavar="PATH", check=_gguf_file),
+        ProviderOption("path", (Path,), "GGUF file for llama.cpp, or a Hub model: "
+                       "hf:ORG/REPO/FILE.gguf or a name `blendsql models` lists",
+                       flag="model", env=("BLENDSQL_MODEL",), metavar="PATH",
+                       check=_gguf_file, convert=resolve_model_path),
         ProviderOption("n_threads", (int,), "threads for token generation"),
         ProviderOption("n_threads_batch", (int,), "threads for prompt processing"),
         ProviderOption("n_ctx", (int,), "context window in tokens"),

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import published  # noqa: E402
 from benchmarks.published import BENCHES, REGISTRY, Bench, Number, lookup  # noqa: E402
 
-READMES = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", ROOT / "docs" / "SCALING.md"]
+READMES = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", ROOT / "docs" / "scaling.md"]
 COMMAND = re.compile(r"python -m benchmarks ([a-z0-9][a-z0-9-]*)")
 
 
