@@ -53,7 +53,7 @@ def test_a_missing_module_is_named_with_the_python_that_lacks_it() -> None:
 
 
 def test_another_blendsql_version_is_refused_with_a_cluster_hint() -> None:
-    old = {**_all_there("/opt/py/bin/python"), "blendsql": "0.1.28"}
+    old = {**_all_there("/usr/local/py/bin/python"), "blendsql": "0.1.28"}
     with pytest.raises(WorkersNotReady) as e:
         judge([old], "spark://cluster:7077")
     assert "blendsql 0.1.28" in e.value.message
