@@ -687,8 +687,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "client_max_concurrency_per_endpoint": args.concurrency,
         "client_timeout_s": args.timeout, "n_ctx": args.n_ctx,
         "server": {"program": "llama_cpp.server", "llama_cpp_python": llama_cpp.__version__,
-                   "launcher": "python -m llama_cpp.server" if server_launcher()[0] == "-m"
-                   else "python -c <llama_cpp.server with extra buffer types off (AMX)>",
+                   "launcher": " ".join(["python", *server_launcher()]),
                    "model_alias": MODEL_ALIAS}}
     record["load_1_5_15_before"] = load()
     previous = signal.signal(signal.SIGTERM, _terminate)

@@ -109,7 +109,8 @@ def test_an_error_row_stays_one_table_row() -> None:
 
 
 def _children_running_servers() -> list[int]:
-    """Child processes of this one whose command line runs llama_cpp.server."""
+    """Child processes of this one whose command line runs llama_cpp.server (directly or
+    through blendsql's safe launcher)."""
     me, found = os.getpid(), []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -117,7 +118,7 @@ def _children_running_servers() -> list[int]:
             cmd = (stat.parent / "cmdline").read_bytes()
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == me and b"llama_cpp.server" in cmd:
+        if ppid == me and (b"llama_cpp.server" in cmd or b"blendsql.models.llama_server" in cmd):
             found.append(int(stat.parent.name))
     return found
 
