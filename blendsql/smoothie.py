@@ -41,7 +41,8 @@ class TraceStep:
 
     ``kind`` is one of: ``parse``, ``plan``, ``sql``, ``temp_table``,
     ``ingredient``, ``retrieval``, ``executors`` (a batch of calls answered on a
-    Spark session's executors: one job), ``warning``, ``error`` (the failure that
+    Spark session's executors: one job), ``warning``, ``cancelled`` (the work a time-out or
+    a cancellation stopped: requests not started, abandoned in flight), ``error`` (the failure that
     ended a run; found in ``BlendSQLError.trace``).
     """
 
