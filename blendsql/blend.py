@@ -26,7 +26,6 @@ from blendsql.errors import (
     ModelError,
     OptionError,
     ParseError,
-    QueryCancelledError,
     QueryTimeoutError,
     TooManyRowsError,
     UnsafeQueryError,
@@ -252,7 +251,7 @@ class BlendSQL:
             return e
         step = TraceStep("cancelled", f"work stopped ({token.reason}){token.summary()}",
                          seconds=time.monotonic() - token.started, details=token.details())
-        err = e if isinstance(e, (QueryTimeoutError, QueryCancelledError)) else token.error()
+        err = token.final(e)
         if isinstance(err, BlendSQLError):
             err.trace = [*(e.trace if isinstance(e, BlendSQLError) and e.trace is not None
                            else run.trace), step]

@@ -65,6 +65,7 @@ class CancelToken:
         self.abandoned = 0  # model requests in flight when the work stopped (aborted or dropped)
         self._lock = threading.Lock()
         self._hooks: dict[int, Callable[[], None]] = {}
+        self._made: list[ExecutionError] = []  # the errors raised for it (see final)
         self._next = 0
 
     # -- state ---------------------------------------------------------------------
@@ -117,6 +118,13 @@ class CancelToken:
 
     def error(self) -> ExecutionError:
         """The error the stopped work raises (a ``QueryTimeoutError`` past the deadline)."""
+        err = self._error()
+        with self._lock:
+            if len(self._made) < 64:
+                self._made.append(err)
+        return err
+
+    def _error(self) -> ExecutionError:
         if self.reason in (None, TIMEOUT):
             limit = self.limit if self.limit is not None else (
                 self.parent.limit if self.parent is not None else None)
@@ -129,6 +137,18 @@ class CancelToken:
         why = "interrupted" if self.reason == INTERRUPTED else "cancelled"
         return QueryCancelledError(f"{self.what} was {why}{self.summary()}",
                                    hint="nothing of it is returned; run it again to get its result")
+
+    def final(self, e: BaseException) -> ExecutionError:
+        """The error to show once the work has stopped: ``e`` when it is one this token
+        raised (its message brought up to date: counts noted after it was made), else a
+        new one."""
+        fresh = self.error()
+        if type(e) is type(fresh) and isinstance(e, ExecutionError) and any(
+                e is made for made in self._made):
+            e.message, e.hint = fresh.message, fresh.hint
+            e.args = (str(fresh),)
+            return e
+        return fresh
 
     def summary(self) -> str:
         """``": 12 model requests not started, 1 abandoned in flight"`` (empty if none)."""

@@ -15,6 +15,7 @@ from typing import Any
 from blendsql.budget import Budget, batch_size, prices_of
 from blendsql.cancel import current as current_token
 from blendsql.cancel import stopped
+from blendsql.errors import QueryCancelledError, QueryTimeoutError
 from blendsql.models.base import Model, Request, Response
 
 
@@ -159,7 +160,12 @@ class MeteredModel(Model):
         for i in range(0, len(requests), self.chunk):
             if token is not None and token.cancelled:  # between chunks too
                 raise stopped(token, not_started=len(requests) - i)
-            out += self.inner.generate(requests[i : i + self.chunk])
+            try:
+                out += self.inner.generate(requests[i : i + self.chunk])
+            except (QueryTimeoutError, QueryCancelledError):
+                if token is not None:  # the chunks after this one were never sent either
+                    token.note(not_started=max(0, len(requests) - i - self.chunk))
+                raise
             self.progress(self.label, len(out), len(requests))
         return out
 
