@@ -22,6 +22,7 @@ import pytest
 from blendsql import BlendSQL
 from blendsql.cancel import CancelToken, current, scope
 from blendsql.errors import QueryCancelledError, QueryTimeoutError
+from blendsql.ingredients import MapIngredient
 from blendsql.models import FunctionModel
 from blendsql.models.base import Request
 
@@ -258,3 +259,25 @@ def test_token_deadline_bound_and_watchers() -> None:
     child = CancelToken(None, parent=CancelToken(0.0))
     assert child.cancelled and isinstance(child.error(), QueryTimeoutError)
     assert CancelToken(None).remaining() is None
+
+
+class Sleepy(MapIngredient):
+    """A custom ingredient with no model whose own code is slow."""
+
+    needs_model = False
+
+    def run(self, question: Any, values: list, **kwargs: Any) -> list:
+        time.sleep(5)  # bounded: without the deadline the test fails, it does not hang
+        return [True for _ in values]
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX timers only")
+def test_a_custom_ingredient_s_code_stops_at_the_query_deadline() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("the ingredient's own code is stopped on the main thread only")
+    bsql = BlendSQL({"w": values(3)}, ingredients=[Sleepy], cache=False)
+    t0 = time.monotonic()
+    with pytest.raises(QueryTimeoutError):
+        bsql.execute("SELECT x FROM w WHERE {{Sleepy('q', w.x)}} = TRUE", timeout=0.5)
+    assert time.monotonic() - t0 < 0.5 + SLACK
+    assert len(bsql.execute("SELECT x FROM w").df) == 3
