@@ -461,6 +461,8 @@ class OpenAI(Model):
                         out[i] = resp = f.result()
                         if on_result is not None:
                             on_result(i, resp)
+                        if not pending:
+                            break  # all answered (``wake`` never completes on its own)
                 except FuturesTimeout:
                     continue  # the deadline: stopped at the top of the loop
 

@@ -218,6 +218,16 @@ def test_openai_batches_stop_at_the_deadline(server: Any, concurrency: int) -> N
     assert_session_serves_at_once(bsql)
 
 
+@pytest.mark.parametrize("limit", [None, 30.0])
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_openai_batches_within_their_limit_answer_every_value(server: Any, concurrency: int,
+                                                               limit: float | None) -> None:
+    bsql = BlendSQL({"w": values(20)}, model=_openai(server.url, concurrency), cache=False)
+    options = {} if limit is None else {"timeout": limit}
+    assert len(bsql.execute("SELECT x, {{LLMMap('q', w.x)}} AS a FROM w", **options).df) == 20
+    assert len(server.received) == 20
+
+
 def test_a_pool_stops_at_the_deadline() -> None:
     pytest.importorskip("openai")
     from blendsql.models.pool import Pool
