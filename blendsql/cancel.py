@@ -196,6 +196,21 @@ class CancelToken:
                 **({"noticed_after_deadline_s": late} if late is not None else {})}
 
 
+#: longest single wait of the main thread for model work: a Ctrl-C that reached another
+#: thread (or ``_thread.interrupt_main()``, which sends no signal) is raised within it
+MAIN_THREAD_SLICE = 0.5
+
+
+def wait_slice(seconds: float | None) -> float | None:
+    """``seconds`` (None: forever), cut to :data:`MAIN_THREAD_SLICE` on the main thread.
+
+    Why: a thread blocked in a wait sees a pending KeyboardInterrupt only when the wait
+    ends or a real signal interrupts it; waits of worker threads are not cut."""
+    if threading.current_thread() is not threading.main_thread():
+        return seconds
+    return MAIN_THREAD_SLICE if seconds is None else min(seconds, MAIN_THREAD_SLICE)
+
+
 _CURRENT: ContextVar[CancelToken | None] = ContextVar("blendsql_cancel", default=None)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blendsql.cancel import CancelToken, stopped, watching
+from blendsql.cancel import CancelToken, stopped, wait_slice, watching
 from blendsql.cancel import current as current_token
 from blendsql.errors import BlendSQLError, ModelError, ModelTimeoutError
 from blendsql.models.constraints import Constraint, Text
@@ -356,7 +356,8 @@ class TimedBatch:
             with watching(token, self.wake.set):
                 while True:
                     limit = self._limit(timeout)
-                    if self.wake.wait(min(_MAX_WAIT, max(0.0, self._wait(token, limit)))):
+                    wait = wait_slice(min(_MAX_WAIT, max(0.0, self._wait(token, limit))))
+                    if self.wake.wait(wait):
                         break
                     if token is not None and token.cancelled:
                         break

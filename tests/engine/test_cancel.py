@@ -291,3 +291,25 @@ def test_a_custom_ingredient_s_code_stops_at_the_query_deadline() -> None:
         bsql.execute("SELECT x FROM w WHERE {{Sleepy('q', w.x)}} = TRUE", timeout=0.5)
     assert time.monotonic() - t0 < 0.5 + SLACK
     assert len(bsql.execute("SELECT x FROM w").df) == 3
+
+
+def test_interrupt_main_during_a_map_stops_the_work() -> None:
+    """``_thread.interrupt_main()`` sends no signal: the main thread's waits are cut short
+    (``blendsql.cancel.MAIN_THREAD_SLICE``) so it is raised within moments all the same."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("interrupt_main reaches the main thread only")
+    import _thread
+
+    def interrupt(n: int) -> None:
+        if n == 5:
+            _thread.interrupt_main()
+
+    fn = Counting(DELAY, interrupt)
+    bsql = BlendSQL({"w": values()}, model=FunctionModel(fn), cache=False)
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        bsql.execute(MAP)
+    assert time.monotonic() - t0 < SLACK + 1
+    before, after = settled(lambda: fn.calls)
+    assert before < 30 and after == before
+    assert_session_serves_at_once(bsql)
