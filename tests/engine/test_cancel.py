@@ -313,3 +313,43 @@ def test_interrupt_main_during_a_map_stops_the_work() -> None:
     before, after = settled(lambda: fn.calls)
     assert before < 30 and after == before
     assert_session_serves_at_once(bsql)
+
+
+def test_a_join_stops_at_the_deadline() -> None:
+    fn = Counting()
+    bsql = BlendSQL({"l": pd.DataFrame({"a": [f"alpha {i}" for i in range(300)]}),
+                     "r": pd.DataFrame({"b": [f"beta {i}" for i in range(300)]})},
+                    model=FunctionModel(lambda req: (fn(req), "a0")[1]), cache=False)
+    t0 = time.monotonic()
+    with pytest.raises(QueryTimeoutError) as info:
+        bsql.execute("SELECT l.a, r.b FROM l JOIN r ON {{LLMJoin(l.a, r.b)}}", timeout=LIMIT)
+    assert time.monotonic() - t0 < LIMIT + SLACK
+    before, after = settled(lambda: fn.calls)
+    assert before < 100 and after <= before + 1
+    assert info.value.trace[-1].details["requests_not_started"] > 0
+
+
+def test_a_qa_request_in_flight_is_abandoned_at_the_deadline() -> None:
+    release = threading.Event()
+
+    def stuck(req: Request) -> str:
+        release.wait(10)  # bounded: a hung model, released by the test
+        return "x"
+
+    bsql = BlendSQL({"w": values(3)}, model=FunctionModel(stuck), cache=False)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(QueryTimeoutError) as info:
+            bsql.execute("SELECT {{LLMQA('which?', (SELECT x FROM w))}} AS a", timeout=LIMIT)
+        assert time.monotonic() - t0 < LIMIT + SLACK
+        details = info.value.trace[-1].details
+        assert (details["requests_abandoned"], details["requests_not_started"]) == (1, 0)
+        assert_small_session_serves(bsql)
+    finally:
+        release.set()
+
+
+def assert_small_session_serves(bsql: BlendSQL) -> None:
+    t0 = time.monotonic()
+    assert len(bsql.execute("SELECT x FROM w").df) == 3
+    assert time.monotonic() - t0 < 1.0
