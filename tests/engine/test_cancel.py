@@ -210,10 +210,12 @@ def test_openai_batches_stop_at_the_deadline(server: Any, concurrency: int) -> N
     bsql = BlendSQL({"w": values()}, model=_openai(server.url, concurrency), cache=False)
     seconds, err = timed_out(bsql)
     assert seconds < LIMIT + SLACK
+    details = err.trace[-1].details
     before, after = settled(lambda: len(server.received))
     assert before < N // 3, f"{before} requests reached the server"
-    assert after == before, "requests were sent after the deadline"
-    details = err.trace[-1].details
+    # requests sent just before the deadline may reach a loaded server's count just after
+    assert after <= before + details["requests_abandoned"], "requests sent after the deadline"
+    assert settled(lambda: len(server.received))[1] == after  # and then nothing more
     assert details["requests_not_started"] + details["requests_abandoned"] > 0
     assert_session_serves_at_once(bsql)
 
@@ -240,9 +242,11 @@ def test_a_pool_stops_at_the_deadline() -> None:
         bsql = BlendSQL({"w": values()}, model=pool, cache=False)
         seconds, err = timed_out(bsql)
         assert seconds < LIMIT + SLACK
+        details = err.trace[-1].details
         before, after = settled(lambda: sum(len(s.received) for s in servers))
-        assert before < N // 3 and after == before
-        assert err.trace[-1].details["requests_not_started"] > 0
+        assert before < N // 3 and after <= before + details["requests_abandoned"]
+        assert settled(lambda: sum(len(s.received) for s in servers))[1] == after
+        assert details["requests_not_started"] > 0
         assert_session_serves_at_once(bsql)
     finally:
         for s in servers:
