@@ -15,6 +15,9 @@ from typing import Any
 from sqlglot import exp
 
 from blendsql.budget import Budget, Prices, prices_of
+from blendsql.cancel import INTERRUPTED, CancelToken
+from blendsql.cancel import current as current_token
+from blendsql.cancel import scope as cancel_scope
 from blendsql.db.backend import DEFAULT_TIMEOUT, Backend, open_database
 from blendsql.db.frames import rows_to_frame
 from blendsql.errors import (
@@ -216,13 +219,43 @@ class BlendSQL:
                   bind_params(params), run_options, rules)
         run.model.budget = run_options.get("budget")  # enforced around every request batch
         run.model.request_timeout = run_options.get("model_timeout")  # None: each backend's
+        # a timeout the user set limits the whole query: past it no model request starts,
+        # those in flight are abandoned (blendsql.cancel); an enclosing token (the web
+        # page's request) stops it too
+        token = CancelToken(run_options.get("timeout"), parent=current_token())
         # one thread at a time; every statement under the time limit; a borrowed
         # connection is guarded only inside and given back as it came
         # every statement traced into run.trace; the executors option for Spark's calls
         with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT),
                              tracer=run.statements,
-                             executors=run.options.get("executors") or "auto"):
-            return self._run(run, query, params, started)
+                             executors=run.options.get("executors") or "auto"), \
+                cancel_scope(token):
+            try:
+                return self._run(run, query, params, started)
+            except BaseException as e:
+                err = self._stopped(run, token, e)
+                if err is e:
+                    raise
+                raise err from e
+
+    @staticmethod
+    def _stopped(run: Run, token: CancelToken, e: BaseException) -> BaseException:
+        """What a failed query raises: ``e``, or, when its work was stopped (time-out,
+        cancellation, Ctrl-C), the token's error with a ``cancelled`` trace step saying
+        what was stopped. Ctrl-C stays a ``KeyboardInterrupt``; the token is cancelled
+        first, so no request of the query starts after it."""
+        if isinstance(e, KeyboardInterrupt):
+            token.cancel(INTERRUPTED)
+            return e
+        if token.reason is None:
+            return e
+        step = TraceStep("cancelled", f"work stopped ({token.reason}){token.summary()}",
+                         seconds=time.monotonic() - token.started, details=token.details())
+        err = token.final(e)
+        if isinstance(err, BlendSQLError):
+            err.trace = [*(e.trace if isinstance(e, BlendSQLError) and e.trace is not None
+                           else run.trace), step]
+        return err
 
     def _run(self, run: Run, query: str | exp.Expression, params: Any,
              started: float) -> Smoothie:

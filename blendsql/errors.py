@@ -193,7 +193,13 @@ def _window(line: str, caret: str) -> tuple[str, str]:
 
 
 class QueryTimeoutError(ExecutionError, TimeoutError):
-    """A SQL statement ran past the session's time limit (the ``timeout`` option)."""
+    """A SQL statement, or the query as a whole, ran past its time limit (the
+    ``timeout`` option); the query's model work stopped with it."""
+
+
+class QueryCancelledError(ExecutionError):
+    """The query was cancelled before it finished (its caller went away, e.g. a web page
+    closed): its model work stopped, nothing of it is returned."""
 
 
 class TooManyRowsError(ExecutionError):

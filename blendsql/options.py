@@ -92,7 +92,9 @@ _SPECS: list[OptionSpec] = [
     # the statement default is the backends' own (one place: blendsql.db.backend); the
     # model default mirrors blendsql.models.base.DEFAULT_TIMEOUT (a test keeps them equal)
     _spec("timeout", _NUMBER, DEFAULT_TIMEOUT,
-          "time limit in seconds for each SQL statement (None: no limit)", check=_positive,
+          "time limit in seconds for each SQL statement and, when set, for the whole query: "
+          "past it no model request starts and those in flight are abandoned (not set: 300 s "
+          "per statement, no limit on the query; None: no limit)", check=_positive,
           nullable=True),
     _spec("model_timeout", _NUMBER, 120.0,
           "time limit in seconds for each model request", check=_positive),

@@ -44,7 +44,8 @@ class TraceStep:
     Spark session's executors: one job), ``executors_check`` (the one job that checks
     the executors' Python can run blendsql before the first batch is shipped; its
     ``details["error"]`` says why not, and the calls then run on the driver),
-    ``warning``, ``error`` (the failure that ended a run; found in
+    ``warning``, ``cancelled`` (the work a time-out or a cancellation stopped: requests
+    not started, abandoned in flight), ``error`` (the failure that ended a run; found in
     ``BlendSQLError.trace``).
     """
 

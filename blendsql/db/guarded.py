@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from blendsql.cancel import current as current_token
 from blendsql.db.backend import (  # noqa: F401 - defaults and helpers re-exported here
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MAX_ROWS,
@@ -337,8 +338,14 @@ class GuardedBackend(Backend):
         user = not self._engine
         if user and self._checks_user_statements:
             self._check_user_statement(sql)
-        started = self._statement_starts()
         timeout = self.cleanup_timeout if self._cleaning else self.timeout
+        token = None if self._cleaning else current_token()
+        if token is not None:  # the query's own deadline, when it comes first
+            if token.cancelled:
+                raise token.error()
+            bounded = token.bound(timeout)
+            timeout = None if bounded is None else max(0.001, bounded)
+        started = self._statement_starts()
         target = self._interrupter() if timeout else None
         ticket = WATCHDOG.arm(target, timeout) if target is not None and timeout else None
         try:
@@ -357,6 +364,8 @@ class GuardedBackend(Backend):
             if fired:
                 if not self._cleaning:
                     self._expired = sql
+                if token is not None and token.cancelled:
+                    raise token.error() from None
                 if sql.startswith(EXECUTOR_JOB):  # calls on Spark's executors, not SQL
                     raise QueryTimeoutError(
                         f"a Spark job answering calls on the executors ran longer than its "

@@ -18,6 +18,7 @@ from typing import Any, cast
 import pandas as pd
 from sqlglot import exp
 
+from blendsql.cancel import current as current_token
 from blendsql.db.frames import rows_to_frame
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, IngredientTimeoutError
 from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, RunExpired, can_limit, time_limit
@@ -244,18 +245,24 @@ class Evaluator(Session):
             self.limit_noted = True  # once per query, and only when the user set a limit
             self.trace.append(TraceStep("warning", f"{call.name}: ingredient_timeout not enforced "
                                         f"({why})", ingredient=call.name))
+        cancel = current_token()  # the query's own deadline, when nearer, stops it too
+        armed = limit if limit is None or cancel is None else cancel.bound(limit)
         token = None
         try:
-            with time_limit(limit) as token:
+            with time_limit(None if armed is None else max(0.001, armed)) as token:
                 out = fn(model, warnings)
         except RunExpired as stop:
             if token is None or stop.token != token:
                 raise  # an enclosing ingredient's limit: it reports it
-            expired = IngredientTimeoutError(
-                f"ingredient {call.name} ran longer than {limit:g} s and was stopped",
-                hint=f"{type(ing).__name__}.run did not return while evaluating "
-                f"{self.call_text(call)}; make it faster, or raise the limit with "
-                "execute(..., ingredient_timeout=<seconds>)")
+            expired: BlendSQLError
+            if cancel is not None and cancel.cancelled:  # the query's deadline came first
+                expired = cancel.error()
+            else:
+                expired = IngredientTimeoutError(
+                    f"ingredient {call.name} ran longer than {limit:g} s and was stopped",
+                    hint=f"{type(ing).__name__}.run did not return while evaluating "
+                    f"{self.call_text(call)}; make it faster, or raise the limit with "
+                    "execute(..., ingredient_timeout=<seconds>)")
             self.trace.append(TraceStep(
                 "error", f"{call.name}: {expired.message}", seconds=time.perf_counter() - t0,
                 ingredient=call.name, details={"call": self.call_text(call),

@@ -13,6 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from blendsql.budget import Budget, batch_size, prices_of
+from blendsql.cancel import current as current_token
+from blendsql.cancel import stopped
+from blendsql.errors import QueryCancelledError, QueryTimeoutError
 from blendsql.models.base import Model, Request, Response
 
 
@@ -92,6 +95,9 @@ class MeteredModel(Model):
         return twin
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
+        token = current_token()
+        if token is not None and requests and token.cancelled:  # no new batch past the deadline
+            raise stopped(token, not_started=len(requests))
         if self.request_timeout is not None:
             requests = [r if r.timeout is not None else replace(r, timeout=self.request_timeout)
                         for r in requests]
@@ -150,8 +156,16 @@ class MeteredModel(Model):
                 self.progress(self.label, len(responses), len(requests))
             return responses
         out: list[Response] = []
+        token = current_token()
         for i in range(0, len(requests), self.chunk):
-            out += self.inner.generate(requests[i : i + self.chunk])
+            if token is not None and token.cancelled:  # between chunks too
+                raise stopped(token, not_started=len(requests) - i)
+            try:
+                out += self.inner.generate(requests[i : i + self.chunk])
+            except (QueryTimeoutError, QueryCancelledError):
+                if token is not None:  # the chunks after this one were never sent either
+                    token.note(not_started=max(0, len(requests) - i - self.chunk))
+                raise
             self.progress(self.label, len(out), len(requests))
         return out
 

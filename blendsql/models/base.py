@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from blendsql.cancel import CancelToken, stopped, wait_slice, watching
+from blendsql.cancel import current as current_token
 from blendsql.errors import BlendSQLError, ModelError, ModelTimeoutError
 from blendsql.models.constraints import Constraint, Text
 from blendsql.models.scoring import Distribution, best
@@ -303,6 +305,12 @@ class TimedBatch:
     pay a thread hand-off per value; the watcher only reads when the current
     request started. Why a daemon: a function that never returns cannot be
     stopped, and must not keep the interpreter from exiting either.
+
+    The query's :class:`~blendsql.cancel.CancelToken` (read in the caller's
+    thread) stops the batch: the worker starts no request once it is cancelled,
+    the caller stops waiting at once (the request in flight is abandoned), and
+    the same happens when the caller leaves for any other reason (a request's
+    time-out, Ctrl-C): an abandoned batch never runs on in the background.
     """
 
     def __init__(self, answer: Callable[[Request], Response], requests: list[Request]) -> None:
@@ -312,17 +320,24 @@ class TimedBatch:
         self.error: BaseException | None = None
         self.started = time.monotonic()  # when the current request began
         self.done = threading.Event()
+        self.wake = threading.Event()  # done, or the query cancelled
+        self.abandoned = False  # the caller left: the worker starts no further request
+        self.token = current_token()
         self.thread: threading.Thread | None = None  # the worker (still alive after a timeout)
 
     def _work(self) -> None:
+        token = self.token
         try:
             for req in self.requests:
+                if self.abandoned or (token is not None and token.cancelled):
+                    return
                 self.started = time.monotonic()
                 self.out.append(self.answer(req))
         except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
             self.error = e
         finally:
             self.done.set()
+            self.wake.set()
 
     def _limit(self, default: float) -> float:
         """The time limit of the request running now (``default`` unless it has one)."""
@@ -330,17 +345,37 @@ class TimedBatch:
         return time_limit(current, default)
 
     def run_within(self, timeout: float, name: str) -> None:
-        """Run the batch; raise the worker's error, or a timeout for a stuck request."""
+        """Run the batch; raise the worker's error, or a timeout for a stuck request
+        (or the query's time-out / cancellation, see the class)."""
+        token = self.token
+        if token is not None and token.cancelled:
+            raise stopped(token, not_started=len(self.requests))
         self.thread = threading.Thread(target=self._work, name=f"blendsql-{name}", daemon=True)
-        self.thread.start()
-        while not self.done.wait(min(_MAX_WAIT, max(
-                0.0, self.started + (limit := self._limit(timeout)) - time.monotonic()))):
-            if time.monotonic() - self.started >= limit and not self.done.is_set():
-                n = len(self.out) + 1
-                raise ModelTimeoutError(
-                    f"model {name!r} did not answer request {n} of {len(self.requests)} "
-                    f"within {limit:g} s",
-                    hint="the model may be stuck; raise its timeout= if it is just slow")
+        try:
+            self.thread.start()
+            with watching(token, self.wake.set):
+                while True:
+                    limit = self._limit(timeout)
+                    wait = wait_slice(min(_MAX_WAIT, max(0.0, self._wait(token, limit))))
+                    if self.wake.wait(wait):
+                        break
+                    if token is not None and token.cancelled:
+                        break
+                    if time.monotonic() - self.started >= limit and not self.done.is_set():
+                        n = len(self.out) + 1
+                        raise ModelTimeoutError(
+                            f"model {name!r} did not answer request {n} of {len(self.requests)} "
+                            f"within {limit:g} s",
+                            hint="the model may be stuck; raise its timeout= if it is just slow")
+            if not self.done.is_set():  # the query was cancelled: stop here
+                assert token is not None
+                answered = len(self.out)
+                in_flight = int(answered < len(self.requests))
+                raise stopped(token, not_started=len(self.requests) - answered - in_flight,
+                              abandoned=in_flight)
+        finally:
+            if not self.done.is_set():
+                self.abandoned = True
         if self.error is not None:
             if isinstance(self.error, BlendSQLError) or not isinstance(self.error, Exception):
                 raise self.error  # ours already, or a KeyboardInterrupt / SystemExit
@@ -350,3 +385,12 @@ class TimedBatch:
                 f"{type(self.error).__name__}: {self.error}",
                 hint="the error came from the model's own code (its function or engine); "
                 "the original exception is chained as __cause__") from self.error
+
+    def _wait(self, token: CancelToken | None, limit: float) -> float:
+        """Seconds to wait for the worker: until the current request's limit or the
+        query's deadline, whichever comes first."""
+        left = self.started + limit - time.monotonic()
+        if token is None:
+            return left
+        bound = token.bound(left)
+        return left if bound is None else bound

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from blendsql.errors import ModelError, ModelTimeoutError
+from blendsql.errors import ModelError
 from blendsql.models.base import (
     DEFAULT_TIMEOUT,
     Model,
@@ -131,13 +131,14 @@ class Guidance(Model):
         if not requests:
             return []
         if self._stuck is not None and self._stuck.is_alive():
-            raise ModelError(f"{self.name} is still running a request that timed out",
+            raise ModelError(f"{self.name} is still running a request that timed out or was stopped",
                              hint="wait for it to end, or load a new guidance model")
         batch = TimedBatch(self._one, list(requests))
         try:
             batch.run_within(self.timeout, self.name)
-        except ModelTimeoutError:
-            self._stuck = batch.thread
+        except BaseException:  # a request timed out, or the query stopped (time-out, Ctrl-C)
+            if batch.thread is not None and batch.thread.is_alive():
+                self._stuck = batch.thread  # its request still runs on the engine
             raise
         return batch.out
 

@@ -39,7 +39,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from blendsql.errors import ModelError, ModelOptionError, ModelTimeoutError
+from blendsql.cancel import current as current_token
+from blendsql.cancel import stopped, watching
+from blendsql.errors import (
+    ModelError,
+    ModelOptionError,
+    ModelTimeoutError,
+    QueryCancelledError,
+    QueryTimeoutError,
+)
 from blendsql.models.base import (
     DEFAULT_TIMEOUT,
     Model,
@@ -257,8 +265,24 @@ class LlamaCpp(Model):
     # -- generation ------------------------------------------------------------
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
+        """Each request in turn; once the query is cancelled or past its deadline
+        (:mod:`blendsql.cancel`) no further one starts, and the one running is
+        aborted (see :meth:`_deadline`)."""
+        token = current_token()
+        if token is None:
+            with self._lock:
+                return [self._one(r) for r in requests]
+        out: list[Response] = []
         with self._lock:
-            return [self._one(r) for r in requests]
+            for r in requests:
+                if token.cancelled:
+                    raise stopped(token, not_started=len(requests) - len(out))
+                try:
+                    out.append(self._one(r))
+                except (QueryTimeoutError, QueryCancelledError):
+                    token.note(not_started=len(requests) - len(out) - 1)
+                    raise
+        return out
 
     def _grammar(self, constraint: Constraint) -> Any:
         """The validated, memoised LlamaGrammar for a constraint (None for free text)."""
@@ -364,19 +388,29 @@ class LlamaCpp(Model):
         if switch is None:
             yield
             return
-        timer = threading.Timer(min(seconds, threading.TIMEOUT_MAX / 2), switch.trip)
+        token = current_token()
+        # the query's deadline comes first when it is nearer; its cancellation trips at once
+        wait = seconds if token is None else token.bound(seconds)
+        timer = threading.Timer(min(seconds if wait is None else wait,
+                                    threading.TIMEOUT_MAX / 2), switch.trip)
         timer.daemon = True
         timer.start()
         try:
-            yield
+            with watching(token, switch.trip):
+                yield
         except RuntimeError as e:
             if not switch.tripped:
                 raise
             llm.reset()
+            if token is not None and token.cancelled:
+                raise stopped(token, abandoned=1) from e
             raise ModelTimeoutError(
                 f"llama.cpp did not finish a request within {seconds:g} s",
                 hint="raise LlamaCpp(..., timeout=), shorten the prompt, or use fewer "
                 "max_tokens") from e
+        except KeyboardInterrupt:
+            llm.reset()  # stopped mid-evaluation: the KV cache no longer matches input_ids
+            raise
         finally:
             timer.cancel()
             timer.join()

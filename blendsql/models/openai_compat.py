@@ -17,11 +17,16 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor, as_completed
+from concurrent.futures import TimeoutError as FuturesTimeout
+from contextlib import suppress
+from contextvars import copy_context
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from blendsql.cancel import CancelToken, stopped, watching
+from blendsql.cancel import current as current_token
 from blendsql.errors import BlendSQLError, ModelError
 from blendsql.models.base import Model, Request, Response, Usage, check_timeout
 from blendsql.models.constraints import (
@@ -399,28 +404,67 @@ class OpenAI(Model):
         """
         if not requests:
             return []
+        token = current_token()
+        if token is not None and token.cancelled:
+            raise stopped(token, not_started=len(requests))
         kind = self.kind()
         order = prefix_order(requests)
         out: list[Response | None] = [None] * len(requests)
-        if len(requests) == 1 or self.max_concurrency == 1:
+        if token is None and (len(requests) == 1 or self.max_concurrency == 1):
             for i in order:
                 out[i] = resp = self._one(requests[i], kind)
                 if on_result is not None:
                     on_result(i, resp)
             return [r for r in out if r is not None]
-        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(requests))) as pool:
-            futures = {pool.submit(self._one, requests[i], kind): i for i in order}
-            try:
-                for f in as_completed(futures):
-                    i = futures[f]
-                    out[i] = resp = f.result()
-                    if on_result is not None:
-                        on_result(i, resp)
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+        # in worker threads (one at least): a query that is cancelled or past its
+        # deadline stops waiting for them at once, and they start no new request
+        pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(requests)))
+        finished = False
+        try:
+            futures = {pool.submit(copy_context().run, self._one, requests[i], kind): i
+                       for i in order}
+            self._collect(futures, out, on_result, token)
+            finished = True
+        finally:
+            # stopped (an error, the query's time-out or cancellation, Ctrl-C): requests
+            # not sent are dropped, those in flight finish in their threads unread
+            pool.shutdown(wait=finished, cancel_futures=not finished)
         return [r for r in out if r is not None]
+
+    @staticmethod
+    def _collect(futures: dict[Future[Response], int], out: list[Response | None],
+                 on_result: Callable[[int, Response], None] | None,
+                 token: CancelToken | None) -> None:
+        """Fill ``out`` as the futures complete (``on_result`` for each); when ``token`` is
+        cancelled or past its deadline, raise its error at once (counting what it stopped)."""
+        pending = set(futures)
+        wake: Future[None] = Future()
+
+        def ring() -> None:
+            with suppress(InvalidStateError):
+                wake.set_result(None)
+
+        with watching(token, ring):
+            while pending:
+                if token is not None and token.cancelled:
+                    not_started = sum(f.cancel() for f in pending)
+                    raise stopped(token, not_started=not_started,
+                                  abandoned=sum(not f.done() for f in pending))
+                waits: list[Future[Any]] = [*pending, wake] if token is not None else [*pending]
+                try:
+                    for f in as_completed(waits, timeout=None if token is None
+                                          else token.remaining()):
+                        if f is wake:
+                            break
+                        pending.discard(f)
+                        i = futures[f]
+                        out[i] = resp = f.result()
+                        if on_result is not None:
+                            on_result(i, resp)
+                        if not pending:
+                            break  # all answered (``wake`` never completes on its own)
+                except FuturesTimeout:
+                    continue  # the deadline: stopped at the top of the loop
 
     def _plan(self, req: Request, kind: str) -> _Plan:
         plan = plan_for(kind, req.constraint, gbnf=to_gbnf, encode=self._encode)
@@ -527,6 +571,13 @@ class OpenAI(Model):
         model cost about 0.5 ms of CPU per request, which caps a pool's values/s in one
         process; the raw body and ``json.loads`` cost a tenth of that. ``timeout``: the
         engine's ``model_timeout`` for this request (None: the client's)."""
+        token = current_token()
+        if token is not None:  # no new request (a retry too) once the query must stop
+            if token.cancelled:
+                raise token.error()
+            # and none outlives the query's deadline by more than the transport's own delay
+            bounded = token.bound(timeout if timeout is not None else self.timeout)
+            timeout = None if bounded is None else max(0.05, bounded)
         options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         raw = self._client.post("/chat/completions", body=body, cast_to=bytes,
                                 options=options)  # type: ignore[call-overload]

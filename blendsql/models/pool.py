@@ -39,9 +39,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
 from dataclasses import dataclass
 from typing import Any
 
+from blendsql.cancel import current as current_token
+from blendsql.cancel import stopped, watching
 from blendsql.errors import BlendSQLError, ModelError
 from blendsql.models.base import Model, Request, Response
 from blendsql.models.openai_compat import OpenAI, _transient, prefix_order
@@ -200,11 +203,17 @@ class Pool(Model):
         in_flight = answered = 0
         last_chance = True  # the all-endpoints probe, once per batch
         workers = min(n, sum(e.capacity for e in self._eps))
+        token = current_token()
+        if token is not None and token.cancelled:
+            raise stopped(token, not_started=n)
         executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="blendsql-pool")
         finished = False
         try:
             while answered < n:
                 with self._cond:
+                    if token is not None and token.cancelled:
+                        # the query stopped: no new attempt; those in flight are left unread
+                        raise stopped(token, not_started=len(pending), abandoned=in_flight)
                     self._start_due_probes()
                     while pending and (ep := self._pick()) is not None:
                         i = pending.popleft()
@@ -213,7 +222,8 @@ class Pool(Model):
                         ep.work += work
                         ep.sent += 1
                         in_flight += 1
-                        executor.submit(self._attempt, ep, requests[i], i, work, events)
+                        executor.submit(copy_context().run, self._attempt, ep, requests[i], i,
+                                        work, events)
                     if not events:
                         if in_flight == 0 and not any(e.up or e.probing for e in self._eps):
                             if not last_chance:
@@ -222,7 +232,9 @@ class Pool(Model):
                             for e in self._eps:
                                 e.retry_at = 0.0  # probed at the top of the loop
                             continue
-                        self._cond.wait(self._wait_seconds())
+                        with watching(token, self._wake):
+                            self._cond.wait(self._wait_seconds() if token is None
+                                            else token.bound(self._wait_seconds()))
                         continue
                     done = list(events)
                     events.clear()
@@ -322,6 +334,11 @@ class Pool(Model):
                 ep.failures += 1
                 ep.retry_at = time.monotonic() + self._backoff(ep.failures)
                 ep.last_error = _message(err)
+            self._cond.notify_all()
+
+    def _wake(self) -> None:
+        """Wake the dispatcher (the query was cancelled; called from another thread)."""
+        with self._cond:
             self._cond.notify_all()
 
     def _wait_seconds(self) -> float:

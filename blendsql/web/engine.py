@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 import anyio
 
 from blendsql._display import esc, trace_html, wrap
+from blendsql.cancel import CANCELLED, TIMEOUT, CancelToken
+from blendsql.cancel import scope as cancel_scope
 from blendsql.errors import BlendSQLError, ExecutionError
 
 MAX_INPUT_CHARS = 100_000  # a query / question longer than this is refused before any work
@@ -51,13 +53,17 @@ class Engine:
     async def call(self, fn: Callable[[], T], limit: float) -> T:
         """``fn()`` on a worker thread; ``TimeoutError`` (or ``Busy``) once ``limit`` seconds pass.
 
-        The thread cannot be killed, so it is abandoned (it finishes in the
-        background, bounded by the engine's own statement / model time limits).
-        A request still waiting for the session when its time is up is told the
-        session is busy, and its work is dropped rather than run for nobody.
+        ``fn`` runs under a :class:`~blendsql.cancel.CancelToken` with the same
+        deadline: past it (or when the request is cancelled, e.g. its client went
+        away) the query's work stops — no new model request starts, those in
+        flight are abandoned — so the thread gives the session back within
+        moments instead of running on for nobody. A request still waiting for the
+        session when its time is up is told the session is busy, and its work is
+        dropped rather than run for nobody.
         """
         started = threading.Event()
         abandoned = threading.Event()
+        token = CancelToken(limit, what="the request")
 
         def locked() -> T:
             if not self._lock.acquire(timeout=limit):
@@ -66,7 +72,8 @@ class Engine:
                 if abandoned.is_set():
                     raise Busy()
                 started.set()
-                return fn()
+                with cancel_scope(token):
+                    return fn()
             finally:
                 self._lock.release()
 
@@ -75,8 +82,13 @@ class Engine:
                 return await anyio.to_thread.run_sync(locked, abandon_on_cancel=True)
         except TimeoutError:
             abandoned.set()
+            token.cancel(TIMEOUT)
             if not started.is_set():
                 raise Busy() from None
+            raise
+        except BaseException:  # cancelled: the client went away, the server stops
+            abandoned.set()
+            token.cancel(CANCELLED)
             raise
 
     def schema(self) -> list[tuple[str, list[str]]]:

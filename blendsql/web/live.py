@@ -136,13 +136,17 @@ async def _stream(task: asyncio.Future[Any], progress: Progress, top: str, botto
     yield top + f"<style>{LIVE_CSS}</style><div class='live-progress'>{progress.html()}"
     seen = progress.version
     last = time.monotonic()
-    while not task.done():
-        await asyncio.wait({task}, timeout=0.2)
-        if task.done():
-            break
-        if progress.version != seen or time.monotonic() - last >= TICK_SECONDS:
-            seen, last = progress.version, time.monotonic()
-            yield progress.html()
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.2)
+            if task.done():
+                break
+            if progress.version != seen or time.monotonic() - last >= TICK_SECONDS:
+                seen, last = progress.version, time.monotonic()
+                yield progress.html()
+    finally:
+        if not task.done():  # the client went away (the stream was closed): stop the work
+            task.cancel()
     outcome = task.result()
     # the finished work replaces the bar: hide the block, then the result as in a plain page
     yield "</div><style>.live-progress{display:none}</style>" + final(outcome) + bottom
