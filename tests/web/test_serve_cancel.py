@@ -17,7 +17,7 @@ import pytest
 from blendsql import BlendSQL
 from blendsql.models import FunctionModel
 
-from .conftest import running
+from .conftest import page_token, post_form, running
 
 pytest.importorskip("starlette", reason="pip install -e '.[web]'")
 from blendsql.web import create_app  # noqa: E402
@@ -49,24 +49,21 @@ def session(fn: Slow) -> BlendSQL:
                     model=FunctionModel(fn), cache=False)
 
 
-def get(base: str, query: str) -> tuple[int, str]:
-    url = f"{base}/?" + urllib.parse.urlencode({"q": query, "action": "run"})
-    try:
-        with urllib.request.urlopen(url, timeout=CLIENT_TIMEOUT) as r:
-            return r.status, r.read().decode("utf-8")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8")
+def run(base: str, query: str, token: str) -> tuple[int, str]:
+    """Run ``query`` as the page's form does (a POST with the page's token)."""
+    return post_form(base, "/", {"q": query, "action": "run"}, token)
 
 
 def test_a_timed_out_map_frees_the_session_for_the_next_request() -> None:
     fn = Slow()
     app = create_app(session(fn), query_timeout=LIMIT, progress_after=None)
     with running(app) as base:
+        token = page_token(base)
         t0 = time.monotonic()
-        status, body = get(base, MAP)
+        status, body = run(base, MAP, token)
         # the page's own time-out, or the query's (with its trace), whichever ends first
         assert status == 504 and ("Timed out" in body or "QueryTimeoutError" in body)
-        status, body = get(base, "SELECT COUNT(*) AS n FROM w")
+        status, body = run(base, "SELECT COUNT(*) AS n FROM w", token)
         served = time.monotonic() - t0
         assert status == 200 and "<b>Busy</b>" not in body and f">{N}</td>" in body
         assert served < LIMIT + SLACK, f"the next request was served {served:.2f} s after the first"
@@ -81,8 +78,11 @@ def test_a_client_that_goes_away_stops_the_work() -> None:
     app = create_app(session(fn), query_timeout=60.0, progress_after=0.2)
     with running(app) as base:
         host, port = base.removeprefix("http://").split(":")
+        token = page_token(base)
         conn = http.client.HTTPConnection(host, int(port), timeout=CLIENT_TIMEOUT)
-        conn.request("GET", "/?" + urllib.parse.urlencode({"q": MAP, "action": "run"}))
+        conn.request("POST", "/", body=urllib.parse.urlencode(
+            {"q": MAP, "action": "run", "token": token}),
+            headers={"Content-Type": "application/x-www-form-urlencoded"})
         response = conn.getresponse()
         assert response.status == 200
         response.read1(64)  # the page has started streaming: the map is running
@@ -96,5 +96,5 @@ def test_a_client_that_goes_away_stops_the_work() -> None:
         stopped = time.monotonic() - t0
         assert calls == fn.calls and calls < N // 2, f"{fn.calls} calls, still running"
         assert stopped < 6
-        status, body = get(base, "SELECT COUNT(*) AS n FROM w")
+        status, body = run(base, "SELECT COUNT(*) AS n FROM w", token)
         assert status == 200 and f">{N}</td>" in body
