@@ -47,9 +47,10 @@ HINT = ("a read-only blendsql session allows the backend's ordinary functions (t
 
 
 def refusal(backend: str, what: str, sql: str) -> UnsafeQueryError:
-    """The error for a call (or table) the allow-list of ``backend`` refuses."""
+    """The error for a call (or table) the allow-list of ``backend`` refuses; ``what``:
+    "calls f() (why)", "reads ..." """
     return UnsafeQueryError(
-        f"refused to run a statement that calls {what}, which a read-only {backend} "
+        f"refused to run a statement that {what}, which a read-only {backend} "
         f"session does not allow:\n  {short(sql)}", hint=HINT)
 
 

@@ -446,7 +446,7 @@ class Database(GuardedBackend):
         """Turn a sqlite error into ours, naming the statement and a hint."""
         if self._denied_call is not None:
             call, self._denied_call = self._denied_call, None
-            return refusal(self.name, call, sql)
+            return refusal(self.name, f"calls {call}", sql)
         if self._denied is not None:
             what, self._denied = self._denied, None
             return self.refused(what, sql)
