@@ -202,7 +202,7 @@ def duckdb_verdict(name: str, kind: str, internal: bool, side_effects: bool,
 #: volatile PostgreSQL functions that are ordinary all the same
 PG_ORDINARY_VOLATILE = frozenset({
     "random", "random_normal", "clock_timestamp", "timeofday", "gen_random_uuid",
-    "uuid_generate_v4", "setseed",
+    "uuid_generate_v4",
 })
 #: non-volatile catalogue functions that are not ordinary: settings and the transaction's
 #: identity (``txid_current`` assigns one), the server's files and addresses
@@ -217,6 +217,12 @@ PG_NOT_ORDINARY = frozenset({
     "pg_trigger_depth", "pg_get_backend_memory_contexts", "pg_log_backend_memory_contexts",
     "nextval", "currval", "lastval", "setval",
 })
+#: families of catalogue functions that are not ordinary whatever their volatility: the
+#: server's files, large objects, statistics of other sessions, locks, remote links
+PG_NOT_ORDINARY_PREFIXES = ("pg_read_", "pg_ls_", "pg_stat_", "pg_file", "lo_", "dblink",
+                            "pg_advisory", "pg_try_advisory", "pg_logical_", "pg_replication_",
+                            "pg_create_", "pg_drop_", "pg_wal_", "pg_promote", "pg_reload",
+                            "pg_rotate", "pg_terminate", "pg_cancel", "pg_sleep")
 #: PostgreSQL's catalogue schemas: functions there are the server's own
 PG_SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema"})
 
@@ -236,7 +242,7 @@ def pg_verdict(name: str, schema: str, kind: str, volatility: str, extension: bo
         return Verdict(name, False, "installed by an extension")
     if schema not in PG_SYSTEM_SCHEMAS:
         return Verdict(name, True, "the database's own")
-    if name in PG_NOT_ORDINARY:
+    if name in PG_NOT_ORDINARY or name.startswith(PG_NOT_ORDINARY_PREFIXES):
         return Verdict(name, False, "not an ordinary PostgreSQL function")
     if volatility == "v" and name not in PG_ORDINARY_VOLATILE:
         return Verdict(name, False, "volatile")
