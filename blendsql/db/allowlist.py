@@ -199,10 +199,11 @@ def duckdb_verdict(name: str, kind: str, internal: bool, side_effects: bool,
 
 # ------------------------------------------------------------------------------ PostgreSQL
 
-#: volatile PostgreSQL functions that are ordinary all the same
+#: volatile PostgreSQL functions that are ordinary all the same (``pg_sleep*``: the
+#: session's time limit stops a statement that sleeps past it)
 PG_ORDINARY_VOLATILE = frozenset({
     "random", "random_normal", "clock_timestamp", "timeofday", "gen_random_uuid",
-    "uuid_generate_v4",
+    "uuid_generate_v4", "pg_sleep", "pg_sleep_for", "pg_sleep_until",
 })
 #: non-volatile catalogue functions that are not ordinary: settings and the transaction's
 #: identity (``txid_current`` assigns one), the server's files and addresses
@@ -222,7 +223,7 @@ PG_NOT_ORDINARY = frozenset({
 PG_NOT_ORDINARY_PREFIXES = ("pg_read_", "pg_ls_", "pg_stat_", "pg_file", "lo_", "dblink",
                             "pg_advisory", "pg_try_advisory", "pg_logical_", "pg_replication_",
                             "pg_create_", "pg_drop_", "pg_wal_", "pg_promote", "pg_reload",
-                            "pg_rotate", "pg_terminate", "pg_cancel", "pg_sleep")
+                            "pg_rotate", "pg_terminate", "pg_cancel")
 #: PostgreSQL's catalogue schemas: functions there are the server's own
 PG_SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema"})
 
