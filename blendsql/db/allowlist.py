@@ -289,6 +289,36 @@ SPARK_FILE_FORMATS = frozenset({
 })
 
 
+#: Spark's table-valued functions a query may read from: generators
+SPARK_TABLE_FUNCTIONS = frozenset({
+    "range", "explode", "explode_outer", "inline", "inline_outer", "posexplode",
+    "posexplode_outer", "stack", "json_tuple", "variant_explode", "variant_explode_outer",
+})
+#: the operators of a query's unparsed plan (Spark's parser, ``plans.logical``): any
+#: other one (``ScriptTransformation``: ``TRANSFORM .. USING 'cmd'`` runs a program) is
+#: refused
+SPARK_PLAN_NODES = frozenset({
+    "Project", "Filter", "Aggregate", "Join", "Sort", "GlobalLimit", "LocalLimit", "Limit",
+    "Offset", "Tail", "Union", "Intersect", "Except", "Distinct", "Deduplicate",
+    "SubqueryAlias", "OneRowRelation", "LocalRelation", "UnresolvedWith", "CTERelationDef",
+    "CTERelationRef", "WithWindowDefinition", "Window", "Generate", "UnresolvedHint",
+    "Sample", "Pivot", "Unpivot", "LateralJoin", "RepartitionByExpression", "Repartition",
+    "RebalancePartitions", "Expand", "Range", "WithCTE",
+})
+#: the parser's unresolved nodes a query may hold (``catalyst.analysis``): names resolved
+#: later are checked here (functions, relations); ``PlanWithUnresolvedIdentifier``
+#: (``IDENTIFIER(:param)``, a name known only once bound) is not among them
+SPARK_UNRESOLVED_NODES = frozenset({
+    "UnresolvedFunction", "UnresolvedAttribute", "UnresolvedAlias", "UnresolvedStar",
+    "UnresolvedRelation", "UnresolvedInlineTable", "UnresolvedTableValuedFunction",
+    "UnresolvedGenerator", "UnresolvedHaving", "UnresolvedOrdinal", "UnresolvedExtractValue",
+    "UnresolvedSubqueryColumnAliases", "UnresolvedTVFAliases", "UnresolvedRegex",
+    "UnresolvedSeed", "UnresolvedOuterReference", "UnresolvedNamedLambdaVariable",
+    "UnresolvedStarExceptOrReplace", "UnresolvedStarWithColumns", "NamedParameter",
+    "PosParameter", "UnresolvedTranspose",
+})
+
+
 def spark_verdict(name: str, group: str | None, builtin: bool) -> Verdict:
     """May a query call the Spark function ``name`` (lower case)? Built-in functions of
     the ordinary :data:`SPARK_GROUPS`, and :data:`SPARK_ORDINARY` by name; never a Java
