@@ -261,11 +261,13 @@ SPARK_GROUPS = frozenset({
     "conversion_funcs", "csv_funcs", "datetime_funcs", "generator_funcs", "hash_funcs",
     "json_funcs", "lambda_funcs", "map_funcs", "math_funcs", "predicate_funcs",
     "string_funcs", "struct_funcs", "url_funcs", "window_funcs", "variant_funcs",
-    "xml_funcs",
+    "xml_funcs", "sketch_funcs", "st_funcs", "vector_funcs",
 })
-#: ordinary members of ``misc_funcs`` and functions Spark lists without a group
+#: ordinary members of ``misc_funcs`` and functions Spark lists without a group (the
+#: Avro / Protobuf groups are not ordinary: ``from_protobuf`` reads a descriptor file)
 SPARK_ORDINARY = frozenset({
-    "current_catalog", "current_database", "current_schema", "current_user", "user",
+    "current_catalog", "current_database", "current_schema", "current_path", "current_user",
+    "user", "hmac",
     "session_user", "version", "typeof", "uuid", "monotonically_increasing_id",
     "spark_partition_id", "input_file_name", "input_file_block_start",
     "input_file_block_length", "assert_true", "raise_error", "equal_null", "coalesce",
