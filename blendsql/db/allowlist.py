@@ -339,7 +339,7 @@ def spark_verdict(name: str, group: str | None, builtin: bool) -> Verdict:
 
 # ------------------------------------------------------------------------------ sqlglot
 
-def sqlglot_calls(tree: exp.Expression, dialect: str) -> Iterator[tuple[str, exp.Func]]:
+def sqlglot_calls(tree: exp.Expr, dialect: str) -> Iterator[tuple[str, exp.Func]]:
     """(name as the backend reads it, node) of each function call in a parsed statement.
 
     An unknown function (``exp.Anonymous``) is named as written; a function sqlglot
@@ -356,10 +356,10 @@ def sqlglot_calls(tree: exp.Expression, dialect: str) -> Iterator[tuple[str, exp
             yield name, node
 
 
-_WRITTEN: dict[tuple[type, str], str] = {}
+_WRITTEN: dict[tuple[type[exp.Func], str], str] = {}
 
 
-def _written_name(cls: type, dialect: str) -> str:
+def _written_name(cls: type[exp.Func], dialect: str) -> str:
     """The function name ``dialect`` writes a sqlglot function class with ('' for syntax).
 
     Why sqlglot's own generator: the text the backend runs is the one sqlglot wrote
