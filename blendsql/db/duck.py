@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -49,6 +50,8 @@ from blendsql.db.transpile import FullText, Transpiler, words_only
 from blendsql.errors import ExecutionError
 
 _READ_TYPES = {"SELECT", "EXPLAIN"}
+#: the start of an EXPLAIN statement, before the query it explains (or runs: ANALYZE)
+_EXPLAIN = re.compile(r"\s*EXPLAIN(\s+ANALY[SZ]E)?\s+", re.IGNORECASE)
 #: what ``allow_writes=True`` lets a user statement do (never COPY: it reads and writes files)
 _WRITE_TYPES = {"INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER"}
 _TYPES = {"TEXT": "VARCHAR", "BLOB": "BLOB", "BIGINT": "BIGINT", "DOUBLE": "DOUBLE",
@@ -314,7 +317,13 @@ class DuckDBDatabase(GuardedBackend):
         """Every function a statement calls and every table it reads, by DuckDB's own
         parse (``json_serialize_sql``; sqlglot's for a statement DuckDB cannot
         serialise: a write, an EXPLAIN): refused by name unless the allow-list allows it."""
-        tree = _duck_parse(statement) if kind == "SELECT" else None
+        if kind == "EXPLAIN":  # its query is judged (EXPLAIN ANALYZE runs it)
+            explained = _EXPLAIN.match(statement)
+            statement = statement[explained.end():] if explained else ""
+        tree = _duck_parse(statement) if kind in ("SELECT", "EXPLAIN") else None
+        if tree is None and kind in ("SELECT", "EXPLAIN"):
+            raise refusal(self.name, "holds what blendsql cannot read (so cannot check its "
+                          "function calls)", text)
         if tree is None:
             self._check_with_sqlglot(statement, text)
             return
@@ -455,8 +464,6 @@ def _sql_string(text: str) -> str:
 
 
 def _creates_temp(text: str) -> bool:
-    import re
-
     return bool(re.match(r"\s*CREATE\s+(OR\s+REPLACE\s+)?(TEMP|TEMPORARY)\b", text, re.I))
 
 

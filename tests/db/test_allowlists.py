@@ -172,6 +172,9 @@ def duck(tmp_path: Path) -> Iterator[tuple[BlendSQL, Path, Path]]:
     "SELECT current_setting('threads')",
     "SELECT * FROM duckdb_settings()",
     "SELECT * FROM t WHERE a IN (SELECT length(content) FROM read_text('{m}'))",
+    "EXPLAIN SELECT * FROM read_text('{m}')",
+    "EXPLAIN ANALYZE SELECT * FROM read_text('{m}')",
+    "explain /* x */ analyze SELECT * FROM read_text('{m}')",
 ])
 def test_duckdb_file_readers_and_settings_are_refused(duck: Any, sql: str) -> None:
     bsql, marker, csv = duck
