@@ -188,7 +188,9 @@ def postgres_sweep(marker: Path, progress: Path, url: str,
     sweep.run(names, statements)
     xml = external_entity(marker)
     for sql in (f"SELECT xmlparse(document '{xml}')::text",
-                f"SELECT xpath('/a/text()', xmlparse(document '{xml}'))::text"):
+                f"SELECT xpath('/a/text()', xmlparse(document '{xml}'))::text",
+                f"SELECT xpath('/a/text()', CAST('{xml}' AS xml))::text",
+                f"SELECT CAST('{xml}' AS xml)::text"):
         sweep.call("probe: xml external entity", sql)
 
     def after() -> list[str]:

@@ -26,6 +26,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from blendsql import BlendSQL
 from blendsql.errors import UnsafeQueryError
@@ -343,3 +345,58 @@ def test_spark_ordinary_functions_run(spark_bsql: BlendSQL) -> None:
     assert spark_bsql.db.run_native(
         "SELECT get_json_object('{\"x\": 1}', '$.x'), date_format(current_date(), 'y'), "
         "explode(array(1, 2)), * FROM range(2)")[1]
+
+
+# ------------------------------------------------------------------------------ spellings
+
+_SPACE = st.sampled_from(["", " ", "\n\t", " /* ( */ ", " -- x\n"])
+_PLACES = [
+    "SELECT {call}",
+    "SELECT a FROM t WHERE a IN (SELECT length({call}))",
+    "WITH c AS (SELECT {call} AS v) SELECT * FROM c",
+    "SELECT CASE WHEN a > 0 THEN {call} END FROM t",
+]
+
+
+@st.composite
+def _spelling(draw: st.DrawFn, names: list[str], quotes: list[tuple[str, str]],
+              args: str) -> tuple[str, str]:
+    """A call of one of ``names`` in random case, quoting and spacing, somewhere in a
+    statement; and the same text as a string literal (which must run)."""
+    name = draw(st.sampled_from(names))
+    cased = "".join(c.upper() if draw(st.booleans()) else c for c in name)
+    left, right = draw(st.sampled_from(quotes))
+    call = f"{left}{cased}{right}{draw(_SPACE)}({draw(_SPACE)}{args})"
+    place = draw(st.sampled_from(_PLACES))
+    literal = "'" + call.replace("'", "''").replace("--", "- -") + "'"
+    return place.format(call=call), place.format(call=literal)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_spelling(["fts3_tokenizer", "load_extension"],
+                 [("", ""), ('"', '"'), ("[", "]"), ("`", "`")], "'simple', x'41'"))
+def test_sqlite_spellings_of_a_refused_call_are_refused(case: tuple[str, str]) -> None:
+    """Case, quoting, comments and whitespace never hide a call; a literal is data."""
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE t (a INTEGER)")
+    con.execute("INSERT INTO t VALUES (1)")
+    bsql = BlendSQL(con)
+    call, literal = case
+    with pytest.raises(UnsafeQueryError, match="refused"):
+        bsql.db.run_native(call)
+    bsql.db.run_native(literal)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_spelling(["read_text", "read_blob", "current_setting", "getvariable"],
+                 [("", ""), ('"', '"')], "'x'"))
+def test_duckdb_spellings_of_a_refused_call_are_refused(case: tuple[str, str]) -> None:
+    pytest.importorskip("duckdb")
+    from blendsql.db.duck import DuckDBDatabase
+
+    db = DuckDBDatabase({"t": pd.DataFrame({"a": [1]})})
+    call, literal = case
+    with pytest.raises(UnsafeQueryError, match="refused"):
+        db.run_native(call)
+    db.run_native(literal)
+    db.close()
