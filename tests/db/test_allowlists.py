@@ -320,6 +320,9 @@ def test_spark_java_calls_are_refused_and_the_jvm_is_unchanged(
     "SELECT * FROM t WHERE s IN (SELECT value FROM json.`/etc/hostname`)",
     "SELECT * FROM read_files('/etc/hostname')",
     "SELECT TRANSFORM(s) USING 'cat' AS (x) FROM t",
+    "ADD JAR 'evil.jar'",
+    "CREATE TEMPORARY FUNCTION f AS 'org.example.F'",
+    "SET spark.sql.ansi.enabled = false",
 ])
 def test_spark_files_and_programs_are_refused(spark_bsql: BlendSQL, sql: str) -> None:
     with pytest.raises(UnsafeQueryError, match="refused"):

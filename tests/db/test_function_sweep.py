@@ -27,6 +27,16 @@ ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 900
 
 
+#: ordinary functions no backend may refuse (plus each backend's own in the tests below)
+ORDINARY = {"abs", "lower", "upper", "substr", "coalesce", "count", "sum", "avg", "min", "max",
+            "round", "length", "replace", "row_number", "rank", "dense_rank", "lag", "lead",
+            "trim", "nullif"}
+
+
+def _no_ordinary_refused(report: dict[str, Any], own: set[str]) -> None:
+    assert not (ORDINARY | own) & set(report["refused_names"])
+
+
 def _sweep(backend: str, tmp_path: Path, *extra: str) -> dict[str, Any]:
     marker = tmp_path / "marker.txt"
     marker.write_text(f"blendsql-marker-{secrets.token_hex(8)}\n")
@@ -54,6 +64,8 @@ def _sweep(backend: str, tmp_path: Path, *extra: str) -> dict[str, Any]:
 def test_every_sqlite_function(tmp_path: Path) -> None:
     report = _sweep("sqlite", tmp_path)
     assert {"fts3_tokenizer", "load_extension", "fts5"} <= set(report["refused_names"])
+    _no_ordinary_refused(report, {"instr", "date", "strftime", "julianday", "json_extract",
+                                  "json_object", "bm25", "snippet", "highlight", "match"})
 
 
 def test_every_duckdb_function(tmp_path: Path) -> None:
@@ -61,12 +73,17 @@ def test_every_duckdb_function(tmp_path: Path) -> None:
     report = _sweep("duckdb", tmp_path)
     assert {"read_text", "read_blob", "read_csv", "glob", "query",
             "current_setting"} <= set(report["refused_names"])
+    _no_ordinary_refused(report, {"instr", "strpos", "date_trunc", "strftime", "json_extract",
+                                  "json_object", "range", "unnest", "generate_series"})
 
 
 def test_every_postgres_function(tmp_path: Path, postgres_server: Any) -> None:
     report = _sweep("postgres", tmp_path, postgres_server.url())
     assert {"pg_read_file", "pg_ls_dir", "lo_import", "set_config", "pg_terminate_backend",
             "pg_advisory_lock", "pg_reload_conf"} <= set(report["refused_names"])
+    _no_ordinary_refused(report, {"strpos", "date_trunc", "to_char", "now", "json_build_object",
+                                  "jsonb_extract_path", "to_tsvector", "ts_rank",
+                                  "websearch_to_tsquery", "generate_series"})
 
 
 def test_every_spark_function(tmp_path: Path) -> None:
@@ -76,6 +93,8 @@ def test_every_spark_function(tmp_path: Path) -> None:
     skip_unless_required(spark_missing(), "BLENDSQL_REQUIRE_SPARK")
     report = _sweep("spark", tmp_path)
     assert {"reflect", "java_method", "try_reflect"} <= set(report["refused_names"])
+    _no_ordinary_refused(report, {"instr", "date_format", "date_trunc", "get_json_object",
+                                  "to_json", "explode", "range", "current_date"})
     assert {n for n in report["probes"] if "`path`" in n} == {
         f"probe: {f}.`path`" for f in ("text", "csv", "json", "parquet", "binaryFile")}
     assert all(report["probes"][f"probe: {f}.`path`"] == ["refused"]
