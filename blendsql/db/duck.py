@@ -310,8 +310,10 @@ class DuckDBDatabase(GuardedBackend):
         if any(c in name for c in "./\\:~"):
             return refusal(self.name, f"reads {name!r} as a table, which is no table or "
                            "view of the database (DuckDB would read the file)", text)
-        return ExecutionError(f"DuckDB error: no table or view named {name!r}\n  in: "
-                              f"{short(text)}", hint="check the table and column names")
+        # DuckDB's own wording of a missing table (the NL layer reads the name from it)
+        return ExecutionError(f"DuckDB error: Catalog Error: Table with name {name} does not "
+                              f"exist!\n  in: {short(text)}",
+                              hint="check the table and column names")
 
     def _check_calls(self, statement: str, kind: str, text: str) -> None:
         """Every function a statement calls and every table it reads, by DuckDB's own
