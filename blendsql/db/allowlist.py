@@ -30,7 +30,7 @@ its statements (``blendsql/db/database.py``, ``duck.py``, ``postgres.py``,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -39,7 +39,7 @@ from blendsql.db.backend import short
 from blendsql.errors import UnsafeQueryError
 
 #: the hint of every refusal
-HINT = ("a read-only blendsql session allows the backend's ordinary functions (text, "
+HINT = ("a blendsql session allows the backend's ordinary functions (text, "
         "number, date, JSON, aggregate and window functions), full-text search and "
         "the engine's own functions; calls that read files, run code, or change the "
         "server or the session are refused. Run it on your own connection, outside "
@@ -50,8 +50,8 @@ def refusal(backend: str, what: str, sql: str) -> UnsafeQueryError:
     """The error for a call (or table) the allow-list of ``backend`` refuses; ``what``:
     "calls f() (why)", "reads ..." """
     return UnsafeQueryError(
-        f"refused to run a statement that {what}, which a read-only {backend} "
-        f"session does not allow:\n  {short(sql)}", hint=HINT)
+        f"refused to run a statement that {what}, which a blendsql session on {backend} "
+        f"does not allow:\n  {short(sql)}", hint=HINT)
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ SQLITE_ORDINARY = frozenset({
     "regexp",
 })
 #: families of ordinary SQLite functions, by prefix
-SQLITE_ORDINARY_PREFIXES = ("json_", "jsonb_", "json")
+SQLITE_ORDINARY_PREFIXES = ("json",)
 #: the engine's own functions (collectors, bound lookups): ``__bsql_`` names
 ENGINE_PREFIX = "__bsql_"
 #: functions of SQLite's library (and its usual loadable extensions) that are not
@@ -384,8 +384,3 @@ def _written_name(cls: type[exp.Func], dialect: str) -> str:
         name = ""
     _WRITTEN[key] = name
     return name
-
-
-def names_of(items: Iterable[str]) -> frozenset[str]:
-    """Lower-cased names."""
-    return frozenset(n.lower() for n in items)

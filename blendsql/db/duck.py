@@ -347,6 +347,13 @@ class DuckDBDatabase(GuardedBackend):
             tree = sqlglot.parse_one(statement, read="duckdb")
         except Exception:  # noqa: BLE001 - the statement was already accepted by DuckDB
             raise refusal(self.name, "holds what blendsql cannot read", text) from None
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        for table in tree.find_all(exp.Table):
+            if isinstance(table.this, exp.Func) or table.find_ancestor(exp.Select) is None:
+                continue  # a table function (judged below), or what the statement writes
+            name = table.name
+            if name and name.lower() not in ctes and not self._is_relation(name):
+                raise self._not_a_relation(name, text)
         for name, node in sqlglot_calls(tree, "duckdb"):
             found = self.function_verdicts().get(name)
             if found is None and not isinstance(node, exp.Anonymous):

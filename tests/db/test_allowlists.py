@@ -196,6 +196,24 @@ def test_duckdb_copy_is_refused_even_with_writes_allowed(tmp_path: Path) -> None
     assert not out.exists()
 
 
+def test_duckdb_writes_allowed_still_read_no_file(tmp_path: Path) -> None:
+    """``allow_writes=True`` lets a statement change the user's tables, not read files."""
+    pytest.importorskip("duckdb")
+    from blendsql.db.duck import DuckDBDatabase
+
+    secret = tmp_path / "secret.csv"
+    secret.write_text("a\nblendsql-marker\n")
+    db = DuckDBDatabase({"t": pd.DataFrame({"a": [1]})}, allow_writes=True)
+    for sql in (f"CREATE TABLE x AS SELECT * FROM '{secret}'",
+                f"CREATE TABLE y AS SELECT * FROM read_csv('{secret}')",
+                f"INSERT INTO t SELECT length(content) FROM read_text('{secret}')"):
+        with pytest.raises(UnsafeQueryError, match="refused"):
+            db.run_native(sql)
+    db.run_native("INSERT INTO t SELECT a + 1 FROM t")
+    assert db.run_native("SELECT count(*) FROM t")[1] == [(2,)]
+    db.close()
+
+
 def test_duckdb_ordinary_functions_and_the_opened_file_run(duck: Any) -> None:
     bsql, _, csv = duck
     for sql in [
