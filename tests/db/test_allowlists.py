@@ -145,6 +145,20 @@ def test_application_functions_of_a_handed_in_connection_still_run(tmp_path: Pat
     assert con.execute("SELECT double_it(21)").fetchone() == (42,)
 
 
+def test_file_functions_of_sqlite_extensions_are_refused_on_a_handed_in_connection(
+        tmp_path: Path) -> None:
+    """``readfile`` / ``writefile`` / ``edit`` (the shell's fileio extension, here stood in
+    for by Python functions of those names) are refused by name, whoever registered them."""
+    con = sqlite3.connect(_fts_file(tmp_path))
+    for name in ("readfile", "writefile", "edit"):
+        con.create_function(name, -1, lambda *a: "blendsql-marker")
+    bsql = BlendSQL(con)
+    for sql in ("SELECT readfile('/etc/hostname')", "SELECT writefile('x', 'y')",
+                "SELECT EDIT('x')"):
+        with pytest.raises(UnsafeQueryError, match="refused"):
+            bsql.execute(sql)
+
+
 # ------------------------------------------------------------------------------ DuckDB
 
 @pytest.fixture
