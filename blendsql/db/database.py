@@ -31,6 +31,7 @@ mode", which may create and drop temp objects):
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 import time
@@ -41,6 +42,7 @@ from typing import Any
 
 import pandas as pd
 
+from blendsql.db.allowlist import SQLITE_KNOWN_LIBRARY, Verdict, refusal, sqlite_verdict
 from blendsql.db.backend import (  # noqa: F401 - the defaults are re-exported here
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MAX_ROWS,
@@ -115,6 +117,41 @@ _READ_ACTIONS = frozenset({sqlite3.SQLITE_READ, sqlite3.SQLITE_SELECT, sqlite3.S
                            getattr(sqlite3, "SQLITE_RECURSIVE", sqlite3.SQLITE_SELECT)})
 
 
+_FUNCTION = sqlite3.SQLITE_FUNCTION
+#: name -> verdict of the functions user and engine statements called so far (the rule
+#: depends only on the name and the SQLite library of this process)
+_VERDICTS: dict[str, Verdict] = {}
+
+
+@functools.lru_cache(maxsize=1)
+def sqlite_library() -> frozenset[str]:
+    """Every function of this process's SQLite library (built-in and its compiled-in
+    extensions: FTS3/4/5, R-tree, JSON...), read from ``pragma_function_list`` on a fresh
+    connection, plus :data:`blendsql.db.allowlist.SQLITE_KNOWN_LIBRARY` (a library
+    built without the pragma still refuses those)."""
+    probe = sqlite3.connect(":memory:")
+    try:
+        names = {str(r[0]).lower() for r in probe.execute(
+            "SELECT name FROM pragma_function_list")}
+    except sqlite3.Error:
+        names = set()
+    finally:
+        probe.close()
+    return frozenset(names | SQLITE_KNOWN_LIBRARY)
+
+
+def function_verdict(name: str) -> Verdict:
+    """May a statement call the SQLite function ``name``? (cached; see
+    :func:`blendsql.db.allowlist.sqlite_verdict`)"""
+    key = name.lower()
+    found = _VERDICTS.get(key)
+    if found is None:
+        found = sqlite_verdict(key, sqlite_library())
+        if found.why != "engine":  # engine names carry a session's token: not kept
+            _VERDICTS[key] = found
+    return found
+
+
 def _engine_own(action: int, dbname: str | None) -> bool:
     """True for what the engine does to its own temp objects and transactions.
 
@@ -177,6 +214,7 @@ class Database(GuardedBackend):
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         super().__init__(allow_writes=allow_writes, dialect="sqlite")
         self._denied: str | None = None
+        self._denied_call: str | None = None
         self._borrowed: Borrowed | None = None
         self._free_functions: list[str] = []
         self._owns = True
@@ -284,8 +322,15 @@ class Database(GuardedBackend):
         On our own connection (no user's authorizer to ask) two kinds of action
         that :meth:`_problem` always allows are allowed at once: reads
         (``_READ_ACTIONS``, most actions of a statement) and, in engine mode,
-        what the engine does to its own temp objects (:func:`_engine_own`).
+        what the engine does to its own temp objects (:func:`_engine_own`). A function
+        call is judged first, in engine mode too (the engine's statements hold the
+        user's expressions): only what :func:`function_verdict` allows.
         """
+        if action == _FUNCTION:
+            verdict = _VERDICTS.get(arg2 or "") or function_verdict(arg2 or "")
+            if not verdict.allowed:
+                self._denied_call = f"{verdict.name}() ({verdict.why})"
+                return sqlite3.SQLITE_DENY
         if self._borrowed is None and (
                 action in _READ_ACTIONS or (self._engine and (
                     action in _ENGINE_ACTIONS
@@ -354,7 +399,7 @@ class Database(GuardedBackend):
 
     def _statement_starts(self) -> bool:
         """Whether the statement starts outside a transaction (see _statement_ends)."""
-        self._denied = None
+        self._denied = self._denied_call = None
         return not self.conn.in_transaction
 
     def _statement_ends(self, started: Any, ok: bool) -> None:
@@ -401,6 +446,9 @@ class Database(GuardedBackend):
 
     def _error(self, e: sqlite3.Error, sql: str) -> ExecutionError:
         """Turn a sqlite error into ours, naming the statement and a hint."""
+        if self._denied_call is not None:
+            call, self._denied_call = self._denied_call, None
+            return refusal(self.name, f"calls {call}", sql)
         if self._denied is not None:
             what, self._denied = self._denied, None
             return self.refused(what, sql)

@@ -18,20 +18,31 @@ first use for an in-memory database and must exist already
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping, Sequence
+import json
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from sqlglot import exp
 
+from blendsql.db.allowlist import (
+    DUCKDB_FILE_READERS,
+    DUCKDB_TABLE_FUNCTIONS,
+    SEQUENCE_FUNCTIONS,
+    Verdict,
+    duckdb_verdict,
+    refusal,
+    sqlglot_calls,
+)
 from blendsql.db.backend import Keys, require
 from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
     engine_value,
     floats,
-    session_changing_call,
     short,
 )
 from blendsql.db.temp_rows import quote
@@ -39,7 +50,10 @@ from blendsql.db.transpile import FullText, Transpiler, words_only
 from blendsql.errors import ExecutionError
 
 _READ_TYPES = {"SELECT", "EXPLAIN"}
-_WRITE_TYPES = {"INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "COPY"}
+#: the start of an EXPLAIN statement, before the query it explains (or runs: ANALYZE)
+_EXPLAIN = re.compile(r"\s*EXPLAIN(\s+ANALY[SZ]E)?\s+", re.IGNORECASE)
+#: what ``allow_writes=True`` lets a user statement do (never COPY: it reads and writes files)
+_WRITE_TYPES = {"INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER"}
 _TYPES = {"TEXT": "VARCHAR", "BLOB": "BLOB", "BIGINT": "BIGINT", "DOUBLE": "DOUBLE",
           "BOOLEAN": "BOOLEAN", "INTEGER": "INTEGER", "NUMERIC": "HUGEINT",
           "DATE": "DATE", "TIMESTAMP": "TIMESTAMP"}
@@ -100,6 +114,12 @@ class DuckDBDatabase(GuardedBackend):
         self._in_memory = False
         self._views: dict[str, str] = {}  # engine temp view -> its table (NULL columns)
         self.path: str | None = None
+        #: files the session opened (Parquet / CSV views): file readers may read these only
+        self._files: set[str] = set()
+        #: the connection's functions, by name: their verdicts (see :meth:`function_verdicts`)
+        self._verdicts: dict[str, list[Verdict]] | None = None
+        #: lower-case names of the connection's tables and views (see :meth:`_is_relation`)
+        self._relations: set[str] = set()
         if isinstance(source, duckdb.DuckDBPyConnection):
             self.conn = source
             self._owns = False
@@ -141,6 +161,7 @@ class DuckDBDatabase(GuardedBackend):
             if not path.exists():
                 raise ExecutionError(f"file not found: {path}", hint="check the path")
             reader = "read_parquet" if path.suffix.lower() == ".parquet" else "read_csv_auto"
+            self._files.add(str(path.resolve()))
             self.conn.execute(f"CREATE VIEW {q} AS SELECT * FROM "
                               f"{reader}('{_sql_string(str(path.resolve()))}')")
             return
@@ -214,22 +235,134 @@ class DuckDBDatabase(GuardedBackend):
         return cols, floats(self.fetch_limited(cur.fetchmany, text), decimals)
 
     def _check_statement(self, text: str) -> None:
-        """Refuse writes (unless allowed), temp objects, SET / ATTACH / PRAGMA / LOAD."""
+        """Refuse writes (unless allowed), temp objects, SET / ATTACH / PRAGMA / LOAD /
+        COPY, and every call or table the allow-list refuses (:meth:`_check_calls`)."""
         try:
             statements = self.conn.extract_statements(text)
         except Exception:  # noqa: BLE001 - a syntax error: DuckDB reports it when run
             return
         for st in statements:
             kind = st.type.name
-            if kind in _READ_TYPES and not self.allow_writes:
-                changed = session_changing_call(text)
-                if changed:
-                    raise self.refused(f"{changed}()", text)
-            if kind in _READ_TYPES:
-                continue
-            if kind in _WRITE_TYPES and self.allow_writes and not _creates_temp(text):
+            if kind in _READ_TYPES or (kind in _WRITE_TYPES and self.allow_writes
+                                       and not _creates_temp(text)):
+                self._check_calls(str(st.query), kind, text)
                 continue
             raise self.refused(kind, text)
+
+    # -- the allow-list (blendsql.db.allowlist) ---------------------------------------
+
+    def function_verdicts(self) -> dict[str, list[Verdict]]:
+        """Each function of the connection's catalogue (``duckdb_functions()``) by name:
+        its verdicts (one per kind / schema). Read once per connection, again when a
+        statement names a function it does not list (one the application created since)."""
+        if self._verdicts is None:
+            rows = self.conn.execute(
+                "SELECT DISTINCT lower(function_name), function_type, internal, "
+                "coalesce(has_side_effects, false), schema_name FROM duckdb_functions()"
+            ).fetchall()
+            verdicts: dict[str, list[Verdict]] = {}
+            for name, kind, internal, effects, schema in rows:
+                verdicts.setdefault(name, []).append(
+                    duckdb_verdict(name, kind, bool(internal), bool(effects), schema))
+            self._verdicts = verdicts
+        return self._verdicts
+
+    def _value_call(self, name: str, schema: str) -> Verdict:
+        """The verdict on calling ``name`` as a value (scalar, aggregate, window, macro)."""
+        found = self.function_verdicts().get(name)
+        if found is None:
+            self._verdicts = None  # created since the catalogue was read?
+            found = self.function_verdicts().get(name)
+        if not found:
+            return Verdict(name, False, "not in DuckDB's catalogue")
+        if schema.startswith("fts_main_"):
+            return Verdict(name, name == "match_bm25", "full-text search")
+        if self.allow_writes and name in SEQUENCE_FUNCTIONS:
+            return Verdict(name, True, "a sequence (writes allowed)")
+        return next((v for v in found if v.allowed), found[0])
+
+    def _table_call(self, name: str, args: list[Any]) -> Verdict:
+        """The verdict on reading the table function ``name`` (its constant ``args``)."""
+        if name in DUCKDB_TABLE_FUNCTIONS:
+            return Verdict(name, True, "a generator or the catalogue")
+        if name in DUCKDB_FILE_READERS and args and all(
+                isinstance(a, str) and str(Path(a).resolve()) in self._files for a in args):
+            return Verdict(name, True, "a file this session opened")
+        if name in DUCKDB_FILE_READERS:
+            return Verdict(name, False, "reads a file this session did not open")
+        return Verdict(name, False, "not an allowed table function")
+
+    def _is_relation(self, name: str) -> bool:
+        """A table or view of the connection (else DuckDB would read the name as a file
+        path or a Python variable: a replacement scan)."""
+        if name.lower() in self._relations:
+            return True
+        rows = self.conn.execute(
+            "SELECT lower(table_name) FROM duckdb_tables() UNION ALL "
+            "SELECT lower(view_name) FROM duckdb_views()").fetchall()
+        self._relations = {r[0] for r in rows}
+        return name.lower() in self._relations
+
+    def _not_a_relation(self, name: str, text: str) -> ExecutionError:
+        """A table reference that names no table or view: refused before DuckDB reads it
+        as a file (a name with a path's characters: an UnsafeQueryError) or as a Python
+        variable of the caller (any other name: the error of a missing table)."""
+        if any(c in name for c in "./\\:~"):
+            return refusal(self.name, f"reads {name!r} as a table, which is no table or "
+                           "view of the database (DuckDB would read the file)", text)
+        # DuckDB's own wording of a missing table (the NL layer reads the name from it)
+        return ExecutionError(f"DuckDB error: Catalog Error: Table with name {name} does not "
+                              f"exist!\n  in: {short(text)}",
+                              hint="check the table and column names")
+
+    def _check_calls(self, statement: str, kind: str, text: str) -> None:
+        """Every function a statement calls and every table it reads, by DuckDB's own
+        parse (``json_serialize_sql``; sqlglot's for a statement DuckDB cannot
+        serialise: a write, an EXPLAIN): refused by name unless the allow-list allows it."""
+        if kind == "EXPLAIN":  # its query is judged (EXPLAIN ANALYZE runs it)
+            explained = _EXPLAIN.match(statement)
+            statement = statement[explained.end():] if explained else ""
+        tree = _duck_parse(statement) if kind in ("SELECT", "EXPLAIN") else None
+        if tree is None and kind in ("SELECT", "EXPLAIN"):
+            raise refusal(self.name, "holds what blendsql cannot read (so cannot check its "
+                          "function calls)", text)
+        if tree is None:
+            self._check_with_sqlglot(statement, text)
+            return
+        ctes = set(_cte_names(tree))
+        for what, name, schema, args in _duck_refs(tree):
+            if what == "table":
+                if name.lower() not in ctes and not self._is_relation(name):
+                    raise self._not_a_relation(name, text)
+                continue
+            verdict = (self._table_call(name, args) if what == "table_function"
+                       else self._value_call(name, schema))
+            if not verdict.allowed:
+                raise refusal(self.name, f"calls {name}() ({verdict.why})", text)
+
+    def _check_with_sqlglot(self, statement: str, text: str) -> None:
+        import sqlglot
+
+        try:
+            tree = sqlglot.parse_one(statement, read="duckdb")
+        except Exception:  # noqa: BLE001 - the statement was already accepted by DuckDB
+            raise refusal(self.name, "holds what blendsql cannot read", text) from None
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        for table in tree.find_all(exp.Table):
+            if isinstance(table.this, exp.Func) or table.find_ancestor(exp.Select) is None:
+                continue  # a table function (judged below), or what the statement writes
+            name = table.name
+            if name and name.lower() not in ctes and not self._is_relation(name):
+                raise self._not_a_relation(name, text)
+        for name, node in sqlglot_calls(tree, "duckdb"):
+            found = self.function_verdicts().get(name)
+            if found is None and not isinstance(node, exp.Anonymous):
+                continue  # sqlglot's syntax (CAST, EXTRACT ...): no function of its own
+            in_from = isinstance(node.parent, exp.Table) or isinstance(node.parent, exp.From)
+            verdict = (self._table_call(name, []) if in_from
+                       else self._value_call(name, ""))
+            if not verdict.allowed:
+                raise refusal(self.name, f"calls {name}() ({verdict.why})", text)
 
     def _driver_error(self, e: Exception, sql: str) -> ExecutionError | None:
         import duckdb
@@ -340,6 +473,72 @@ def _sql_string(text: str) -> str:
 
 
 def _creates_temp(text: str) -> bool:
-    import re
-
     return bool(re.match(r"\s*CREATE\s+(OR\s+REPLACE\s+)?(TEMP|TEMPORARY)\b", text, re.I))
+
+
+_PARSER: Any = None
+_PARSER_LOCK = threading.Lock()
+
+
+def _duck_parse(statement: str) -> Any:
+    """DuckDB's own parse tree of one SELECT (``json_serialize_sql``, on a private
+    in-memory connection: parsing reads no catalogue), or None when DuckDB cannot
+    serialise the statement."""
+    import duckdb
+
+    global _PARSER
+    with _PARSER_LOCK:
+        if _PARSER is None:
+            _PARSER = duckdb.connect(":memory:")
+        out = _PARSER.execute("SELECT json_serialize_sql(?)", [statement]).fetchone()
+    tree = json.loads(out[0]) if out else None
+    if not isinstance(tree, dict) or tree.get("error"):
+        return None
+    return tree
+
+
+def _cte_names(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        cte = node.get("cte_map")
+        if isinstance(cte, dict):
+            for item in cte.get("map") or []:
+                yield str(item.get("key", "")).lower()
+        for v in node.values():
+            yield from _cte_names(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _cte_names(v)
+
+
+def _duck_refs(node: Any) -> Iterator[tuple[str, str, str, list[Any]]]:
+    """("call" | "table_function" | "table", name, schema, constant args) of each function
+    call and table reference in DuckDB's serialised parse tree."""
+    if isinstance(node, list):
+        for v in node:
+            yield from _duck_refs(v)
+        return
+    if not isinstance(node, dict):
+        return
+    kind = node.get("type")
+    if kind == "BASE_TABLE":
+        yield ("table", str(node.get("table_name", "")),
+               str(node.get("schema_name") or node.get("catalog_name") or ""), [])
+        return
+    if kind == "TABLE_FUNCTION" and isinstance(node.get("function"), dict):
+        fn = node["function"]
+        children = fn.get("children") or []
+        args = [c.get("value", {}).get("value") if c.get("class") == "CONSTANT" else None
+                for c in children if isinstance(c, dict)]
+        yield ("table_function", str(fn.get("function_name", "")).lower(),
+               str(fn.get("schema") or ""), args)
+        yield from _duck_refs(children)
+        for key, v in node.items():
+            if key != "function":
+                yield from _duck_refs(v)
+        return
+    if node.get("class") == "WINDOW" and kind != "WINDOW_AGGREGATE":
+        pass  # DuckDB's own window functions (row_number, lag ...): a kind of the parse
+    elif "function_name" in node:
+        yield ("call", str(node["function_name"]).lower(), str(node.get("schema") or ""), [])
+    for v in node.values():
+        yield from _duck_refs(v)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import itertools
-import re
 import secrets
 import threading
 import time
@@ -543,22 +542,8 @@ class GuardedBackend(Backend):
                 self.conn.close()
 
 
-_SESSION_CALLS = re.compile(r"\b(nextval|setval|setseed)\s*\(", re.IGNORECASE)
-
-
 #: statements that change tables' columns (see Transpiler.reset)
 _DDL = ("CREATE", "ALTER", "DROP")
-
-
-def session_changing_call(sql: str) -> str | None:
-    """The name of a function call in ``sql`` that changes state a query leaves behind.
-
-    Why: a SELECT may still advance a sequence (``nextval``) or reseed the random
-    generator (``setseed``); neither is undone by a rollback, so the next query
-    would see a different database or session. None when there is none.
-    """
-    found = _SESSION_CALLS.search(sql)
-    return found.group(1).lower() if found else None
 
 
 def column_type(values: Iterable[Any]) -> str:

@@ -23,13 +23,19 @@ from typing import Any
 
 from sqlglot import exp
 
+from blendsql.db.allowlist import (
+    SEQUENCE_FUNCTIONS,
+    Verdict,
+    pg_verdict,
+    refusal,
+    sqlglot_calls,
+)
 from blendsql.db.backend import Keys, require
 from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
     engine_value,
     floats,
-    session_changing_call,
     short,
 )
 from blendsql.db.temp_rows import quote
@@ -43,6 +49,10 @@ _READ_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Values)
 #: PostgreSQL's type OID of NUMERIC (what AVG / SUM of integers return)
 _NUMERIC_OID = 1700
 _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?!ANALY[SZ]E\b|\()", re.IGNORECASE)
+
+
+class _Planned(Exception):
+    """``EXPLAIN`` planned the statement (rolls its read-only transaction back)."""
 
 
 class _Canceller:
@@ -99,6 +109,8 @@ class PostgresDatabase(GuardedBackend):
         self._owns = True
         self._text_columns: dict[str, list[str]] = {}
         self._saved_autocommit: bool | None = None
+        #: the server's functions by name: their verdicts (see :meth:`function_verdicts`)
+        self._verdicts: dict[str, list[Verdict]] | None = None
         if isinstance(source, psycopg.Connection):
             self.conn = source
             self._owns = False
@@ -169,27 +181,80 @@ class PostgresDatabase(GuardedBackend):
 
     def _check_statement(self, text: str) -> None:
         """Only queries unless writes are allowed (temp objects and SET never); a plain
-        ``EXPLAIN`` (no ANALYZE: it plans, never runs) is judged by its statement."""
+        ``EXPLAIN`` (no ANALYZE: it plans, never runs) is judged by its statement; every
+        function call by the allow-list (:meth:`_check_calls`)."""
         import sqlglot
 
         explained = _EXPLAIN.match(text)
-        if explained is not None:
-            text = text[explained.end():]
+        body = text[explained.end():] if explained is not None else text
         try:
-            tree = sqlglot.parse_one(text, read="postgres")
-        except Exception:  # noqa: BLE001 - the server reports the syntax error
+            tree = sqlglot.parse_one(body, read="postgres")
+        except Exception:  # noqa: BLE001 - not readable here: the server says why, or refused
+            self._unreadable(body, text)
             return
         if isinstance(tree, _READ_ROOTS):
-            changed = None if self.allow_writes else session_changing_call(text)
-            if changed:
-                raise self.refused(f"{changed}()", text)
+            self._check_calls(tree, text)
             return
         if self.allow_writes and isinstance(tree, (exp.Insert, exp.Update, exp.Delete,
                                                    exp.Create, exp.Drop, exp.Alter)):
             temp = tree.find(exp.TemporaryProperty) is not None
             if not temp:
+                self._check_calls(tree, text)
                 return
         raise self.refused(type(tree).__name__.upper(), text)
+
+    def _unreadable(self, body: str, text: str) -> None:
+        """A statement sqlglot cannot read (so its calls cannot be checked): the server's
+        own error when it is not valid SQL (``EXPLAIN`` plans it in a read-only
+        transaction, runs nothing), else refused."""
+        import psycopg
+
+        try:
+            with self.conn.transaction():
+                self.conn.execute("SET TRANSACTION READ ONLY")
+                self.conn.execute(f"EXPLAIN {body}", prepare=False)
+                raise _Planned
+        except psycopg.Error as e:
+            err = self._driver_error(e, text)
+            if err is not None:
+                raise err from None
+        except _Planned:
+            pass
+        raise refusal(self.name, "holds SQL blendsql cannot read (so cannot check its "
+                      "function calls)", text)
+
+    def function_verdicts(self) -> dict[str, list[Verdict]]:
+        """Each function of the server's catalogue (``pg_proc``) by name: its verdicts (one
+        per overload). Read once per connection, again when a statement names a function
+        it does not list (one created since)."""
+        if self._verdicts is None:
+            rows = self.conn.execute(
+                "SELECT lower(p.proname), n.nspname, p.prokind, p.provolatile, p.proretset, "
+                "EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass "
+                "AND d.objid = p.oid AND d.deptype = 'e') FROM pg_proc p JOIN pg_namespace n "
+                "ON n.oid = p.pronamespace", prepare=False).fetchall()
+            verdicts: dict[str, list[Verdict]] = {}
+            for name, schema, kind, volatility, retset, extension in rows:
+                verdicts.setdefault(name, []).append(
+                    pg_verdict(name, schema, kind, volatility, bool(extension), bool(retset)))
+            self._verdicts = verdicts
+        return self._verdicts
+
+    def _check_calls(self, tree: exp.Expression, text: str) -> None:
+        """Every function the statement calls (sqlglot's parse of the text the server
+        runs) is allowed by every overload of its name, or the statement is refused."""
+        for name, node in sqlglot_calls(tree, "postgres"):
+            found = self.function_verdicts().get(name)
+            if found is None and isinstance(node, exp.Anonymous):
+                self._verdicts = None  # created since the catalogue was read?
+                found = self.function_verdicts().get(name)
+            if found is None:
+                continue  # sqlglot's syntax (CAST, EXTRACT ...), or no such function
+            if self.allow_writes and name in SEQUENCE_FUNCTIONS:
+                continue
+            bad = next((v for v in found if not v.allowed), None)
+            if bad is not None:
+                raise refusal(self.name, f"calls {name}() ({bad.why})", text)
 
     def _driver_error(self, e: Exception, sql: str) -> ExecutionError | None:
         import psycopg

@@ -14,8 +14,11 @@ must be a query (``SELECT`` / ``WITH`` / ``VALUES`` / set operations), a
 ``SHOW`` / ``DESCRIBE`` or an ``EXPLAIN`` of a query; INSERT, DDL, ``SET`` /
 ``USE`` / ``CACHE`` and every other command are refused (with
 ``allow_writes=True``: table writes only; temporary views and session
-commands stay refused), and so are ``reflect()`` / ``java_method()`` (they call
-any Java method). Parameters are bound by Spark (``spark.sql(text, args)``),
+commands stay refused). Every function a query calls, every table it reads and
+every operator of its plan is judged on that plan by an allow-list
+(:mod:`blendsql.db.allowlist`): ``reflect()`` / ``java_method()`` (they call any
+Java method), a file read as a table (``text.`/etc/hostname```), ``TRANSFORM ..
+USING`` (runs a program) are refused by name. Parameters are bound by Spark (``spark.sql(text, args)``),
 never written into the text.
 
 The engine's rows are session-scoped temporary views under unguessable names,
@@ -49,6 +52,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from blendsql.db.allowlist import (
+    SPARK_FILE_FORMATS,
+    SPARK_PLAN_NODES,
+    SPARK_TABLE_FUNCTIONS,
+    SPARK_UNRESOLVED_NODES,
+    Verdict,
+    refusal,
+    spark_verdict,
+)
 from blendsql.db.backend import INGREDIENT_VALUE_HINT, require, short
 from blendsql.db.guarded import GuardedBackend, as_type, engine_value, floats
 from blendsql.db.statements import EXECUTOR_CHECK, EXECUTOR_JOB, leading_keyword
@@ -75,8 +87,6 @@ _WRITE_PLANS = frozenset({
     "ReplaceTableAsSelect", "DropTable", "DeleteFromTable", "UpdateTable", "MergeIntoTable",
     "TruncateTable", "AddColumns", "DropColumns", "RenameColumn", "AlterColumns", "RenameTable",
 })
-#: functions that call an arbitrary Java method: a "read" that can change anything
-_JAVA_CALLS = re.compile(r"\b(reflect|java_method|try_reflect)\s*\(", re.IGNORECASE)
 _EXPLAIN = re.compile(r"\s*EXPLAIN(\s+(EXTENDED|CODEGEN|COST|FORMATTED))?\s+", re.IGNORECASE)
 _INT64 = (-(2**63), 2**63 - 1)
 #: Spark's race between a scalar subquery and a shuffle that reads its value (adaptive
@@ -223,6 +233,8 @@ class SparkBackend(GuardedBackend):
         self._canceller: _Canceller | None = None
         self._groups = itertools.count()
         self._command_class: Any = None
+        #: verdicts of the function names queries called so far (see :meth:`function_verdict`)
+        self._verdicts: dict[str, Verdict] = {}
         if isinstance(source, Mapping):
             frames = dict(source)
             self.spark = _session_of(frames)
@@ -357,14 +369,69 @@ class SparkBackend(GuardedBackend):
             return
         writes = [n for n in self._nodes(plan) if self._writes(n)]
         if not writes:
-            found = _JAVA_CALLS.search(body)
-            if found:
-                raise self.refused(f"{found.group(1).lower()}(), a Java call", text)
+            self._check_calls(plan, text)
             return
         if self.allow_writes and explained is None and root in _WRITE_PLANS and all(
                 str(n.nodeName()) in _WRITE_PLANS for n in writes):
             return
         raise self.refused(leading_keyword(body) or root, text)
+
+    def function_verdict(self, name: str) -> Verdict:
+        """May a query call the function ``name``? Built-in ones by their group
+        (``ExpressionInfo.getGroup`` in Spark's registry), others registered in the
+        session (a UDF, a catalogue function) are the application's; cached per session."""
+        key = name.lower()
+        found = self._verdicts.get(key)
+        if found is not None:
+            return found
+        jvm = self.spark._jvm
+        registry = jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.builtin()
+        info = registry.lookupFunction(jvm.org.apache.spark.sql.catalyst.FunctionIdentifier
+                                       .apply(key))
+        if info.isDefined():
+            found = spark_verdict(key, str(info.get().getGroup() or "") or None, True)
+        else:
+            try:
+                registered = bool(self.spark.catalog.functionExists(key))
+            except Exception:  # noqa: BLE001 - a name Spark cannot look up: unknown
+                registered = False
+            found = (spark_verdict(key, None, False) if registered
+                     else Verdict(key, False, "not a function of this session"))
+        self._verdicts[key] = found
+        return found
+
+    def _check_calls(self, plan: Any, text: str) -> None:
+        """Every operator, function and table of a query's unresolved plan (Spark's own
+        parse, read as its JSON) is allowed, or the statement is refused by name."""
+        try:
+            nodes = json.loads(str(plan.toJSON()))
+        except Exception:  # noqa: BLE001 - a plan Spark cannot write out cannot be checked
+            raise refusal(self.name, "holds what blendsql cannot read (so cannot check its "
+                          "function calls)", text) from None
+        for cls, node in _plan_nodes(nodes):
+            package, _, simple = cls.rpartition(".")
+            if package.endswith("plans.logical") and simple not in SPARK_PLAN_NODES:
+                raise refusal(self.name, f"holds a {simple} operator (not a query's)", text)
+            if package.endswith("catalyst.analysis") and simple not in SPARK_UNRESOLVED_NODES:
+                raise refusal(self.name, f"holds {simple} (a name known only when it runs)",
+                              text)
+            if simple == "UnresolvedRelation":
+                parts = _name_parts(node.get("multipartIdentifier"))
+                if len(parts) >= 2 and parts[0].lower() in SPARK_FILE_FORMATS:
+                    raise refusal(self.name, f"reads the file {parts[-1]!r} as a table "
+                                  f"({parts[0]}.`...`)", text)
+            elif simple == "UnresolvedTableValuedFunction":
+                parts = _name_parts(node.get("name"))
+                name = parts[-1].lower() if parts else ""
+                if name not in SPARK_TABLE_FUNCTIONS:
+                    raise refusal(self.name, f"calls {name}() (not an allowed table "
+                                  "function)", text)
+            elif simple in ("UnresolvedFunction", "UnresolvedGenerator"):
+                parts = _name_parts(node.get("nameParts") or node.get("name"))
+                name = parts[-1].lower() if parts else ""
+                verdict = self.function_verdict(name)
+                if not verdict.allowed and verdict.why != "not a function of this session":
+                    raise refusal(self.name, f"calls {name}() ({verdict.why})", text)
 
     def _nodes(self, plan: Any) -> Iterator[Any]:
         """The plan's operators (the root first)."""
@@ -606,6 +673,30 @@ class SparkBackend(GuardedBackend):
         with self._lock:
             self._drop_registered()
             self._closed = True
+
+
+def _plan_nodes(tree: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(class name, node) of every node of a plan's JSON (``TreeNode.toJSON``):
+    operators, their expressions and the plans of subqueries inside them."""
+    if isinstance(tree, list):
+        for item in tree:
+            yield from _plan_nodes(item)
+    elif isinstance(tree, dict):
+        cls = tree.get("class")
+        if isinstance(cls, str):
+            yield cls, tree
+        for value in tree.values():
+            yield from _plan_nodes(value)
+
+
+def _name_parts(text: Any) -> list[str]:
+    """A multi-part name as ``toJSON`` writes it (``"[text, /etc/hostname]"``)."""
+    if isinstance(text, list):
+        return [str(t) for t in text]
+    if not isinstance(text, str):
+        return []
+    inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    return inner.split(", ") if inner else []
 
 
 class _Unbindable(ValueError):
