@@ -1,0 +1,270 @@
+"""Dialogue state: what the conversation's answers named, and what a follow-up points at.
+
+After each answered turn the conversation records its :class:`Entity` list: the
+rows the answer named (the projected label column of each of the first rows, with
+the table it belongs to and that row's primary key), and the equality filters that
+produced them (``country.Name = 'Netherlands'``). A follow-up is then resolved
+against them *before* a program is written (:func:`resolve`):
+
+- ``"and in France?"``, ``"what about Asia?"`` (ellipsis): a stored value of the
+  column a filter of the previous program compared, put in that filter's place;
+- ``"and its population?"``, ``"the second one's capital?"`` (a pronoun or an
+  ordinal with columns of the referent's table): a lookup of those columns on the
+  referent's key (``WHERE Code = 'RUS'``);
+- any other reference to one entity: the question handed to the parser says what
+  the pronoun stands for (``[its = country with Code = 'RUS' (Name: Russian Federation)]``).
+
+Each resolution carries a one-line ``note`` that the turn's reason and trace show.
+Nothing here calls a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from blendsql.db.backend import Backend, quote
+from blendsql.errors import BlendSQLError
+from blendsql.nl.grounding import (
+    _FOLLOW_UP_START,
+    _GENERIC,
+    _REFERRING,
+    _STOP,
+    _WORD,
+    Grounding,
+    label_column,
+    name_words,
+    singular,
+)
+from blendsql.nl.serialize import TableInfo
+
+#: pronouns that point at one thing
+SINGULAR = frozenset({"it", "its", "he", "she", "his", "her", "him", "that", "this"})
+#: pronouns that point at several
+PLURAL = frozenset({"they", "them", "their", "those", "these"})
+ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
+MAX_ENTITIES = 10
+
+
+@dataclass
+class Entity:
+    """One thing an answer named: ``table.column`` = ``value`` in the row whose key is
+    ``key`` = ``key_value`` (the same column and value when the table has no single key).
+    ``via``: ``"row"`` (a row of the result) or ``"filter"`` (a condition of the program)."""
+
+    table: str
+    column: str
+    value: Any
+    key: str
+    key_value: Any
+    via: str = "row"
+
+    def condition(self) -> str:
+        """The SQL condition that selects this entity's row."""
+        return f"{quote(self.key)} = {_literal(self.key_value)}"
+
+    def describe(self) -> str:
+        if self.key == self.column:
+            return f"{self.table} with {self.column} = {_literal(self.value)}"
+        return f"{self.table} with {self.key} = {_literal(self.key_value)} ({self.column}: {self.value})"
+
+
+@dataclass
+class Filter:
+    """An equality condition of a program: ``table.column = value`` (``node``: the literal)."""
+
+    table: str
+    column: str
+    value: Any
+    node: exp.Literal = field(repr=False)
+
+
+@dataclass
+class DialogueState:
+    """The entities of the last answer and the filters of its program."""
+
+    program: str | None = None
+    tree: exp.Expr | None = field(default=None, repr=False)
+    entities: list[Entity] = field(default_factory=list)
+    filters: list[Filter] = field(default_factory=list)
+
+    @property
+    def rows(self) -> list[Entity]:
+        return [e for e in self.entities if e.via == "row"]
+
+
+@dataclass
+class Resolution:
+    """How a follow-up was resolved: ``kind`` (``substitute``, ``lookup``, ``hint``),
+    the ``program`` to run (substitute, lookup) or the ``question`` for the parser
+    (hint), and a one-line ``note`` for the reason and the trace."""
+
+    kind: str
+    note: str
+    program: str | None = None
+    question: str | None = None
+    entity: Entity | None = None
+
+
+def _literal(v: Any) -> str:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return repr(v)
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def _table_of(col: exp.Column, aliases: dict[str, str], tables: dict[str, TableInfo],
+              read: Sequence[str]) -> str | None:
+    """The table a column of a program belongs to (its alias, or the one table read that has it)."""
+    if col.table:
+        name = aliases.get(col.table, col.table)
+        return name if name in tables else None
+    having = [t for t in read if t in tables and col.name in tables[t].columns]
+    return having[0] if len(having) == 1 else None
+
+
+def record(db: Backend, tree: exp.Expr, program: str, rows: Sequence[Sequence[Any]],
+           columns: Sequence[str], tables: Sequence[TableInfo]) -> DialogueState:
+    """The dialogue state after ``program`` (``tree``) answered with ``rows``."""
+    state = DialogueState(program, tree)
+    if not isinstance(tree, exp.Select):
+        return state
+    by_name = {t.name: t for t in tables}
+    read = [t.name for t in tree.find_all(exp.Table) if t.name]
+    aliases = {t.alias_or_name: t.name for t in tree.find_all(exp.Table) if t.name}
+    # the filters: equality of a column and a literal, anywhere in WHERE / ON
+    for eq in tree.find_all(exp.EQ):
+        col, lit = eq.this, eq.expression
+        if isinstance(lit, exp.Column) and isinstance(col, exp.Literal):
+            col, lit = lit, col
+        if isinstance(col, exp.Column) and isinstance(lit, exp.Literal):
+            table = _table_of(col, aliases, by_name, read)
+            if table is not None:
+                column = next((c for c in by_name[table].columns if c.lower() == col.name.lower()), col.name)
+                value = lit.this if lit.is_string else _number(lit.this)
+                state.filters.append(Filter(table, column, value, lit))
+    # the rows: the first projected plain column that names a row
+    proj = next(((i, p.unalias()) for i, p in enumerate(tree.expressions)
+                 if isinstance(p.unalias(), exp.Column) and not isinstance(p.unalias().this, exp.Star)),
+                None)
+    if proj is not None and rows:
+        i, col = proj
+        table = _table_of(col, aliases, by_name, read)
+        if table is not None and i < len(columns):
+            column = next((c for c in by_name[table].columns if c.lower() == col.name.lower()), col.name)
+            for r in rows[:MAX_ENTITIES]:
+                if r[i] is not None:
+                    state.entities.append(_entity(db, by_name[table], column, r[i], "row"))
+    for f in state.filters:
+        t = by_name[f.table]
+        if f.column == label_column(t) or f.column in db.keys(t.name).primary:
+            state.entities.append(_entity(db, t, f.column, f.value, "filter"))
+    return state
+
+
+def _number(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def _entity(db: Backend, t: TableInfo, column: str, value: Any, via: str) -> Entity:
+    """``t``'s row where ``column`` = ``value``, named by its primary key when that is one
+    column and the value picks one row; else by ``column`` itself."""
+    try:
+        pk = db.keys(t.name).primary
+    except BlendSQLError:
+        pk = ()
+    if len(pk) == 1 and pk[0] != column:
+        try:
+            _, rows = db.execute(f"SELECT {quote(pk[0])} FROM {quote(t.name)} WHERE {quote(column)} = ? "
+                                 f"LIMIT 2", [value])
+        except BlendSQLError:
+            rows = []
+        if len(rows) == 1:
+            return Entity(t.name, column, value, pk[0], rows[0][0], via)
+    return Entity(t.name, column, value, column, value, via)
+
+
+def _words(utterance: str) -> list[str]:
+    return [w.lower().strip("'") for w in _WORD.findall(utterance)]
+
+
+def referent(state: DialogueState, utterance: str) -> tuple[Entity | None, str]:
+    """The one entity a turn points at and the words that point (None: several, or none)."""
+    words = _words(utterance)
+    for w in words:
+        if w in ORDINALS and state.rows:
+            i = ORDINALS[w]
+            if -len(state.rows) <= i < len(state.rows):
+                return state.rows[i], f"the {w} one"
+    said = [w for w in words if w in SINGULAR]
+    if not said or any(w in PLURAL for w in words):
+        return None, ""
+    rows = state.rows
+    if len(rows) == 1:
+        return rows[0], said[0]
+    filtered = [e for e in state.entities if e.via == "filter"]
+    if not rows and len(filtered) == 1:
+        return filtered[0], said[0]
+    return None, said[0]
+
+
+def _asked_columns(g: Grounding, utterance: str, t: TableInfo) -> list[str] | None:
+    """The columns of ``t`` a follow-up asks for ("and its population?"), when every
+    content word of it names one (None: it asks for something else too)."""
+    cols = [n.split(".", 1)[1] for n in [*g.named, *g.implied] if n.startswith(f"{t.name}.")]
+    if not cols or g.values or g.ungrounded:
+        return None
+    labels = {c: name_words(c) for c in t.columns}
+    for w in _words(utterance):
+        w = singular(w)
+        if len(w) < 3 or w in _STOP or w in _GENERIC or w in _REFERRING or w in ORDINALS:
+            continue
+        if not any(w in labels[c].split() or labels[c].replace(" ", "") == w for c in cols):
+            return None  # another word: the parser writes it, with the referent in the question
+    return list(dict.fromkeys(cols))
+
+
+def resolve(state: DialogueState, utterance: str, g: Grounding,
+            tables: Sequence[TableInfo]) -> Resolution | None:
+    """Resolve a follow-up's reference against the dialogue state (None: nothing to resolve)."""
+    if state.program is None or not g.referring:
+        return None
+    by_name = {t.name: t for t in tables}
+    # ellipsis: "and in France?" puts a new value in the place of the previous filter's
+    if _FOLLOW_UP_START.match(utterance.strip()) and g.values and not g.named and state.tree is not None:
+        for v in g.values:
+            hit = next((f for f in state.filters if f.table == v.table and f.column == v.column
+                        and str(f.value).lower() != v.value.lower()), None)
+            if hit is not None:
+                tree = state.tree.copy()
+                for lit in tree.find_all(exp.Literal):
+                    if lit.is_string and lit.this == hit.value:
+                        lit.replace(exp.Literal.string(v.value))
+                program = tree.sql(dialect="sqlite")
+                return Resolution("substitute", f"'{v.phrase}' takes the place of {hit.table}.{hit.column} = "
+                                  f"{_literal(hit.value)} in the previous query", program=program)
+    entity, words = referent(state, utterance)
+    if entity is None:
+        return None
+    t = by_name.get(entity.table)
+    if t is None:
+        return None
+    cols = _asked_columns(g, utterance, t)
+    note = f"'{words}' = the {entity.describe()}"
+    if cols:
+        shown = [c for c in cols if c != entity.column]
+        select = ", ".join(quote(c) for c in [entity.column, *shown]) if shown else quote(cols[0])
+        program = f"SELECT {select} FROM {quote(t.name)} WHERE {entity.condition()}"
+        return Resolution("lookup", note, program=program, entity=entity)
+    return Resolution("hint", note, question=f"{utterance} [{note}]", entity=entity)
+
+
+__all__ = ["DialogueState", "Entity", "Filter", "Resolution", "record", "referent", "resolve"]
