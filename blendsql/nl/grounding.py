@@ -571,7 +571,7 @@ def implied_columns(db: Any, utterance: str, tables: Sequence[TableInfo] | None 
 
 
 def _value_phrases(utterance: str, max_n: int = 3) -> list[str]:
-    words = [w.strip("'") for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9'.-]*", utterance)]
+    words = [w.strip("'.-") for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9'.-]*", utterance)]
     out = []
     for n in range(max_n, 0, -1):
         for i in range(len(words) - n + 1):
