@@ -492,10 +492,10 @@ class Conversation:
         if fast is not None:
             return fast, "a fixed phrase"
         asked = "infer_sql" if self.last_query_turn() is not None else "inform_sql"
+        tables = list_tables(self.db)
+        g = self._grounding = ground(self.db, utterance, tables)  # also for resolving references
         if not self.classify_acts:
             return asked, "every turn is a question (classify_acts=False)"
-        tables = list_tables(self.db)
-        g = self._grounding = ground(self.db, utterance, tables)
         if g.named:
             return asked, f"it names {', '.join(g.named[:4])}"
         if g.implied and not g.ungrounded:
@@ -524,7 +524,7 @@ class Conversation:
     def _dispatch(self, utterance: str, act: str, reason: str) -> Turn:
         if act in SQL_ACTS:
             turn = Turn(utterance, act, "", question=utterance, reason=reason)
-            if self.classify_acts and self._resolve_reference(turn):
+            if self._resolve_reference(turn):
                 return turn
             if self.classify_acts:
                 clarification = self._clarification(turn)

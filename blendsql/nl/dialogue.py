@@ -281,8 +281,7 @@ def resolve(state: DialogueState, utterance: str, g: Grounding,
     cols = _asked_columns(g, utterance, t)
     note = f"'{words}' = the {entity.describe()}"
     if cols:
-        shown = [c for c in cols if c != entity.column]
-        select = ", ".join(quote(c) for c in [entity.column, *shown]) if shown else quote(cols[0])
+        select = ", ".join(quote(c) for c in cols)  # what was asked for, as a gold query would
         program = f"SELECT {select} FROM {quote(t.name)} WHERE {entity.condition()}"
         return Resolution("lookup", note, program=program, entity=entity)
     return Resolution("hint", note, question=f"{utterance} [{note}]", entity=entity)
