@@ -24,8 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlglot
-import sqlglot.errors
 from sqlglot import exp
 
 from blendsql.db.backend import Backend, quote
@@ -41,6 +39,7 @@ from blendsql.nl.grounding import (
     name_words,
     singular,
 )
+from blendsql.nl.keys import primary_key
 from blendsql.nl.serialize import TableInfo
 
 #: pronouns that point at one thing
@@ -189,28 +188,6 @@ def _entity(db: Backend, t: TableInfo, column: str, value: Any, via: str) -> Ent
         if len(rows) == 1:
             return Entity(t.name, column, value, pk[0], rows[0][0], via)
     return Entity(t.name, column, value, column, value, via)
-
-
-def primary_key(db: Backend, t: TableInfo) -> tuple[str, ...]:
-    """``t``'s primary key: as the backend's catalogue declares it, else as its CREATE
-    statement does (SQLite keeps the statement), else none."""
-    try:
-        pk = db.keys(t.name).primary
-    except BlendSQLError:
-        pk = ()
-    if pk:
-        return tuple(pk)
-    try:
-        create = sqlglot.parse_one(t.create_sql, read="sqlite")
-    except sqlglot.errors.SqlglotError:
-        return ()
-    for key in create.find_all(exp.PrimaryKey):
-        names = [e.name for e in key.expressions]
-        return tuple(c for n in names for c in t.columns if c.lower() == n.lower())
-    for coldef in create.find_all(exp.ColumnDef):
-        if coldef.find(exp.PrimaryKeyColumnConstraint) is not None:
-            return tuple(c for c in t.columns if c.lower() == coldef.name.lower())
-    return ()
 
 
 def _words(utterance: str) -> list[str]:

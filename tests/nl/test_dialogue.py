@@ -298,3 +298,26 @@ def test_reply_on_another_database_with_a_scripted_parser():
     country = conv.ask("And his country?")
     assert country.source == "reference:lookup" and country.result.iloc[0]["country"] == "Netherlands"
     assert conv.ask("Who won the Tour de France?").act == "not_related"
+
+
+def test_a_value_compared_with_the_wrong_column_is_rebound_through_the_keys():
+    """The evaluation model wrote ``city.Name = 'Japan'`` (0) for a count of Japan's cities."""
+    q = "How many cities does Japan have?"
+    s = Script({q: "SELECT COUNT(*) FROM city WHERE Name = 'Japan'"})
+    turn = world_conv(s).ask(q)
+    assert turn.answer == 248, turn.program
+    assert "CountryCode IN (SELECT" in turn.program and s.parsed() == [q]  # no second model call
+
+
+def test_rebinding_follows_a_key_either_way():
+    from blendsql.ingredients.base import IngredientRegistry
+    from blendsql.nl.repair import rebind_values
+
+    db = as_backend(str(WORLD))
+    tables = list_tables(db)
+    to_parent = rebind_values("SELECT COUNT(*) FROM city AS T1 WHERE T1.Name = 'Japan'", db,
+                              IngredientRegistry(), tables)
+    assert to_parent is not None and "T1.CountryCode IN (SELECT" in to_parent
+    to_child = rebind_values("SELECT Name FROM country WHERE Name = 'Dutch'", db, IngredientRegistry(), tables)
+    assert to_child is not None and '"Language" = \'Dutch\'' in to_child
+    assert rebind_values("SELECT COUNT(*) FROM city WHERE Name = 'Tokyo'", db, IngredientRegistry(), tables) is None
