@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from blendsql.db.backend import Backend, quote
 from blendsql.errors import BlendSQLError
+from blendsql.grammar.nodes import to_blendsql
 from blendsql.nl.grounding import (
     _FOLLOW_UP_START,
     _GENERIC,
@@ -246,7 +247,7 @@ def resolve(state: DialogueState, utterance: str, g: Grounding,
                 for lit in tree.find_all(exp.Literal):
                     if lit.is_string and lit.this == hit.value:
                         lit.replace(exp.Literal.string(v.value))
-                program = tree.sql(dialect="sqlite")
+                program = to_blendsql(tree)
                 return Resolution("substitute", f"'{v.phrase}' takes the place of {hit.table}.{hit.column} = "
                                   f"{_literal(hit.value)} in the previous query", program=program)
     entity, words = referent(state, utterance)

@@ -421,12 +421,12 @@ def follow_up_readings(db: Any, utterance: str, previous_question: str, previous
     readings = []
     for c in measure_columns(db, t):
         tree = previous.copy()
-        tree.set("expressions", [exp.column(label, table=alias, quoted=True)])
-        measure = exp.column(c, table=alias, quoted=True)
+        tree.set("expressions", [_col(label, alias)])
+        measure = _col(c, alias)
         tree = tree.where(exp.Not(this=exp.Is(this=measure.copy(), expression=exp.Null())))
         tree.set("order", exp.Order(expressions=[
             exp.Ordered(this=measure, desc=vague[1]),
-            exp.Ordered(this=exp.column(label, table=alias, quoted=True))]))
+            exp.Ordered(this=_col(label, alias))]))
         tree.set("limit", None)
         sql = tree.limit(1).sql(dialect="sqlite")
         try:
@@ -459,6 +459,12 @@ def is_reply(utterance: str, readings: Sequence[Reading]) -> bool:
     if readings and pick_reading(utterance, readings) is not None:
         return not (asks and other)
     return not asks and len(other) <= 3
+
+
+def _col(name: str, table: str) -> exp.Column:
+    """``table.name`` quoted only where a name needs it: a quoted alias would not match the
+    unquoted one on a backend that folds case (PostgreSQL reads ``T1`` as ``t1``)."""
+    return exp.Column(this=exp.to_identifier(name), table=exp.to_identifier(table))
 
 
 def pick_reading(reply: str, readings: Sequence[Reading]) -> Reading | None:
