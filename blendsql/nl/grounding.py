@@ -379,13 +379,18 @@ def measure_ambiguity(db: Any, utterance: str, subject: Sequence[str] = (),
     measures = measure_columns(db, t)
     hinted = [n.split(".", 1)[1] for n in implied_columns(db, utterance, [t], [vague[0]])]
     measures = [c for c in measures if c in hinted] or measures
+    # "which country in Asia is the biggest?" asks for the top row and nothing more: a
+    # reading's ranking is then the whole answer (any other word: the parser writes it)
+    said = {w for v in filters for w in content_words(v.phrase)} | set(name_words(t.name).split())
+    whole = all(w in said or w in _GENERIC or w == singular(vague[0]) or w in ("which", "what")
+                for w in content_words(utterance))
     readings: list[Reading] = []
     for c in measures:
         sql = (f"SELECT {quote(label)} FROM {quote(t.name)} WHERE {quote(c)} IS NOT NULL{where} "
                f"ORDER BY {quote(c)} {order}, {quote(label)} LIMIT 1")
         row = _first_row(db, sql)
         if row is not None:
-            readings.append(Reading(t.name, c, str(row[0]), sql))
+            readings.append(Reading(t.name, c, str(row[0]), sql, answers_turn=whole))
     if len({r.top for r in readings}) < 2:
         return []
     return readings[:max_options]

@@ -321,3 +321,14 @@ def test_rebinding_follows_a_key_either_way():
     to_child = rebind_values("SELECT Name FROM country WHERE Name = 'Dutch'", db, IngredientRegistry(), tables)
     assert to_child is not None and '"Language" = \'Dutch\'' in to_child
     assert rebind_values("SELECT COUNT(*) FROM city WHERE Name = 'Tokyo'", db, IngredientRegistry(), tables) is None
+
+
+def test_a_chosen_reading_of_a_plain_ranking_question_is_the_answer():
+    """ "Which country is the biggest?" asks for the top row only: the chosen ranking answers
+    (no parse that could lose the subject, as the evaluation model did on PostgreSQL)."""
+    s = Script()
+    conv = world_conv(s)
+    conv.ask("Which country in Africa is the biggest?")
+    turn = conv.ask("population")
+    assert turn.answer == "Nigeria" and turn.source == "follow-up ranking"
+    assert s.parsed() == []
