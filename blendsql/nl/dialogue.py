@@ -161,8 +161,18 @@ def record(db: Backend, tree: exp.Expr, program: str, rows: Sequence[Sequence[An
                     state.entities.append(_entity(db, by_name[table], column, r[i], "row"))
     for f in state.filters:
         t = by_name[f.table]
-        if f.column == label_column(t) or f.column in db.keys(t.name).primary:
-            state.entities.append(_entity(db, t, f.column, f.value, "filter"))
+        e = _entity(db, t, f.column, f.value, "filter")
+        label = label_column(t)
+        if e.key != e.column and label and label != f.column:
+            # named by its label, as a reader names it ("Netherlands", not Code2 'NL')
+            try:
+                _, rows = db.execute(f"SELECT {quote(label)} FROM {quote(t.name)} WHERE {e.condition()}")
+            except BlendSQLError:
+                rows = []
+            if len(rows) == 1 and rows[0][0] is not None:
+                e = Entity(t.name, label, rows[0][0], e.key, e.key_value, "filter")
+        if e.key != e.column or f.column == label or f.column in primary_key(db, t):
+            state.entities.append(e)  # the filter picks one row
     return state
 
 
@@ -240,13 +250,20 @@ def resolve(state: DialogueState, utterance: str, g: Grounding,
     # ellipsis: "and in France?" puts a new value in the place of the previous filter's
     if _FOLLOW_UP_START.match(utterance.strip()) and g.values and not g.named and state.tree is not None:
         for v in g.values:
-            hit = next((f for f in state.filters if f.table == v.table and f.column == v.column
-                        and str(f.value).lower() != v.value.lower()), None)
+            same = [f for f in state.filters if f.table == v.table and str(f.value).lower() != v.value.lower()]
+            # the filter on the value's own column, else one on another column of its table
+            # (``Code2 = 'DE'`` and "and in France?": ``Name = 'France'`` in its place)
+            hit = next((f for f in same if f.column == v.column), same[0] if len(same) == 1 else None)
             if hit is not None:
                 tree = state.tree.copy()
-                for lit in tree.find_all(exp.Literal):
-                    if lit.is_string and lit.this == hit.value:
-                        lit.replace(exp.Literal.string(v.value))
+                for eq in list(tree.find_all(exp.EQ)):
+                    col, lit = eq.this, eq.expression
+                    if isinstance(col, exp.Literal):
+                        col, lit = lit, col
+                    if (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and lit.is_string
+                            and lit.this == hit.value and col.name.lower() == hit.column.lower()):
+                        new_col = exp.Column(this=exp.to_identifier(v.column), table=col.args.get("table"))
+                        eq.replace(exp.EQ(this=new_col, expression=exp.Literal.string(v.value)))
                 program = to_blendsql(tree)
                 return Resolution("substitute", f"'{v.phrase}' takes the place of {hit.table}.{hit.column} = "
                                   f"{_literal(hit.value)} in the previous query", program=program)

@@ -417,7 +417,9 @@ def follow_up_readings(db: Any, utterance: str, previous_question: str, previous
     read = {t.name: t.alias_or_name for t in previous.find_all(exp.Table)}
     about = [n for n in schema_mentions(db, previous_question, tables=list(tables.values()))
              if n in tables and n in read] or [n for n in read if n in tables and len(read) == 1]
-    if len(about) != 1 or previous.find(exp.Subquery) is not None:
+    derived = any(isinstance(src, exp.Subquery) or src.find(exp.Subquery) is not None
+                  for src in [previous.args.get("from"), *(previous.args.get("joins") or [])] if src)
+    if len(about) != 1 or derived:  # a subquery in WHERE (a value bound through a key) is kept
         return []
     t, alias = tables[about[0]], read[about[0]]
     label = label_column(t)

@@ -332,3 +332,21 @@ def test_a_chosen_reading_of_a_plain_ranking_question_is_the_answer():
     turn = conv.ask("population")
     assert turn.answer == "Nigeria" and turn.source == "follow-up ranking"
     assert s.parsed() == []
+
+
+def test_follow_ups_after_a_value_bound_through_a_key():
+    """The evaluation model once wrote the count as ``CountryCode IN (... Code2 = 'NL')``:
+    the ranking follow-up keeps that filter, the ellipsis replaces it, the pronoun finds the country."""
+    q1 = "How many cities in the Netherlands are listed?"
+    s = Script({q1: "SELECT COUNT(*) FROM city WHERE CountryCode IN (SELECT Code FROM country WHERE Code2 = 'NL')"})
+    conv = world_conv(s)
+    assert conv.ask(q1).answer == 28
+    assert conv.ask("Which one is the biggest?").answer == "Amsterdam"
+    conv2 = world_conv(s)
+    conv2.ask(q1)
+    france = conv2.ask("And in France?")
+    assert france.answer == 40 and "Name = 'France'" in france.program, france.program
+    conv3 = world_conv(s)
+    conv3.ask(q1)
+    its = conv3.ask("What is its life expectancy?")
+    assert its.source == "reference:lookup" and "'NLD'" in its.program, its.reason
