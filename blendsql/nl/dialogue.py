@@ -89,7 +89,7 @@ class DialogueState:
     """The entities of the last answer and the filters of its program."""
 
     program: str | None = None
-    tree: exp.Expr | None = field(default=None, repr=False)
+    tree: exp.Expression | None = field(default=None, repr=False)
     entities: list[Entity] = field(default_factory=list)
     filters: list[Filter] = field(default_factory=list)
 
@@ -127,7 +127,7 @@ def _table_of(col: exp.Column, aliases: dict[str, str], tables: dict[str, TableI
     return having[0] if len(having) == 1 else None
 
 
-def record(db: Backend, tree: exp.Expr, program: str, rows: Sequence[Sequence[Any]],
+def record(db: Backend, tree: exp.Expression, program: str, rows: Sequence[Sequence[Any]],
            columns: Sequence[str], tables: Sequence[TableInfo]) -> DialogueState:
     """The dialogue state after ``program`` (``tree``) answered with ``rows``."""
     state = DialogueState(program, tree)
