@@ -198,10 +198,18 @@ class RelevanceJudge:
     _separation: float | None = field(default=None, init=False)
     _unscored: str | None = field(default=None, init=False)
     _threshold: float | None = field(default=None, init=False)
+    _scores: dict[str, float | None] = field(default_factory=dict, init=False, repr=False)
 
     def p_unanswerable(self, question: str) -> float | None:
         """P("no") for ``question``; a model that returns no probabilities (a server
         without ``logprobs``, a plain function) gives its answer as 1 or 0 (None: no answer)."""
+        if question in self._scores:  # the same question gets the same score at every turn
+            return self._scores[question]
+        p = self._score(question)
+        self._scores[question] = p
+        return p
+
+    def _score(self, question: str) -> float | None:
         prompt = f"{RELEVANCE_PROMPT}Tables: {self.tables_text}\nQuestion: {question}\nAnswerable:"
         resp = self.model.generate([Request(prompt=prompt, constraint=Choice(("yes", "no")),
                                             max_tokens=4, score=True)])[0]
