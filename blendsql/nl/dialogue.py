@@ -213,7 +213,10 @@ def referent(state: DialogueState, utterance: str) -> tuple[Entity | None, str]:
             i = ORDINALS[w]
             if -len(state.rows) <= i < len(state.rows):
                 return state.rows[i], f"the {w} one"
-    said = [w for w in words if w in SINGULAR]
+    # "that" / "this" point only as "that one", "this country" (not "a population that is ...")
+    nouns = {"one"} | {singular(name_words(e.table).split()[-1]) for e in state.entities if e.table}
+    said = [w for i, w in enumerate(words) if w in SINGULAR and (
+        w not in ("that", "this") or (i + 1 < len(words) and singular(words[i + 1]) in nouns))]
     if not said or any(w in PLURAL for w in words):
         return None, ""
     rows = state.rows
@@ -234,7 +237,8 @@ def _asked_columns(g: Grounding, utterance: str, t: TableInfo) -> list[str] | No
     labels = {c: name_words(c) for c in t.columns}
     for w in _words(utterance):
         w = singular(w)
-        if len(w) < 3 or w in _STOP or w in _GENERIC or w in _REFERRING or w in ORDINALS:
+        if (len(w) < 3 or w in _STOP or w in _GENERIC or w in _REFERRING or w in ORDINALS
+                or w in name_words(t.name).split()):  # "that country"
             continue
         if not any(w in labels[c].split() or labels[c].replace(" ", "") == w for c in cols):
             return None  # another word: the parser writes it, with the referent in the question

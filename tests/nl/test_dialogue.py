@@ -350,3 +350,15 @@ def test_follow_ups_after_a_value_bound_through_a_key():
     conv3.ask(q1)
     its = conv3.ask("What is its life expectancy?")
     assert its.source == "reference:lookup" and "'NLD'" in its.program, its.reason
+
+
+def test_a_relative_that_is_no_reference():
+    db = as_backend(str(WORLD))
+    tables = list_tables(db)
+    bsql = BlendSQL(str(WORLD))
+    state = record(db, bsql.parse(P_AREA), P_AREA, [("Russian Federation",)], ["Name"], tables)
+    q = "Which countries have a population that is larger than 100000000?"
+    assert resolve(state, q, ground(db, q), tables) is None
+    q2 = "What is the population of that country?"
+    res = resolve(state, q2, ground(db, q2), tables)
+    assert res is not None and res.kind == "lookup" and "'RUS'" in (res.program or "")
