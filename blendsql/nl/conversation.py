@@ -545,7 +545,7 @@ class Conversation:
         g = self._grounding
         if g is None or not g.referring:
             return False
-        res = resolve(self.state, turn.utterance, g, list_tables(self.db))
+        res = resolve(self.state, turn.utterance, g, list_tables(self.db), self.db)
         if res is None:
             return False
         self._note_resolution(turn, res)

@@ -40,7 +40,7 @@ from blendsql.nl.grounding import (
     name_words,
     singular,
 )
-from blendsql.nl.keys import primary_key
+from blendsql.nl.keys import foreign_keys, primary_key
 from blendsql.nl.serialize import TableInfo
 
 #: pronouns that point at one thing
@@ -190,6 +190,8 @@ def _entity(db: Backend, t: TableInfo, column: str, value: Any, via: str) -> Ent
     """``t``'s row where ``column`` = ``value``, named by its primary key when that is one
     column and the value picks one row; else by ``column`` itself."""
     pk = primary_key(db, t)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # a pandas column with a NULL turns its integers into floats
     if len(pk) == 1 and pk[0] != column:
         try:
             _, rows = db.execute(f"SELECT {quote(pk[0])} FROM {quote(t.name)} WHERE {quote(column)} = ? "
@@ -208,13 +210,14 @@ def _words(utterance: str) -> list[str]:
 def referent(state: DialogueState, utterance: str) -> tuple[Entity | None, str]:
     """The one entity a turn points at and the words that point (None: several, or none)."""
     words = _words(utterance)
-    for w in words:
-        if w in ORDINALS and state.rows:
+    nouns = {"one"} | {singular(name_words(e.table).split()[-1]) for e in state.entities if e.table}
+    for n, w in enumerate(words):
+        # "the second one", "the first country" (not "most common first")
+        if w in ORDINALS and state.rows and n + 1 < len(words) and singular(words[n + 1]) in nouns:
             i = ORDINALS[w]
             if -len(state.rows) <= i < len(state.rows):
                 return state.rows[i], f"the {w} one"
     # "that" / "this" point only as "that one", "this country" (not "a population that is ...")
-    nouns = {"one"} | {singular(name_words(e.table).split()[-1]) for e in state.entities if e.table}
     said = [w for i, w in enumerate(words) if w in SINGULAR and (
         w not in ("that", "this") or (i + 1 < len(words) and singular(words[i + 1]) in nouns))]
     if not said or any(w in PLURAL for w in words):
@@ -245,8 +248,27 @@ def _asked_columns(g: Grounding, utterance: str, t: TableInfo) -> list[str] | No
     return list(dict.fromkeys(cols))
 
 
+def _lookup(db: Backend | None, t: TableInfo, cols: list[str], entity: Entity,
+            by_name: dict[str, TableInfo]) -> str | None:
+    """One asked column that is a foreign key ("its TV channel": ``TV_series.Channel``
+    references ``TV_Channel.id``): the referenced row's label, as a reader means it
+    (None: not such a column; the plain lookup answers)."""
+    if db is None or len(cols) != 1:
+        return None
+    for fk_cols, ref, ref_cols in foreign_keys(db, t):
+        if fk_cols != (cols[0],) or len(ref_cols) != 1:
+            continue
+        other = next((x for n, x in by_name.items() if n.lower() == ref.lower()), None)
+        label = label_column(other) if other is not None else None
+        if other is None or label is None or label == ref_cols[0]:
+            return None
+        return (f"SELECT T2.{quote(label)} FROM {quote(t.name)} AS T1 JOIN {quote(other.name)} AS T2 "
+                f"ON T1.{quote(cols[0])} = T2.{quote(ref_cols[0])} WHERE T1.{entity.condition()}")
+    return None
+
+
 def resolve(state: DialogueState, utterance: str, g: Grounding,
-            tables: Sequence[TableInfo]) -> Resolution | None:
+            tables: Sequence[TableInfo], db: Backend | None = None) -> Resolution | None:
     """Resolve a follow-up's reference against the dialogue state (None: nothing to resolve)."""
     if state.program is None or not g.referring:
         return None
@@ -280,8 +302,10 @@ def resolve(state: DialogueState, utterance: str, g: Grounding,
     cols = _asked_columns(g, utterance, t)
     note = f"'{words}' = the {entity.describe()}"
     if cols:
-        select = ", ".join(quote(c) for c in cols)  # what was asked for, as a gold query would
-        program = f"SELECT {select} FROM {quote(t.name)} WHERE {entity.condition()}"
+        program = _lookup(db, t, cols, entity, by_name)
+        if program is None:
+            select = ", ".join(quote(c) for c in cols)  # what was asked for, as a gold query would
+            program = f"SELECT {select} FROM {quote(t.name)} WHERE {entity.condition()}"
         return Resolution("lookup", note, program=program, entity=entity)
     return Resolution("hint", note, question=f"{utterance} [{note}]", entity=entity)
 

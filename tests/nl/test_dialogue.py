@@ -362,3 +362,31 @@ def test_a_relative_that_is_no_reference():
     q2 = "What is the population of that country?"
     res = resolve(state, q2, ground(db, q2), tables)
     assert res is not None and res.kind == "lookup" and "'RUS'" in (res.program or "")
+
+
+def test_a_pronoun_asking_for_a_foreign_key_gets_the_referenced_rows_label():
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    conn.executescript("""
+        CREATE TABLE channel (id INTEGER PRIMARY KEY, series_name TEXT);
+        CREATE TABLE episode (id INTEGER PRIMARY KEY, title TEXT, rating REAL, channel INTEGER,
+                              FOREIGN KEY (channel) REFERENCES channel (id));
+        INSERT INTO channel VALUES (1, 'Sky Radio'), (2, 'Music Box');
+        INSERT INTO episode VALUES (1, 'A Love of a Lifetime', 5.8, 2), (2, 'Winterland', 4.1, 1);
+    """)
+    q1 = "Which episode has the highest rating?"
+    s = Script({q1: "SELECT title FROM episode ORDER BY rating DESC LIMIT 1"})
+    model = FunctionModel(s)
+    conv = Conversation(BlendSQL(conn, model=model, cache=False), Parser(model, examples=EXAMPLES, n_examples=1))
+    assert conv.ask(q1).answer == "A Love of a Lifetime"
+    turn = conv.ask("And what is its channel?")
+    assert turn.source == "reference:lookup" and turn.answer == "Music Box", (turn.program, turn.reason)
+
+
+def test_an_ordinal_refers_only_with_a_noun():
+    db = as_backend(str(WORLD))
+    tables = list_tables(db)
+    bsql = BlendSQL(str(WORLD))
+    prog = "SELECT Name FROM country WHERE Continent = 'Oceania' ORDER BY Population DESC"
+    state = record(db, bsql.parse(prog), prog, [("Australia",), ("Papua New Guinea",)], ["Name"], tables)
+    q = "Sort them with the most populous first."
+    assert resolve(state, q, ground(db, q), tables) is None
