@@ -302,11 +302,10 @@ def resolve(state: DialogueState, utterance: str, g: Grounding,
     cols = _asked_columns(g, utterance, t)
     note = f"'{words}' = the {entity.describe()}"
     if cols:
-        program = _lookup(db, t, cols, entity, by_name)
-        if program is None:
-            select = ", ".join(quote(c) for c in cols)  # what was asked for, as a gold query would
-            program = f"SELECT {select} FROM {quote(t.name)} WHERE {entity.condition()}"
-        return Resolution("lookup", note, program=program, entity=entity)
+        select = ", ".join(quote(c) for c in cols)  # what was asked for, as a gold query would
+        looked = _lookup(db, t, cols, entity, by_name) or (
+            f"SELECT {select} FROM {quote(t.name)} WHERE {entity.condition()}")
+        return Resolution("lookup", note, program=looked, entity=entity)
     return Resolution("hint", note, question=f"{utterance} [{note}]", entity=entity)
 
 
