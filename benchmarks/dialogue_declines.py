@@ -103,6 +103,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     model_path = protocol.model_arg(args.model)
     model = LlamaCpp(model_path, n_ctx=4096, timeout=900) if model_path else LlamaCpp()
     rows: list[dict[str, Any]] = []
+    done: list[int] = []
     for idx, it in chosen:
         path = data / "spider" / "database" / it["database_id"] / f"{it['database_id']}.sqlite"
         bsql = BlendSQL(str(path), model=model, cache=False)
@@ -121,13 +122,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                  **decide(conv, q)})
         bsql.close()
         print(f"interaction {idx} ({it['database_id']}): {len(rows)} decisions so far", flush=True)
+        done.append(idx)
+        args.out.write_text(json.dumps(summarise(args, model_path, done, rows), indent=1) + "\n")
+    return summarise(args, model_path, done, rows)
+
+
+def summarise(args: argparse.Namespace, model_path: str | None, done: list[int],
+              rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The results so far (written after every interaction: a long run can be read midway)."""
     summary: dict[str, Any] = {}
     for name in ("off_schema_turn1", "off_schema_turn5", "answerable"):
         part = [r for r in rows if r["set"] == name]
         summary[name] = {"new_declined": protocol.accuracy([r["declined"] for r in part]),
                          "old_declined": protocol.accuracy([r["old_declined"] for r in part])}
     return {**protocol.run_record("dialogue_declines.py", args.argv, model_path),
-            "interactions": [i for i, _ in chosen], "off_schema": list(OFF_SCHEMA),
+            "interactions": done, "off_schema": list(OFF_SCHEMA),
             "summary": summary, "rows": rows}
 
 
@@ -140,7 +149,6 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     args.argv = argv
     result = run(args)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["summary"], indent=1))
 
 
