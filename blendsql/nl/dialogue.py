@@ -123,8 +123,22 @@ def _table_of(col: exp.Column, aliases: dict[str, str], tables: dict[str, TableI
     if col.table:
         name = aliases.get(col.table, col.table)
         return name if name in tables else None
-    having = [t for t in read if t in tables and col.name in tables[t].columns]
-    return having[0] if len(having) == 1 else None
+    # an unqualified column belongs to a table of its own SELECT (a subquery's, not the outer's)
+    select = col.parent_select
+    own: list[str] = []
+    if isinstance(select, exp.Select):
+        source = select.args.get("from_") or select.args.get("from")
+        for part in [source, *(select.args.get("joins") or [])]:
+            if part is not None:
+                own += [t.name for t in part.find_all(exp.Table)]
+    for scope in (own, read):
+        having = [t for t in dict.fromkeys(scope) if t in tables
+                  and col.name.lower() in (c.lower() for c in tables[t].columns)]
+        if len(having) == 1:
+            return having[0]
+        if having:
+            return None
+    return None
 
 
 def record(db: Backend, tree: exp.Expression, program: str, rows: Sequence[Sequence[Any]],

@@ -426,7 +426,7 @@ def follow_up_readings(db: Any, utterance: str, previous_question: str, previous
     about = [n for n in schema_mentions(db, previous_question, tables=list(tables.values()))
              if n in tables and n in read] or [n for n in read if n in tables and len(read) == 1]
     derived = any(isinstance(src, exp.Subquery) or src.find(exp.Subquery) is not None
-                  for src in [previous.args.get("from"), *(previous.args.get("joins") or [])] if src)
+                  for src in [previous.args.get("from_") or previous.args.get("from"), *(previous.args.get("joins") or [])] if src)
     if len(about) != 1 or derived:  # a subquery in WHERE (a value bound through a key) is kept
         return []
     t, alias = tables[about[0]], read[about[0]]
@@ -651,7 +651,7 @@ def ground(db: Any, utterance: str, tables: Sequence[TableInfo] | None = None) -
     value_words = {singular(w.lower()) for v in values for w in _WORD.findall(v.phrase)}
     labels = [name_words(t.name) for t in tables] + [name_words(c) for t in tables for c in t.columns]
     ungrounded = []
-    for w in content_words(utterance):
+    for w in content_words(utterance.replace("'s ", " ")):
         if (w in value_words or w in _GENERIC or w in _REFERRING or w in _VAGUE_SUPERLATIVES
                 or w in IMPLIED_MEASURES or w.isdigit()
                 or any(_names(lab, [w], 85.0) or w in lab.split() for lab in labels)):

@@ -390,3 +390,20 @@ def test_an_ordinal_refers_only_with_a_noun():
     state = record(db, bsql.parse(prog), prog, [("Australia",), ("Papua New Guinea",)], ["Name"], tables)
     q = "Sort them with the most populous first."
     assert resolve(state, q, ground(db, q), tables) is None
+
+
+def test_filters_and_rows_resolve_columns_in_their_own_scope_and_any_case():
+    """As the evaluation model wrote them on PostgreSQL: an unqualified ``Name`` inside a
+    subquery (city has a Name too), and ``name`` for the column ``Name``."""
+    db = as_backend(str(WORLD))
+    tables = list_tables(db)
+    bsql = BlendSQL(str(WORLD))
+    prog = "SELECT COUNT(*) FROM city WHERE CountryCode = (SELECT Code FROM country WHERE Name = 'Germany')"
+    state = record(db, bsql.parse(prog), prog, [(93,)], ["COUNT(*)"], tables)
+    assert [(f.table, f.column, f.value) for f in state.filters] == [("country", "Name", "Germany")]
+    q = "And in France?"
+    res = resolve(state, q, ground(db, q), tables, db)
+    assert res is not None and res.kind == "substitute" and "'France'" in (res.program or "")
+    lower = "SELECT name FROM country ORDER BY surfacearea DESC LIMIT 1"
+    state = record(db, bsql.parse(lower), lower, [("Russian Federation",)], ["name"], tables)
+    assert [e.key_value for e in state.rows] == ["RUS"]
