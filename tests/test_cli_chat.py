@@ -62,7 +62,7 @@ def test_chat_main_answers_questions_with_an_injected_model(monkeypatch):
     code = cli.main(["chat", str(PETS), "--no-cache"], model=FunctionModel(fn), stdout=out, stderr=err)
     assert code == 0, err.getvalue()
     text = out.getvalue()
-    assert "bot: I searched the table Pets for rows where Pets.PetType is 'dog'. The answer is 2." in text
+    assert "bot: The answer is 2. I searched the table Pets for rows where Pets.PetType is 'dog'." in text
     assert "program: SELECT COUNT(*) FROM Pets WHERE Pets.PetType = 'dog'" in text
     assert "2. Keep only the rows where Pets.PetType is 'dog'." in text
 

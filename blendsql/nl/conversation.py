@@ -49,15 +49,18 @@ from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
 from blendsql.nl.ask import answer_value
 from blendsql.nl.correct import CorrectionExample, correct_query, explanation_lines, sql_diff
 from blendsql.nl.dberrors import reads_database
+from blendsql.nl.dialogue import DialogueState, Resolution, record, resolve
 from blendsql.nl.grounding import (
+    Grounding,
     Reading,
     RelevanceJudge,
     anchor_questions,
     follow_up_readings,
+    ground,
     is_follow_up,
+    is_reply,
     measure_ambiguity,
     pick_reading,
-    schema_mentions,
     tables_text,
 )
 from blendsql.nl.inputs import count_arg, text_arg
@@ -82,10 +85,6 @@ _QUESTION_START = re.compile(
     r"return|display|sort|order|of these|and|also|only|what about)\b", re.I)
 _SOCIAL_ACTS = frozenset({"greeting", "goodbye", "thank_you", "affirm", "negate"})
 _REFUSALS = ("not_related", "cannot_answer", "cannot_understand")
-#: the model's probability that the tables cannot answer a turn, from which it is sure: the
-#: evaluation model gives "What is the weather tomorrow in Paris?" 0.78-0.82 on world_1 and the
-#: example database, and the answerable "Who are the best players?" 0.69 on the latter
-REFUSE_PROBABILITY = 0.75
 
 
 #: Where a correction's candidate queries can come from (see ``Conversation``).
@@ -281,6 +280,8 @@ class Conversation:
         self.history: list[Turn] = []
         self.pending: Turn | None = None  # an ambiguous turn waiting for the user's answer
         self._judge: RelevanceJudge | None = None
+        self.state = DialogueState()  # what the last answer named (see ``dialogue``)
+        self._grounding: Grounding | None = None  # the turn being handled, as :meth:`_act` found it
         self._steps: list[TraceStep] = []  # the trace of the turn being handled
 
     @property
@@ -394,6 +395,8 @@ class Conversation:
         chosen.chosen = True
         assert chosen.program is not None
         turn.program, turn.smoothie, turn.source = chosen.program, chosen.smoothie, f"correction:{chosen.source}"
+        if chosen.smoothie is not None:
+            self._remember(chosen.program, chosen.smoothie)
         turn.answer = answer_value(chosen.smoothie) if chosen.smoothie is not None else None
         turn.response = self._response(chosen.program, chosen.smoothie)
         turn.diff = sql_diff(prev.program, chosen.program)
@@ -473,34 +476,43 @@ class Conversation:
         return result_key(turn.smoothie, sort_clause(turn.program, self.bsql))
 
     def _act(self, utterance: str) -> tuple[str, str]:
-        """The turn's act and why: a social shortcut, a question, or a refusal.
+        """The turn's act and why: a social shortcut, a question, or a decline.
 
-        A question is parsed unless the database surely cannot answer it (see the
-        module docstring): a turn that names a table or column, or follows up an
-        earlier query, is a question whatever a model says. Otherwise the model
-        judges (``RelevanceJudge``); the refusal's kind (unrelated, not held,
-        not understood) is then the model's act choice among the three.
+        Decided on the question itself (``grounding.ground``), never on how many turns
+        came before: a turn that names or implies a table or column is a question; so is
+        one whose every content word is grounded (a stored value, a reference to an
+        earlier answer that exists, a generic word of counting or ranking). Any other
+        turn goes to the model (``RelevanceJudge``: the question alone against anchors
+        scored once) and is declined from the calibrated threshold on; the decline's
+        kind (unrelated, not held, not understood) is the model's act choice among the
+        three, also on the question alone.
         """
+        self._grounding = None
         fast = shortcut_act(utterance)
         if fast is not None:
             return fast, "a fixed phrase"
         asked = "infer_sql" if self.last_query_turn() is not None else "inform_sql"
+        tables = list_tables(self.db)
+        g = self._grounding = ground(self.db, utterance, tables)  # also for resolving references
         if not self.classify_acts:
             return asked, "every turn is a question (classify_acts=False)"
-        tables = list_tables(self.db)
-        named = schema_mentions(self.db, utterance, tables=tables)
-        if named:
-            return asked, f"it names {', '.join(named[:4])}"
-        if asked == "infer_sql" and is_follow_up(utterance):
-            return asked, "it follows up the earlier query"
+        if g.named:
+            return asked, f"it names {', '.join(g.named[:4])}"
+        if g.implied and not g.ungrounded:
+            return asked, f"its words imply {', '.join(g.implied[:4])}"
+        if g.referring and not g.ungrounded and self.state.program is not None:
+            return asked, "it follows up the earlier answer"
+        if g.values and not g.ungrounded:
+            return asked, "it names stored values: " + ", ".join(
+                f"'{v.phrase}' ({v.label})" for v in g.values[:3])
         rel = self._relevance_judge(tables).judge(utterance)
-        if rel.informative and rel.p_unanswerable is not None and rel.p_unanswerable < REFUSE_PROBABILITY:
+        if rel.answerable:
             return asked, f"it names nothing in the schema, but the model judges it answerable: {rel.note}"
-        why = (f"it names no table or column, and the model is sure the tables cannot answer it: {rel.note}"
-               if rel.informative else
-               f"it names no table or column, and the model cannot judge it: {rel.note}")
-        earlier = [t.utterance for t in self.history]
-        act = classify_act(self.bsql.model, utterance, schema_overview(self.db), earlier)
+        missing = f" ({', '.join(g.ungrounded[:4])} name nothing here)" if g.ungrounded else ""
+        why = (f"it names no table or column{missing}, and the model is sure the tables cannot answer it: "
+               f"{rel.note}" if rel.informative else
+               f"it names no table or column{missing}, and the model cannot judge it: {rel.note}")
+        act = classify_act(self.bsql.model, utterance, schema_overview(self.db), [])
         return (act if act in _REFUSALS else "not_related"), why
 
     def _relevance_judge(self, tables: Sequence[Any]) -> RelevanceJudge:
@@ -512,6 +524,8 @@ class Conversation:
     def _dispatch(self, utterance: str, act: str, reason: str) -> Turn:
         if act in SQL_ACTS:
             turn = Turn(utterance, act, "", question=utterance, reason=reason)
+            if self._resolve_reference(turn):
+                return turn
             if self.classify_acts:
                 clarification = self._clarification(turn)
                 if clarification is not None:
@@ -519,7 +533,38 @@ class Conversation:
             return self._answer(turn)
         if act in SOCIAL:
             return Turn(utterance, act, SOCIAL[act], reason=reason)
-        return Turn(utterance, act, out_of_scope_response(self.db, act), reason=reason)
+        g = self._grounding
+        missing = g.ungrounded if g is not None else []
+        return Turn(utterance, act, out_of_scope_response(self.db, act, missing), reason=reason)
+
+    def _resolve_reference(self, turn: Turn) -> bool:
+        """Resolve the turn's pronoun or ellipsis against the dialogue state
+        (``dialogue.resolve``): a substitution or a lookup answers the turn at once
+        (True); a hint rewrites ``turn.question`` for the parser. The resolution is
+        in ``turn.reason`` and in the trace."""
+        g = self._grounding
+        if g is None or not g.referring:
+            return False
+        res = resolve(self.state, turn.utterance, g, list_tables(self.db), self.db)
+        if res is None:
+            return False
+        self._note_resolution(turn, res)
+        if res.program is not None:
+            self._run(turn, res.program)
+            if turn.smoothie is not None:
+                turn.source = f"reference:{res.kind}"
+                return True
+            turn.program, turn.error = None, None  # the resolved program failed: the parser writes one
+            turn.question = f"{turn.utterance} [{res.note}]"
+            return False
+        turn.question = res.question
+        return False
+
+    def _note_resolution(self, turn: Turn, res: Resolution) -> None:
+        turn.reason = f"{turn.reason}; resolved: {res.note}"
+        self._steps.append(TraceStep("plan", f"dialogue state: {res.note}", sql=res.program,
+                                     details={"source": "nl", "resolution": res.kind,
+                                              "referent": res.entity.describe() if res.entity else None}))
 
     def _clarification(self, turn: Turn) -> Turn | None:
         """A vague ranking word answered from the schema, or asked back.
@@ -573,15 +618,17 @@ class Conversation:
         fast = shortcut_act(utterance)
         if fast in ("greeting", "thank_you", "goodbye", "negate"):
             return None
+        if not is_reply(utterance, pending.readings):
+            return None  # a new question, not an answer to the one asked: a new turn
         chosen = pick_reading(utterance, pending.readings) if pending.readings else None
         if chosen is None and fast == "affirm" and pending.readings:
             chosen = pending.readings[0]
         if chosen is not None:
             question = f"{pending.utterance} (ranked by {chosen.label})"
-        elif fast is None and (schema_mentions(self.db, utterance) or not pending.readings):
-            question = f"{pending.utterance} (I mean {utterance})"
+        elif fast is None and (not pending.readings or ground(self.db, utterance).schema_grounded):
+            question = f"{pending.utterance} (I mean {utterance})"  # a restatement
         else:
-            return None  # not an answer to the question asked: a new turn
+            return None
         turn = Turn(utterance, "inform_sql", "", question=question,
                     reason=f"the answer to the clarifying question: {question}")
         if chosen is not None and chosen.answers_turn:
@@ -621,6 +668,17 @@ class Conversation:
             return
         turn.answer = answer_value(turn.smoothie)
         turn.response = self._response(program, turn.smoothie)
+        self._remember(program, turn.smoothie)
+
+    def _remember(self, program: str, smoothie: Smoothie) -> None:
+        """The dialogue state after an answer: the entities it named (``dialogue.record``)."""
+        try:
+            tree = self.bsql.parse(program)
+            df = smoothie.df
+            self.state = record(self.db, tree, program, df.head(10).to_numpy().tolist(),
+                                [str(c) for c in df.columns], list_tables(self.db))
+        except BlendSQLError:
+            self.state = DialogueState(program)
 
 
 # ---------------------------------------------------------------- the REPL

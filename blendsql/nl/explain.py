@@ -202,6 +202,10 @@ def _cond(e: exp.Expr) -> str:
         inner = e.this.this if isinstance(e.this, exp.Paren) else e.this
         if isinstance(inner, exp.In):
             return _in_words(inner, negated=True)
+        if isinstance(inner, exp.Is) and not isinstance(inner.expression, exp.Not):
+            return f"{_words(inner.this)} has a value"
+        if isinstance(inner, exp.EQ):
+            return _compare(exp.NEQ(this=inner.this, expression=inner.expression), _CMP[exp.NEQ])
         return f"it is not true that {_cond(e.this)}"
     if isinstance(e, exp.Between):
         return f"{_words(e.this)} is between {_words(e.args['low'])} and {_words(e.args['high'])}"
@@ -211,7 +215,7 @@ def _cond(e: exp.Expr) -> str:
         return f"there is at least one row in ({_inline(_steps(e.this))})"
     if isinstance(e, exp.Is):
         neg = isinstance(e.expression, exp.Not)
-        return f"{_words(e.this)} is {'not ' if neg else ''}empty (NULL)"
+        return f"{_words(e.this)} {'has a value' if neg else 'has no value'}"
     if isinstance(e, exp.Match) or _is_match(e):
         return f"the text of {_words(e.this)} matches the search {_words(e.expression)} (full-text search)"
     for kind, word in _CMP.items():

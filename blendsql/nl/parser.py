@@ -55,7 +55,7 @@ from blendsql.models.constraints import Constraint, Grammar, Text
 from blendsql.nl.dberrors import reads_database
 from blendsql.nl.fewshot import Example, ExampleIndex
 from blendsql.nl.inputs import count_arg, model_arg, seconds_arg, text_arg
-from blendsql.nl.repair import repair_names, schema_feedback, value_mismatch
+from blendsql.nl.repair import rebind_values, repair_names, schema_feedback, value_mismatch
 from blendsql.nl.serialize import (
     TableInfo,
     bridge_hints,
@@ -462,7 +462,8 @@ def generate_program(
     With ``check_empty`` a program without ingredients is also run to its first row,
     so an error SQLite raises only at run time is fed back too (:func:`run_check`).
     With ``check_values``, a condition comparing a column with a text it never
-    holds but another column does (``repair.value_mismatch``) is fed back too,
+    holds but another column does (``repair.value_mismatch``) is first rebound to that
+    column through the keys (``repair.rebind_values``, no model call), else fed back too,
     and kept like an empty result if nothing better comes.
     """
     db = as_backend(db)
@@ -496,6 +497,13 @@ def generate_program(
                 fallback = fallback or program
         if error is None and check_values:
             error = value_mismatch(program, db, registry, list_tables(db), query_seconds)
+            rebound = rebind_values(program, db, registry, list_tables(db), query_seconds) if error else None
+            if rebound is not None and validate(rebound, db, registry) is None and (
+                    not check_empty or run_check(rebound, db, registry, query_seconds) is None):
+                # the question's value bound to the column that holds it (no model call)
+                result.repairs += 1
+                result.repaired.append((program, rebound))
+                program, error = rebound, None
             if error:
                 soft.add(error)
                 fallback = fallback or program

@@ -344,3 +344,81 @@ def _mismatch(db: Backend, tree: exp.Expression, by_name: dict[str, TableInfo],
             return (f"'{value}' is not a value of {home[0]}.{home[1]}; it is a value of "
                     f"{', '.join(others[:3])}: compare that column (join its table).")
     return None
+
+
+def rebind_values(program: str, db: Any, registry: IngredientRegistry,
+                  tables: Sequence[TableInfo], seconds: float = 2.0) -> str | None:
+    """``program`` with each condition ``T.col = 'text'`` whose column never holds the text
+    rebound to the column that does, through the join the keys give: ``city.Name = 'Japan'``
+    (no city is named Japan; ``country.Name`` holds it; ``city.CountryCode`` references
+    ``country.Code``) becomes ``city.CountryCode IN (SELECT Code FROM country WHERE Name =
+    'Japan')``; a value of a referencing table (``country.Name = 'English'``, held by
+    ``countrylanguage.Language``) becomes ``country.Code IN (SELECT CountryCode FROM
+    countrylanguage WHERE Language = 'English')``. None: nothing to rebind (every text
+    is held, or no one-key path leads to a column that holds it).
+
+    Why: a value of the question is evidence of the column it belongs to; a small model
+    often compares it with the label column of the table it counts, and keeps doing so
+    when told. The rewrite keeps the rest of the program as written.
+    """
+    from blendsql.grammar import parse
+    from blendsql.grammar.nodes import to_blendsql
+    from blendsql.nl.keys import foreign_keys
+
+    try:
+        tree = parse(program, registry)
+    except BlendSQLError:
+        return None
+    backend = as_backend(db)
+    by_name = {t.name.lower(): t for t in tables if not t.is_documents}
+    deadline = time.monotonic() + seconds
+    changed = False
+    try:
+        with backend.session(timeout=seconds):
+            links = {t.name: foreign_keys(backend, t) for t in by_name.values()}
+            for eq in list(tree.find_all(exp.EQ)):
+                col, lit = eq.this, eq.expression
+                if not (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and lit.is_string):
+                    continue
+                home = _column_home(col, by_name)
+                if home is None or not lit.this or _holds(backend, *home, lit.this, True, deadline):
+                    continue
+                sub = _rebound(backend, home, lit.this, links, by_name, deadline)
+                if sub is None:
+                    continue
+                mine, query = sub
+                target = exp.column(mine, table=col.table) if col.table else exp.column(mine)
+                eq.replace(exp.In(this=target, query=exp.Subquery(this=parse(query, registry))))
+                changed = True
+    except (BlendSQLError, _OutOfTime):
+        return None
+    return to_blendsql(tree) if changed else None
+
+
+def _rebound(db: Backend, home: tuple[str, str], value: str,
+             links: dict[str, list[tuple[tuple[str, ...], str, tuple[str, ...]]]],
+             by_name: dict[str, TableInfo], deadline: float) -> tuple[str, str] | None:
+    """(column of ``home``'s table, subquery of the keys whose rows hold ``value``) over one
+    single-column foreign key either way, the first table (in schema order) whose column
+    holds the value exactly."""
+    from blendsql.db.backend import quote
+
+    table = home[0]
+    paths: list[tuple[str, str, str]] = []  # (home column, other table, other key column)
+    for cols, ref, ref_cols in links.get(table, []):
+        if len(cols) == 1 and len(ref_cols) == 1:
+            paths.append((cols[0], ref, ref_cols[0]))
+    for other, fks in links.items():
+        for cols, ref, ref_cols in fks:
+            if ref.lower() == table.lower() and len(cols) == 1 and len(ref_cols) == 1 and other != table:
+                paths.append((ref_cols[0], other, cols[0]))
+    for mine, other, key in paths:
+        t = by_name.get(other.lower())
+        if t is None:
+            continue
+        for c in t.columns:
+            held = _holds(db, t.name, c, value, False, deadline)
+            if held:
+                lit = "'" + value.replace("'", "''") + "'"
+                return mine, f"SELECT {quote(key)} FROM {quote(t.name)} WHERE {quote(c)} = {lit}"
+    return None

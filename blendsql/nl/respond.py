@@ -9,6 +9,7 @@ nothing was found.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from sqlglot import exp
@@ -79,12 +80,12 @@ def summarise_result(smoothie: Smoothie) -> str:
     df = smoothie.df
     n = len(df)
     if n == 0 or not len(df.columns):
-        return "I found nothing: no rows matched, so I have no answer to give."
+        return "I found nothing: no rows matched."
     rows = df.head(MAX_SHOWN).to_numpy().tolist()
     if n == 1 and len(df.columns) == 1:
         value = rows[0][0]
         if value is None or (isinstance(value, float) and value != value):
-            return "I found nothing: the result is empty (NULL)."
+            return "I found nothing: the value is not recorded (NULL)."
         return f"The answer is {_fmt(value)}."
     shown = ["; ".join(_fmt(v) for v in r) if len(r) > 1 else _fmt(r[0]) for r in rows]
     head = f"I found {n} row{'s' if n != 1 else ''}"
@@ -94,8 +95,8 @@ def summarise_result(smoothie: Smoothie) -> str:
 
 
 def answer_response(program: str, smoothie: Smoothie, tree: exp.Expr | None = None) -> str:
-    """What was searched, then what came back."""
-    return f"{describe_search(program, tree)} {summarise_result(smoothie)}"
+    """The answer first, then one short sentence on where it came from."""
+    return f"{summarise_result(smoothie)} {describe_search(program, tree)}"
 
 
 def schema_overview(db: Any, n_columns: int = 4, n_tables: int = 8) -> str:
@@ -110,13 +111,19 @@ def schema_overview(db: Any, n_columns: int = 4, n_tables: int = 8) -> str:
     return "; ".join(parts)
 
 
-def out_of_scope_response(db: Any, act: str) -> str:
-    """A polite reply for not_related / cannot_answer / cannot_understand turns."""
+def out_of_scope_response(db: Any, act: str, missing: Sequence[str] = ()) -> str:
+    """A polite reply for not_related / cannot_answer / cannot_understand turns: one line
+    of reason (the question's words that name nothing in these tables), then what the
+    tables hold."""
     lead = {
         "not_related": "Sorry, that is not something this database can tell you.",
         "cannot_answer": "Sorry, the database does not hold that information.",
         "cannot_understand": "Sorry, I did not understand that.",
     }.get(act, "Sorry, I cannot answer that.")
+    if missing and act != "cannot_understand":
+        words = list(missing[:3])
+        listed = words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" or {words[-1]}"
+        lead += f" Nothing in these tables records {listed}."
     return f"{lead} I can answer questions about these tables: {schema_overview(db)}."
 
 

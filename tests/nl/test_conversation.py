@@ -140,7 +140,7 @@ def test_vague_ranking_asks_which_measure_and_the_answer_resolves_it():
 
 
 def test_clarification_affirm_or_ordinal_picks_an_offered_reading():
-    q = "Which games are the worst?"
+    q = "Which games were the worst ones ever played?"  # more than the ranking: the parser writes it
     s = Script(programs={f"{q} (ranked by games.season)": "SELECT games.team FROM games WHERE games.season = 2009",
                          f"{q} (ranked by games.losses)": "SELECT games.team FROM games ORDER BY games.losses LIMIT 1"})
     conv = make_conv(s)

@@ -1,0 +1,326 @@
+"""Dialogue state: what the conversation's answers named, and what a follow-up points at.
+
+After each answered turn the conversation records its :class:`Entity` list: the
+rows the answer named (the projected label column of each of the first rows, with
+the table it belongs to and that row's primary key), and the equality filters that
+produced them (``country.Name = 'Netherlands'``). A follow-up is then resolved
+against them *before* a program is written (:func:`resolve`):
+
+- ``"and in France?"``, ``"what about Asia?"`` (ellipsis): a stored value of the
+  column a filter of the previous program compared, put in that filter's place;
+- ``"and its population?"``, ``"the second one's capital?"`` (a pronoun or an
+  ordinal with columns of the referent's table): a lookup of those columns on the
+  referent's key (``WHERE Code = 'RUS'``);
+- any other reference to one entity: the question handed to the parser says what
+  the pronoun stands for (``[its = country with Code = 'RUS' (Name: Russian Federation)]``).
+
+Each resolution carries a one-line ``note`` that the turn's reason and trace show.
+Nothing here calls a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from blendsql.db.backend import Backend, quote
+from blendsql.errors import BlendSQLError
+from blendsql.grammar.nodes import to_blendsql
+from blendsql.nl.grounding import (
+    _FOLLOW_UP_START,
+    _GENERIC,
+    _REFERRING,
+    _STOP,
+    _WORD,
+    Grounding,
+    label_column,
+    name_words,
+    singular,
+)
+from blendsql.nl.keys import foreign_keys, primary_key
+from blendsql.nl.serialize import TableInfo
+
+#: pronouns that point at one thing
+SINGULAR = frozenset({"it", "its", "he", "she", "his", "her", "him", "that", "this"})
+#: pronouns that point at several
+PLURAL = frozenset({"they", "them", "their", "those", "these"})
+ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
+MAX_ENTITIES = 10
+
+
+@dataclass
+class Entity:
+    """One thing an answer named: ``table.column`` = ``value`` in the row whose key is
+    ``key`` = ``key_value`` (the same column and value when the table has no single key).
+    ``via``: ``"row"`` (a row of the result) or ``"filter"`` (a condition of the program)."""
+
+    table: str
+    column: str
+    value: Any
+    key: str
+    key_value: Any
+    via: str = "row"
+
+    def condition(self) -> str:
+        """The SQL condition that selects this entity's row."""
+        return f"{quote(self.key)} = {_literal(self.key_value)}"
+
+    def describe(self) -> str:
+        if self.key == self.column:
+            return f"{self.table} with {self.column} = {_literal(self.value)}"
+        return f"{self.table} with {self.key} = {_literal(self.key_value)} ({self.column}: {self.value})"
+
+
+@dataclass
+class Filter:
+    """An equality condition of a program: ``table.column = value`` (``node``: the literal)."""
+
+    table: str
+    column: str
+    value: Any
+    node: exp.Literal = field(repr=False)
+
+
+@dataclass
+class DialogueState:
+    """The entities of the last answer and the filters of its program."""
+
+    program: str | None = None
+    tree: exp.Expression | None = field(default=None, repr=False)
+    entities: list[Entity] = field(default_factory=list)
+    filters: list[Filter] = field(default_factory=list)
+
+    @property
+    def rows(self) -> list[Entity]:
+        return [e for e in self.entities if e.via == "row"]
+
+
+@dataclass
+class Resolution:
+    """How a follow-up was resolved: ``kind`` (``substitute``, ``lookup``, ``hint``),
+    the ``program`` to run (substitute, lookup) or the ``question`` for the parser
+    (hint), and a one-line ``note`` for the reason and the trace."""
+
+    kind: str
+    note: str
+    program: str | None = None
+    question: str | None = None
+    entity: Entity | None = None
+
+
+def _literal(v: Any) -> str:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return repr(v)
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def _table_of(col: exp.Column, aliases: dict[str, str], tables: dict[str, TableInfo],
+              read: Sequence[str]) -> str | None:
+    """The table a column of a program belongs to (its alias, or the one table read that has it)."""
+    if col.table:
+        name = aliases.get(col.table, col.table)
+        return name if name in tables else None
+    # an unqualified column belongs to a table of its own SELECT (a subquery's, not the outer's)
+    select = col.parent_select
+    own: list[str] = []
+    if isinstance(select, exp.Select):
+        source = select.args.get("from_") or select.args.get("from")
+        for part in [source, *(select.args.get("joins") or [])]:
+            if part is not None:
+                own += [t.name for t in part.find_all(exp.Table)]
+    for scope in (own, read):
+        having = [t for t in dict.fromkeys(scope) if t in tables
+                  and col.name.lower() in (c.lower() for c in tables[t].columns)]
+        if len(having) == 1:
+            return having[0]
+        if having:
+            return None
+    return None
+
+
+def record(db: Backend, tree: exp.Expression, program: str, rows: Sequence[Sequence[Any]],
+           columns: Sequence[str], tables: Sequence[TableInfo]) -> DialogueState:
+    """The dialogue state after ``program`` (``tree``) answered with ``rows``."""
+    state = DialogueState(program, tree)
+    if not isinstance(tree, exp.Select):
+        return state
+    by_name = {t.name: t for t in tables}
+    read = [t.name for t in tree.find_all(exp.Table) if t.name]
+    aliases = {t.alias_or_name: t.name for t in tree.find_all(exp.Table) if t.name}
+    # the filters: equality of a column and a literal, anywhere in WHERE / ON
+    for eq in tree.find_all(exp.EQ):
+        col, lit = eq.this, eq.expression
+        if isinstance(lit, exp.Column) and isinstance(col, exp.Literal):
+            col, lit = lit, col
+        if isinstance(col, exp.Column) and isinstance(lit, exp.Literal):
+            table = _table_of(col, aliases, by_name, read)
+            if table is not None:
+                column = next((c for c in by_name[table].columns if c.lower() == col.name.lower()), col.name)
+                value = lit.this if lit.is_string else _number(lit.this)
+                state.filters.append(Filter(table, column, value, lit))
+    # the rows: the first projected plain column that names a row
+    proj = next(((i, p.unalias()) for i, p in enumerate(tree.expressions)
+                 if isinstance(p.unalias(), exp.Column) and not isinstance(p.unalias().this, exp.Star)),
+                None)
+    if proj is not None and rows:
+        i, col = proj
+        table = _table_of(col, aliases, by_name, read)
+        if table is not None and i < len(columns):
+            column = next((c for c in by_name[table].columns if c.lower() == col.name.lower()), col.name)
+            for r in rows[:MAX_ENTITIES]:
+                if r[i] is not None:
+                    state.entities.append(_entity(db, by_name[table], column, r[i], "row"))
+    for f in state.filters:
+        t = by_name[f.table]
+        e = _entity(db, t, f.column, f.value, "filter")
+        label = label_column(t)
+        if e.key != e.column and label and label != f.column:
+            # named by its label, as a reader names it ("Netherlands", not Code2 'NL')
+            try:
+                _, rows = db.execute(f"SELECT {quote(label)} FROM {quote(t.name)} WHERE {e.condition()}")
+            except BlendSQLError:
+                rows = []
+            if len(rows) == 1 and rows[0][0] is not None:
+                e = Entity(t.name, label, rows[0][0], e.key, e.key_value, "filter")
+        if e.key != e.column or f.column == label or f.column in primary_key(db, t):
+            state.entities.append(e)  # the filter picks one row
+    return state
+
+
+def _number(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def _entity(db: Backend, t: TableInfo, column: str, value: Any, via: str) -> Entity:
+    """``t``'s row where ``column`` = ``value``, named by its primary key when that is one
+    column and the value picks one row; else by ``column`` itself."""
+    pk = primary_key(db, t)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # a pandas column with a NULL turns its integers into floats
+    if len(pk) == 1 and pk[0] != column:
+        try:
+            _, rows = db.execute(f"SELECT {quote(pk[0])} FROM {quote(t.name)} WHERE {quote(column)} = ? "
+                                 f"LIMIT 2", [value])
+        except BlendSQLError:
+            rows = []
+        if len(rows) == 1:
+            return Entity(t.name, column, value, pk[0], rows[0][0], via)
+    return Entity(t.name, column, value, column, value, via)
+
+
+def _words(utterance: str) -> list[str]:
+    return [w.lower().strip("'") for w in _WORD.findall(utterance)]
+
+
+def referent(state: DialogueState, utterance: str) -> tuple[Entity | None, str]:
+    """The one entity a turn points at and the words that point (None: several, or none)."""
+    words = _words(utterance)
+    nouns = {"one"} | {singular(name_words(e.table).split()[-1]) for e in state.entities if e.table}
+    for n, w in enumerate(words):
+        # "the second one", "the first country" (not "most common first")
+        if w in ORDINALS and state.rows and n + 1 < len(words) and singular(words[n + 1]) in nouns:
+            i = ORDINALS[w]
+            if -len(state.rows) <= i < len(state.rows):
+                return state.rows[i], f"the {w} one"
+    # "that" / "this" point only as "that one", "this country" (not "a population that is ...")
+    said = [w for i, w in enumerate(words) if w in SINGULAR and (
+        w not in ("that", "this") or (i + 1 < len(words) and singular(words[i + 1]) in nouns))]
+    if not said or any(w in PLURAL for w in words):
+        return None, ""
+    rows = state.rows
+    if len(rows) == 1:
+        return rows[0], said[0]
+    filtered = [e for e in state.entities if e.via == "filter"]
+    if not rows and len(filtered) == 1:
+        return filtered[0], said[0]
+    return None, said[0]
+
+
+def _asked_columns(g: Grounding, utterance: str, t: TableInfo) -> list[str] | None:
+    """The columns of ``t`` a follow-up asks for ("and its population?"), when every
+    content word of it names one (None: it asks for something else too)."""
+    cols = [n.split(".", 1)[1] for n in [*g.named, *g.implied] if n.startswith(f"{t.name}.")]
+    if not cols or g.values or g.ungrounded:
+        return None
+    labels = {c: name_words(c) for c in t.columns}
+    for w in _words(utterance):
+        w = singular(w)
+        if (len(w) < 3 or w in _STOP or w in _GENERIC or w in _REFERRING or w in ORDINALS
+                or w in name_words(t.name).split()):  # "that country"
+            continue
+        if not any(w in labels[c].split() or labels[c].replace(" ", "") == w for c in cols):
+            return None  # another word: the parser writes it, with the referent in the question
+    return list(dict.fromkeys(cols))
+
+
+def _lookup(db: Backend | None, t: TableInfo, cols: list[str], entity: Entity,
+            by_name: dict[str, TableInfo]) -> str | None:
+    """One asked column that is a foreign key ("its TV channel": ``TV_series.Channel``
+    references ``TV_Channel.id``): the referenced row's label, as a reader means it
+    (None: not such a column; the plain lookup answers)."""
+    if db is None or len(cols) != 1:
+        return None
+    for fk_cols, ref, ref_cols in foreign_keys(db, t):
+        if fk_cols != (cols[0],) or len(ref_cols) != 1:
+            continue
+        other = next((x for n, x in by_name.items() if n.lower() == ref.lower()), None)
+        label = label_column(other) if other is not None else None
+        if other is None or label is None or label == ref_cols[0]:
+            return None
+        return (f"SELECT T2.{quote(label)} FROM {quote(t.name)} AS T1 JOIN {quote(other.name)} AS T2 "
+                f"ON T1.{quote(cols[0])} = T2.{quote(ref_cols[0])} WHERE T1.{entity.condition()}")
+    return None
+
+
+def resolve(state: DialogueState, utterance: str, g: Grounding,
+            tables: Sequence[TableInfo], db: Backend | None = None) -> Resolution | None:
+    """Resolve a follow-up's reference against the dialogue state (None: nothing to resolve)."""
+    if state.program is None or not g.referring:
+        return None
+    by_name = {t.name: t for t in tables}
+    # ellipsis: "and in France?" puts a new value in the place of the previous filter's
+    if _FOLLOW_UP_START.match(utterance.strip()) and g.values and not g.named and state.tree is not None:
+        for v in g.values:
+            same = [f for f in state.filters if f.table == v.table and str(f.value).lower() != v.value.lower()]
+            # the filter on the value's own column, else one on another column of its table
+            # (``Code2 = 'DE'`` and "and in France?": ``Name = 'France'`` in its place)
+            hit = next((f for f in same if f.column == v.column), same[0] if len(same) == 1 else None)
+            if hit is not None:
+                tree = state.tree.copy()
+                for eq in list(tree.find_all(exp.EQ)):
+                    col, lit = eq.this, eq.expression
+                    if isinstance(col, exp.Literal):
+                        col, lit = lit, col
+                    if (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and lit.is_string
+                            and lit.this == hit.value and col.name.lower() == hit.column.lower()):
+                        new_col = exp.Column(this=exp.to_identifier(v.column), table=col.args.get("table"))
+                        eq.replace(exp.EQ(this=new_col, expression=exp.Literal.string(v.value)))
+                program = to_blendsql(tree)
+                return Resolution("substitute", f"'{v.phrase}' takes the place of {hit.table}.{hit.column} = "
+                                  f"{_literal(hit.value)} in the previous query", program=program)
+    entity, words = referent(state, utterance)
+    if entity is None:
+        return None
+    t = by_name.get(entity.table)
+    if t is None:
+        return None
+    cols = _asked_columns(g, utterance, t)
+    note = f"'{words}' = the {entity.describe()}"
+    if cols:
+        select = ", ".join(quote(c) for c in cols)  # what was asked for, as a gold query would
+        looked = _lookup(db, t, cols, entity, by_name) or (
+            f"SELECT {select} FROM {quote(t.name)} WHERE {entity.condition()}")
+        return Resolution("lookup", note, program=looked, entity=entity)
+    return Resolution("hint", note, question=f"{utterance} [{note}]", entity=entity)
+
+
+__all__ = ["DialogueState", "Entity", "Filter", "Resolution", "record", "referent", "resolve"]
