@@ -14,12 +14,14 @@ from blendsql.ingredients.decide import (
     CALIBRATIONS,
     CASCADE_SAMPLE,
     CONTENT_FREE,
+    DECISIONS,
     DEFAULT_TARGET,
     FRAMINGS,
     PROXIES,
     Decision,
     DecisionPolicy,
     EmbeddingProxy,
+    batch_threshold,
     cascade_sample,
     cascade_split,
     check_choice,
@@ -31,6 +33,7 @@ from blendsql.ingredients.decide import (
     contextual_bias,
     example_bias,
     fit_cascade_threshold,
+    log_odds,
     sample_size,
 )
 from blendsql.models.base import Model, Request, Response
@@ -170,6 +173,9 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         IngredientOption("scored", (bool, int), "decide from each answer's probability",
                          default=False),
         IngredientOption("calibrate", (str,), "none, contextual or examples", default="none"),
+        IngredientOption("decision", (str,), "a yes/no map's rule: auto (a threshold found in "
+                         "the batch's probabilities), argmax or greedy (unscored); other maps: "
+                         "greedy unless scored=", default="auto"),
         IngredientOption("framing", (str,), "question, labels or claim", default="question"),
         IngredientOption("labels", (list, tuple, str), "two labels: the TRUE one first"),
         IngredientOption("target", (float,), "a cascade's target accuracy, between 0 and 1",
@@ -207,7 +213,9 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         if not values:
             return []
         constraint, back = self.pick_constraint(kwargs)
-        policy = self.decision_policy(kwargs)
+        per_prompt = _values_per_prompt(self.setting(kwargs, "values_per_prompt", 1))
+        policy = self.decision_policy(kwargs, yes_no=isinstance(constraint, Bool),
+                                      listed=per_prompt > 1)
         constraint, back = policy.ask_constraint(constraint, back)
         few_shot = normalize_few_shot(self.setting(kwargs, "few_shot"))
         if policy.active:
@@ -216,9 +224,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
             kwargs, "max_tokens", _llm.max_tokens_for(constraint, model, self.text_max_tokens)))
         stop = ("\n",) if type(constraint) is Text else ()
         value_chars = int(self.setting(kwargs, "value_chars", self.value_chars))
-        per_prompt = _values_per_prompt(self.setting(kwargs, "values_per_prompt", 1))
         if per_prompt > 1:
-            if policy.active or policy.framing != "question":
+            if policy.explicit or policy.framing != "question":
                 raise IngredientError(
                     "values_per_prompt= cannot be combined with scored= / calibrate= / "
                     "cascade= / framing=",
@@ -275,9 +282,23 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
 
         return prompt_for
 
-    def decision_policy(self, kwargs: dict[str, Any]) -> DecisionPolicy:
+    def decision_policy(self, kwargs: dict[str, Any], yes_no: bool = False,
+                        listed: bool = False) -> DecisionPolicy:
         """The call's validated ``scored`` / ``calibrate`` / ``framing`` / ``labels`` /
-        ``target`` settings and the instance's ``cascade`` model."""
+        ``target`` / ``decision`` settings and the instance's ``cascade`` model.
+
+        ``yes_no``: the call answers TRUE / FALSE; its default ``decision`` is then
+        'auto' (scored, :func:`~blendsql.ingredients.decide.batch_threshold`), else
+        'greedy'. ``listed``: ``values_per_prompt`` > 1, whose lists are never
+        scored, so the default is 'greedy' there too.
+        """
+        raw_decision = self.setting(kwargs, "decision")
+        if raw_decision is None:
+            decision = "auto" if yes_no and not listed else "greedy"
+        else:
+            decision = check_choice("decision", raw_decision, DECISIONS)
+            if decision == "auto" and not yes_no:
+                decision = "argmax"  # no batch threshold between more than two answers
         framing = check_choice("framing", self.setting(kwargs, "framing", "question"), FRAMINGS)
         raw_labels = self.setting(kwargs, "labels")
         labels = check_labels(raw_labels) if raw_labels is not None else None
@@ -295,7 +316,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
                                    CALIBRATIONS),
             framing=framing, labels=labels, cascade=cascade,
             target=check_target(self.setting(kwargs, "target", DEFAULT_TARGET)),
-            proxy=check_choice("proxy", self.setting(kwargs, "proxy", "none"), PROXIES))
+            proxy=check_choice("proxy", self.setting(kwargs, "proxy", "none"), PROXIES),
+            decision=decision)
 
     @property
     def last_decisions(self) -> list[Decision]:
@@ -331,6 +353,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
                                  bias, stage, kwargs)
         known.update(zip(ask_now, fresh, strict=True))
         decisions = [known[i] for i in todo]
+        if policy.batch_split:
+            decisions = split_decisions(decisions, ask, back)
         if policy.cascade is not None:
             decisions = self.cascade(model, policy, decisions, [requests[i] for i in todo], ask,
                                      back, calibration, kwargs)
@@ -341,7 +365,7 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         model.record_decisions([d.record(v) for d, v in zip(final, inputs, strict=True)])
         self.__dict__["_last_decisions"] = final
         unscored = [d for d in final if not d.scored]
-        if unscored:
+        if unscored and policy.explicit:
             self.warn(kwargs, f"{len(unscored)} of {len(final)} value(s) were not scored "
                       f"({unscored[0].note}); their greedy answers were kept")
         return [d.value for d in final]
@@ -570,6 +594,42 @@ def scored_decisions(
         answer, prob, margin, probs = choose(scores, bias)
         out.append(Decision(answer_value(answer, ask, back), answer, prob, margin, probs,
                             normalise(scores), stage))
+    return out
+
+
+def split_decisions(decisions: list[Decision], ask: Constraint, back: dict[str, Any]
+                    ) -> list[Decision]:
+    """A yes/no batch decided by :func:`~blendsql.ingredients.decide.batch_threshold`.
+
+    The TRUE answer is the first scored answer ('true', or the first label); each
+    scored value answers TRUE when its log-odds of TRUE over FALSE is above the
+    batch's threshold. Each decision keeps its own probabilities and records the
+    threshold as P(TRUE) and the rule ('split' or 'argmax'); unscored values keep
+    their greedy answer.
+    """
+    answers = scored_answers(ask) or ()
+    scored = [d for d in decisions if d.scored and d.raw is not None]
+    if len(answers) != 2 or not scored:
+        return decisions
+    first, second = answers
+    def odds(d: Decision) -> float:
+        raw = d.raw or {}
+        return log_odds({a: math.log(max(raw.get(a, 0.0), 1e-300)) for a in answers},
+                        first, second)
+
+    found = batch_threshold([odds(d) for d in scored])
+    out = []
+    for d in decisions:
+        if not d.scored or d.raw is None:
+            out.append(d)
+            continue
+        answer = first if odds(d) > found.log_odds else second
+        probs = d.raw
+        out.append(replace(d, value=answer_value(answer, ask, back), answer=answer,
+                           probability=probs[answer], margin=probs[answer] - probs[
+                               second if answer == first else first],
+                           probabilities=probs, threshold=found.probability, rule=found.rule,
+                           note=d.note or found.why))
     return out
 
 
