@@ -130,8 +130,22 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
     ``instructions``, ``max_tokens``, ``value_chars``, ``context_chars``,
     ``values_per_prompt`` (opt-in: k values per request, answered as a JSON list).
 
-    Decisions from probabilities (a Bool or a Choice of up to 64 options; all
-    off by default, so requests and answers stay what greedy decoding gives):
+    A yes/no map (``= TRUE``, ``return_type='bool'``) decides from both answers'
+    probabilities by default (``decision='auto'``): when the batch's log-odds of
+    TRUE fall into two clear groups (at least 8 distinct values; a two-Gaussian
+    fit beats one by the BIC) the threshold is the gap between them, else the
+    more probable answer wins (:func:`~blendsql.ingredients.decide.batch_threshold`).
+    A bias the same for every value (a model that leans to "yes") moves the
+    threshold with it, so rare positives are not swamped. The trace keeps each
+    value's probability, the threshold (as P(TRUE)) and the rule.
+    ``decision='argmax'``: the more probable answer; ``decision='greedy'``: no
+    scores (the greedy answer). A backend that cannot score keeps its greedy
+    answer, noted in the trace::
+
+        SELECT * FROM reviews WHERE {{LLMMap('Is this review positive?', reviews.text)}} = TRUE
+
+    Other decisions from probabilities (a Bool or a Choice of up to 64 options;
+    off by default for other than yes/no maps):
 
     - ``scored=TRUE``: each allowed answer is scored as a whole and the most
       probable one wins; probabilities and margins go to the trace
