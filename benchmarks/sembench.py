@@ -1119,7 +1119,7 @@ def strata_instances(data: Data, split: str, seed: int = 0, size: int = 60, repl
     (:data:`STRATUM_RATES`), negatives from all the split's negatives and positives
     from a seeded pool of ``positive_pool`` (so strata share reviews and each review
     costs one model call); when the split lacks negatives a set is smaller, never
-    padded. Whole: every movie of the split with at least 5 reviews and a positive rate
+    padded, and a set that misses its rate is filed under the stratum it reached. Whole: every movie of the split with at least 5 reviews and a positive rate
     below 60% (negative-heavy movies, e.g. justice_league_2017 in the report split).
     Lowest stratum first.
     """
@@ -1138,9 +1138,12 @@ def strata_instances(data: Data, split: str, seed: int = 0, size: int = 60, repl
             n_neg = min(size - n_pos, len(neg))
             if n_neg < size - n_pos:  # too few negatives: keep the rate, shrink the set
                 n_pos = min(n_pos, max(1, round(n_neg * rate / (1 - rate))))
-            ids = tuple(sorted(rng.sample(pos, min(n_pos, len(pos))) + rng.sample(neg, n_neg)))
-            out.append(StratumInstance(f"strata:{name}:sample{rep + 1}", name, ids,
-                                       f"sampled: {n_pos} positive of {len(ids)}"))
+            picked = min(n_pos, len(pos))
+            ids = tuple(sorted(rng.sample(pos, picked) + rng.sample(neg, n_neg)))
+            got = stratum_of(picked / len(ids))  # a small split may miss the aimed rate
+            out.append(StratumInstance(f"strata:{got}:sample{rep + 1}" + (
+                "" if got == name else f"-aimed-{name}"), got, ids,
+                f"sampled: {picked} positive of {len(ids)}"))
     for m in sorted(movies):
         rs = data.of(m)
         rate = positive_ratio(rs)
