@@ -1125,8 +1125,8 @@ def strata_instances(data: Data, split: str, seed: int = 0, size: int = 60, repl
     """
     movies = set(split_movies(data, seed, tune_fraction)[split])
     reviews = [r for r in data.reviews if r.movie in movies]
-    pos = sorted((r.review_id for r in reviews if r.sentiment == POSITIVE))
-    neg = sorted((r.review_id for r in reviews if r.sentiment != POSITIVE))
+    pos = sorted(r.review_id for r in reviews if r.sentiment == POSITIVE)
+    neg = sorted(r.review_id for r in reviews if r.sentiment != POSITIVE)
     random.Random(f"strata-pool:{seed}:{split}").shuffle(pos)
     pos = pos[:positive_pool]
     out = []
