@@ -1251,6 +1251,8 @@ def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data
         raise SystemExit(f"--strata-modes: unknown {unknown}; choose from {', '.join(STRATA_MODES)}")
     insts = strata_instances(data, args.split, args.seed, args.strata_size, args.strata_replicates,
                              args.tune_fraction)
+    if args.strata_only:  # e.g. only the lowest stratum for an expensive mode
+        insts = [i for i in insts if i.stratum in args.strata_only.split(",")]
     out = args.out or RESULTS / f"sembench_strata_{args.split}.jsonl"
     if args.dry_run:
         print(json.dumps({"instances": [i.record() for i in insts],
@@ -1400,6 +1402,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strata-size", type=int, default=60, help="with --strata: reviews per sampled set")
     ap.add_argument("--strata-replicates", type=int, default=2,
                     help="with --strata: sampled sets per stratum")
+    ap.add_argument("--strata-only", help="with --strata: comma-separated strata to run (e.g. '<=10%%')")
     ap.add_argument("--strata-cache", help="with --strata: a response cache file (each review is "
                                            "scored once across sets and modes)")
     args = ap.parse_args(argv)
