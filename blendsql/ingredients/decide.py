@@ -185,7 +185,7 @@ class DecisionPolicy:
     def explicit(self) -> bool:
         """True when the user asked for scores (an unscored answer is then warned about)."""
         return (self.scored or self.calibrate != "none" or self.cascade is not None
-                or self.proxy != "none" or self.decision == "argmax")
+                or self.proxy != "none" or self.decision in ("argmax", "expected"))
 
     @property
     def batch_split(self) -> bool:
@@ -469,11 +469,13 @@ def predict_one(v: np.ndarray, centroids: Mapping[str, np.ndarray]) -> ProxyAnsw
 
 # ---------------------------------------------------------------- yes/no over a batch
 
-#: ``decision=`` of a yes/no map: auto (the default: scored; a threshold from the batch's
+#: ``decision=``: auto (a yes/no map's default: scored; a threshold from the batch's
 #: own probabilities when they fall into two clear groups, else the more probable
 #: answer), argmax (scored, the more probable answer), greedy (unscored: the answer
-#: greedy decoding gives; no probabilities)
-DECISIONS = ("auto", "argmax", "greedy")
+#: greedy decoding gives; no probabilities; the default of other maps), expected
+#: (numeric options such as a 1-5 score: the mean of the options weighted by their
+#: probabilities, not the most probable one)
+DECISIONS = ("auto", "argmax", "expected", "greedy")
 #: fewer distinct values than this: no batch threshold (two groups need evidence)
 SPLIT_MIN_VALUES = 8
 #: variance floor of a group's log-odds (a scripted model gives identical numbers)
@@ -563,3 +565,24 @@ def batch_threshold(log_odds: Sequence[float], min_values: int = SPLIT_MIN_VALUE
     return BatchThreshold(t, "split", f"{n} values form two groups ({n - k} above, {k} "
                           f"below; BIC gain {gain:.1f} > {needed:.1f}); threshold midway "
                           "between them", (n - k, k))
+
+
+def expected_value(probabilities: Mapping[str, float]) -> float:
+    """The mean of numeric answers weighted by their probabilities (a 1-5 score read as an
+    expectation: 0.6 on '4' and 0.4 on '5' is 4.4, where the argmax says 4)."""
+    total = sum(probabilities.values())
+    return sum(float(a) * p for a, p in probabilities.items()) / total if total else math.nan
+
+
+def check_numeric_options(answers: Sequence[str]) -> None:
+    """decision='expected' needs options that are numbers (a clear error otherwise)."""
+    bad = []
+    for a in answers:
+        try:
+            float(a)
+        except ValueError:
+            bad.append(a)
+    if bad or not answers:
+        raise IngredientError(
+            f"decision='expected' averages numeric options, and {bad[:3] or 'none'} are not "
+            "numbers", hint="give options=('1', '2', '3', '4', '5'), or use decision='argmax'")

@@ -27,11 +27,13 @@ from blendsql.ingredients.decide import (
     check_choice,
     check_flag,
     check_labels,
+    check_numeric_options,
     check_sample,
     check_target,
     choose,
     contextual_bias,
     example_bias,
+    expected_value,
     fit_cascade_threshold,
     log_odds,
     sample_size,
@@ -139,7 +141,9 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
     threshold with it, so rare positives are not swamped. The trace keeps each
     value's probability, the threshold (as P(TRUE)) and the rule.
     ``decision='argmax'``: the more probable answer; ``decision='greedy'``: no
-    scores (the greedy answer). A backend that cannot score keeps its greedy
+    scores (the greedy answer). For numeric options (a 1-5 score)
+    ``decision='expected'`` returns the options' mean weighted by their
+    probabilities (4.4 where the argmax says 4), which ranks values finer. A backend that cannot score keeps its greedy
     answer, noted in the trace::
 
         SELECT * FROM reviews WHERE {{LLMMap('Is this review positive?', reviews.text)}} = TRUE
@@ -189,7 +193,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         IngredientOption("calibrate", (str,), "none, contextual or examples", default="none"),
         IngredientOption("decision", (str,), "a yes/no map's rule: auto (a threshold found in "
                          "the batch's probabilities), argmax or greedy (unscored); other maps: "
-                         "greedy unless scored=", default="auto"),
+                         "greedy unless scored=, or expected (numeric options: their "
+                         "probability-weighted mean)", default="auto"),
         IngredientOption("framing", (str,), "question, labels or claim", default="question"),
         IngredientOption("labels", (list, tuple, str), "two labels: the TRUE one first"),
         IngredientOption("target", (float,), "a cascade's target accuracy, between 0 and 1",
@@ -313,6 +318,10 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
             decision = check_choice("decision", raw_decision, DECISIONS)
             if decision == "auto" and not yes_no:
                 decision = "argmax"  # no batch threshold between more than two answers
+            if decision == "expected" and yes_no:
+                raise IngredientError(
+                    "decision='expected' averages numeric options; this call answers TRUE / FALSE",
+                    hint="give options=('1', '2', '3', '4', '5') for a score, or drop decision=")
         framing = check_choice("framing", self.setting(kwargs, "framing", "question"), FRAMINGS)
         raw_labels = self.setting(kwargs, "labels")
         labels = check_labels(raw_labels) if raw_labels is not None else None
@@ -369,6 +378,12 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         decisions = [known[i] for i in todo]
         if policy.batch_split:
             decisions = split_decisions(decisions, ask, back)
+        if policy.decision == "expected":
+            check_numeric_options(scored_answers(ask) or ())
+            decisions = [replace(d, value=expected_value(d.probabilities),
+                                 rule="expected", note=d.note or "the options' mean weighted by "
+                                 "their probabilities") if d.scored and d.probabilities else d
+                         for d in decisions]
         if policy.cascade is not None:
             decisions = self.cascade(model, policy, decisions, [requests[i] for i in todo], ask,
                                      back, calibration, kwargs)

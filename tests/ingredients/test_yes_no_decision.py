@@ -119,4 +119,26 @@ def test_a_misspelt_decision_is_a_clear_error():
     with pytest.raises(IngredientError, match="decision='split'") as e:
         LLMMap().run("ok?", list(truth), model=scripted(truth, 0.0), constraint=Bool(),
                      decision="split")
-    assert "auto" in (e.value.hint or "") or "greedy" in (e.value.hint or "")
+    assert "auto, argmax" in e.value.message and "greedy" in (e.value.hint or "")
+
+
+def test_a_score_read_as_an_expectation_over_the_scored_options():
+    from blendsql.models.constraints import Choice
+
+    probs = {"a": {"4": 0.6, "5": 0.4}, "b": {"4": 0.9, "3": 0.1}, "c": {"1": 1.0}}
+
+    def answer(req: Request) -> Distribution:
+        return Distribution(probs[value_of(req)])
+
+    ing = LLMMap()
+    out = ing.run("Score 1-5", ["a", "b", "c"], model=FunctionModel(answer),
+                  constraint=Choice(("1", "2", "3", "4", "5")), decision="expected")
+    assert out == pytest.approx([4.4, 3.9, 1.0])
+    assert [d.answer for d in ing.last_decisions] == ["4", "4", "1"]  # the argmax, traced
+    assert {d.rule for d in ing.last_decisions} == {"expected"}
+    with pytest.raises(IngredientError, match="not numbers"):
+        ing.run("Which?", ["a"], model=FunctionModel(lambda r: Distribution({"x": 1.0})),
+                constraint=Choice(("x", "y")), decision="expected")
+    with pytest.raises(IngredientError, match="TRUE / FALSE"):
+        ing.run("ok?", ["a"], model=FunctionModel(lambda r: True), constraint=Bool(),
+                decision="expected")
