@@ -1111,8 +1111,34 @@ class StratumInstance:
                 "source": self.source}
 
 
+def touched_reviews(data: Data, paths: Iterable[Path]) -> set[int]:
+    """Review ids earlier runs saw (their JSON headers' instances: every review of a named
+    movie and every sampled id; their JSONL rows' per-review records), so a report set can
+    draw only untouched items (``--exclude-touched``)."""
+    ids: set[int] = set()
+    movies: set[str] = set()
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        rows = [json.loads(x) for x in text.splitlines() if x.strip().startswith("{")] \
+            if path.suffix == ".jsonl" else [json.loads(text)]
+        for row in rows:
+            for inst in row.get("instances") or []:
+                if isinstance(inst, dict):
+                    movies.update(inst.get("movies") or [])
+                    sample = inst.get("sample")
+                    if isinstance(sample, list):
+                        ids.update(int(x) for x in sample)
+            movies.update(row.get("movies") or [])
+            for key in ("labelled", "scored_reviews"):
+                ids.update(int(x[0]) for x in row.get(key) or [])
+            ids.update(int(x) for x in row.get("review_ids") or [])
+    ids.update(r.review_id for r in data.reviews if r.movie in movies)
+    return ids
+
+
 def strata_instances(data: Data, split: str, seed: int = 0, size: int = 60, replicates: int = 2,
-                     tune_fraction: float = 0.3, positive_pool: int = 60) -> list[StratumInstance]:
+                     tune_fraction: float = 0.3, positive_pool: int = 60,
+                     exclude: frozenset[int] | set[int] = frozenset()) -> list[StratumInstance]:
     """Instances of every stratum from the split's reviews only (tune and report disjoint).
 
     Sampled: ``replicates`` seeded sets of ``size`` reviews per stratum at its rate
@@ -1121,10 +1147,11 @@ def strata_instances(data: Data, split: str, seed: int = 0, size: int = 60, repl
     costs one model call); when the split lacks negatives a set is smaller, never
     padded, and a set that misses its rate is filed under the stratum it reached. Whole: every movie of the split with at least 5 reviews and a positive rate
     below 60% (negative-heavy movies, e.g. justice_league_2017 in the report split).
-    Lowest stratum first.
+    ``exclude``: review ids earlier runs touched (:func:`touched_reviews`); a movie with
+    one of them is not taken whole. Lowest stratum first.
     """
     movies = set(split_movies(data, seed, tune_fraction)[split])
-    reviews = [r for r in data.reviews if r.movie in movies]
+    reviews = [r for r in data.reviews if r.movie in movies and r.review_id not in exclude]
     pos = sorted(r.review_id for r in reviews if r.sentiment == POSITIVE)
     neg = sorted(r.review_id for r in reviews if r.sentiment != POSITIVE)
     random.Random(f"strata-pool:{seed}:{split}").shuffle(pos)
@@ -1147,7 +1174,7 @@ def strata_instances(data: Data, split: str, seed: int = 0, size: int = 60, repl
     for m in sorted(movies):
         rs = data.of(m)
         rate = positive_ratio(rs)
-        if len(rs) >= 5 and rate < 0.6:
+        if len(rs) >= 5 and rate < 0.6 and not any(r.review_id in exclude for r in rs):
             out.append(StratumInstance(f"strata:{stratum_of(rate)}:{m}", stratum_of(rate),
                                        tuple(sorted(r.review_id for r in rs)), f"movie {m} whole"))
     order = {name: i for i, (name, _, _) in enumerate(STRATA)}
@@ -1249,13 +1276,14 @@ def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data
     unknown = [m for m in modes if m not in STRATA_MODES]
     if unknown:
         raise SystemExit(f"--strata-modes: unknown {unknown}; choose from {', '.join(STRATA_MODES)}")
+    exclude = touched_reviews(data, args.exclude_touched or [])
     insts = strata_instances(data, args.split, args.seed, args.strata_size, args.strata_replicates,
-                             args.tune_fraction)
+                             args.tune_fraction, exclude=exclude)
     if args.strata_only:  # e.g. only the lowest stratum for an expensive mode
         insts = [i for i in insts if i.stratum in args.strata_only.split(",")]
     out = args.out or RESULTS / f"sembench_strata_{args.split}.jsonl"
     if args.dry_run:
-        print(json.dumps({"instances": [i.record() for i in insts],
+        print(json.dumps({"instances": [i.record() for i in insts], "excluded": len(exclude),
                           "distinct_reviews": len({x for i in insts for x in i.review_ids}),
                           "sql": {m: strata_sql(m) for m in modes}}, indent=2))
         return 0
@@ -1266,6 +1294,8 @@ def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data
               "split": args.split, "seed": args.seed, "strata": [s[0] for s in STRATA],
               "stratum_rates": STRATUM_RATES, "size": args.strata_size,
               "replicates": args.strata_replicates, "modes": modes,
+              "excluded_touched_reviews": len(exclude),
+              "excluded_from": [p.name for p in args.exclude_touched or []],
               "instances": [i.record() for i in insts],
               "metric": "per-review accuracy, FPR, FNR of the yes/no map 'Is this movie review "
                         "positive?' per stratum of the instance's true positive rate, 95% Wilson "
@@ -1402,6 +1432,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strata-size", type=int, default=60, help="with --strata: reviews per sampled set")
     ap.add_argument("--strata-replicates", type=int, default=2,
                     help="with --strata: sampled sets per stratum")
+    ap.add_argument("--exclude-touched", type=Path, nargs="+", metavar="RESULTS",
+                    help="with --strata: earlier results (JSON / JSONL) whose reviews the sets "
+                         "must not draw (a report set draws only untouched items)")
     ap.add_argument("--strata-only", help="with --strata: comma-separated strata to run (e.g. '<=10%%')")
     ap.add_argument("--strata-cache", help="with --strata: a response cache file (each review is "
                                            "scored once across sets and modes)")
