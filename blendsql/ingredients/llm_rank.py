@@ -166,7 +166,7 @@ class LLMRank(_llm.LLMIngredientMixin, MapIngredient):
     options_spec = (
         _llm.QUESTION, _llm.INSTRUCTIONS,
         IngredientOption("template", (str,), "the comparison prompt (fields instructions, "
-                         "question, a, b)", default="a short A-or-B prompt"),
+                         "question, a, b)", attribute=True),
         IngredientOption("k", (int,), "how many values to order fully (default: the query's "
                          "LIMIT + OFFSET, else all)"),
         IngredientOption("descending", (bool, int), "the best first (default: the ORDER BY "
@@ -178,6 +178,7 @@ class LLMRank(_llm.LLMIngredientMixin, MapIngredient):
     #: the engine passes ``k`` / ``descending`` from the ORDER BY ... LIMIT around the call
     ordered_by_limit: ClassVar[bool] = True
     value_chars: ClassVar[int] = 1500
+    template: ClassVar[str] = RANK_TEMPLATE
 
     def estimate_model_calls(self, n_values: int, k: int | None = None) -> int:
         """At most ``n - 1 + (k - 1) * ceil(log2 n)`` comparisons (:func:`tournament_calls`)."""
@@ -220,7 +221,7 @@ class LLMRank(_llm.LLMIngredientMixin, MapIngredient):
         prefer (the tournament then finds the lowest-ranked values). An answer that
         does not parse counts for the value shown first, with a warning.
         """
-        template = str(self.setting(kwargs, "template", RANK_TEMPLATE))
+        template = str(self.setting(kwargs, "template", self.template))
         instructions = str(self.setting(kwargs, "instructions", RANK_INSTRUCTIONS))
         chars = int(self.setting(kwargs, "value_chars", self.value_chars))
 
