@@ -1194,7 +1194,8 @@ def strata_run_one(data: Data, inst: StratumInstance, mode: str, model: Model,
     by_id = data.by_id()
     reviews = [by_id[i] for i in inst.review_ids]
     sql = strata_sql(mode)
-    row: dict[str, Any] = {"key": f"{inst.key}|{mode}", **inst.record(), "mode": mode, "sql": sql}
+    row: dict[str, Any] = {**inst.record(), "instance": inst.key, "key": f"{inst.key}|{mode}",
+                           "mode": mode, "sql": sql}
     t0 = time.perf_counter()
     try:
         sm = BlendSQL(engine_tables(data, reviews), model=model, cache=cache,
@@ -1240,9 +1241,36 @@ def confusion(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def strata_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """The rows of a ``--strata`` JSONL by ``instance|mode`` (rows written before the key
+    carried the mode are keyed again by their mode)."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in read_rows_all(path):
+        key = str(row["key"])
+        if not key.endswith(f"|{row.get('mode')}"):
+            row = {**row, "instance": key, "key": f"{key}|{row.get('mode')}"}
+        out[row["key"]] = row
+    return out
+
+
+def read_rows_all(path: Path) -> list[dict[str, Any]]:
+    """Every JSON row of a JSONL (a half-written last line skipped)."""
+    rows = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and "key" in row:
+                rows.append(row)
+    return rows
+
+
 def strata_summary(rows: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict[str, Any]:
     """Per mode and stratum: accuracy / FPR / FNR (Wilson), count error; the worst stratum
-    per mode; the mode the worst stratum chooses (ties: fewer prompt tokens)."""
+    per mode; the mode the worst stratum chooses (ties: fewer prompt tokens, then the mode
+    listed first)."""
     per: dict[str, Any] = {}
     for mode in modes:
         mine = [r for r in rows if r.get("mode") == mode and not r.get("error")]
@@ -1265,8 +1293,8 @@ def strata_summary(rows: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict
                      "model_calls": calls, "cache_hits": sum(r.get("cache_hits", 0) for r in mine),
                      "prompt_tokens": sum(r.get("prompt_tokens", 0) for r in mine),
                      "errors": sum(1 for r in rows if r.get("mode") == mode and r.get("error"))}
-    chosen = max(per, key=lambda m: (per[m]["worst_accuracy"] or 0.0, -per[m]["prompt_tokens"])) \
-        if per else None
+    chosen = max(per, key=lambda m: (per[m]["worst_accuracy"] or 0.0, -per[m]["prompt_tokens"],
+                                     -list(modes).index(m))) if per else None  # ties: listed first
     return {"modes": per, "chosen_by_worst_stratum": chosen}
 
 
@@ -1288,7 +1316,9 @@ def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data
                           "sql": {m: strata_sql(m) for m in modes}}, indent=2))
         return 0
     model_path = protocol.model_arg(args.model)
-    models = make_models(args, model_path, modes)
+    done = strata_rows(out)
+    todo = [(i, m) for i in insts for m in modes if f"{i.key}|{m}" not in done]
+    models = make_models(args, model_path, modes) if todo else None  # a finished run: summary only
     header = {**protocol.run_record("sembench.py", argv, None if args.base_url else model_path,
                                     f"openai:{args.model_name}" if args.base_url else None),
               "split": args.split, "seed": args.seed, "strata": [s[0] for s in STRATA],
@@ -1302,14 +1332,11 @@ def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data
                         "intervals (reviews of one stratum's instances overlap: sampled sets "
                         "share the split's few negatives, so intervals are optimistic); count "
                         "relative error per instance"}
-    done = read_rows(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     cache: bool | str = args.strata_cache or False
     with out.open("a", encoding="utf-8") as fh:
-        for inst in insts:  # instance-major: a stopped run has every mode on the same sets
-            for mode in modes:
-                if f"{inst.key}|{mode}" in done:
-                    continue
+        for inst, mode in todo:  # instance-major: a stopped run has every mode on the same sets
+            if models is not None:
                 row = strata_run_one(data, inst, mode, models.main, cache, args.timeout)
                 row["split"] = args.split
                 fh.write(json.dumps(row, default=str) + "\n")
@@ -1322,7 +1349,7 @@ def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data
                 summary = {**header, **strata_summary(list(done.values()), modes)}
                 out.with_suffix(".json").write_text(json.dumps(summary, indent=2, default=str),
                                                     encoding="utf-8")
-    summary = {**header, **strata_summary(list(read_rows(out).values()), modes)}
+    summary = {**header, **strata_summary(list(strata_rows(out).values()), modes)}
     out.with_suffix(".json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     print(json.dumps({k: v for k, v in summary.items() if k != "instances"}, indent=2, default=str))
     return 0
