@@ -113,6 +113,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import protocol  # noqa: E402
 from blendsql import BlendSQL  # noqa: E402
 from blendsql.ingredients import LLMMap  # noqa: E402
+from blendsql.ingredients.decide import batch_threshold  # noqa: E402
 from blendsql.models import Distribution, FunctionModel  # noqa: E402
 from blendsql.models.base import Model, Request  # noqa: E402
 from blendsql.models.constraints import Bool, Choice  # noqa: E402
@@ -1298,6 +1299,46 @@ def strata_summary(rows: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict
     return {"modes": per, "chosen_by_worst_stratum": chosen}
 
 
+def fixed_rule(t: float) -> Callable[[list[float]], float]:
+    """A rule that ignores the batch: log-odds threshold ``t``."""
+    return lambda xs: t
+
+
+#: decision rules replayed on recorded probabilities (``--strata-replay``): log-odds threshold
+#: of each batch from its P(TRUE) values
+REPLAY_RULES: dict[str, Callable[[list[float]], float]] = {
+    "argmax": lambda xs: 0.0,
+    "auto (batch split)": lambda xs: batch_threshold(xs).log_odds,
+    "split without the BIC test": lambda xs: batch_threshold(xs, bic_per_param=-1e9).log_odds,
+    **{f"fixed P(TRUE) > {1 / (1 + math.exp(-t)):.2f}": fixed_rule(t) for t in (0.25, 0.5, 0.75, 1.0)},
+}
+
+
+def strata_replay(rows: Sequence[dict[str, Any]], mode: str = "auto") -> dict[str, Any]:
+    """Each rule of :data:`REPLAY_RULES` applied to the P(TRUE) the model gave each review of
+    ``mode``'s rows (scored modes only), per stratum: accuracy, FPR, FNR, and the worst
+    stratum. Exact for rules of the probabilities: no model call."""
+    mine = [r for r in rows if r.get("mode") == mode and r.get("labelled")]
+    out: dict[str, Any] = {}
+    for name, rule in REPLAY_RULES.items():
+        per: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in mine:
+            ps = [p for _, _, _, p in r["labelled"]]
+            if any(p is None for p in ps):
+                continue
+            xs = [math.log(max(p, 1e-9) / max(1 - p, 1e-9)) for p in ps]
+            t = rule(xs)
+            per[r["stratum"]].append({"labelled": [[i, x > t, truth, p] for (i, _, truth, p), x
+                                                   in zip(r["labelled"], xs, strict=True)]})
+        strata = {k: confusion(v) for k, v in per.items()}
+        worst = min(strata, key=lambda k: strata[k]["accuracy"]["accuracy"] or 0.0) if strata else None
+        out[name] = {"worst_stratum": worst,
+                     "worst_accuracy": strata[worst]["accuracy"]["accuracy"] if worst else None,
+                     "strata": {k: {"accuracy": v["accuracy"]["accuracy"], "fpr": v["fpr"]["rate"],
+                                    "fnr": v["fnr"]["rate"]} for k, v in strata.items()}}
+    return out
+
+
 def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data) -> int:
     """``--strata``: the stratified yes/no evaluation (see :func:`strata_instances`)."""
     modes = [m.strip() for m in args.strata_modes.split(",") if m.strip()]
@@ -1349,7 +1390,12 @@ def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data
                 summary = {**header, **strata_summary(list(done.values()), modes)}
                 out.with_suffix(".json").write_text(json.dumps(summary, indent=2, default=str),
                                                     encoding="utf-8")
-    summary = {**header, **strata_summary(list(strata_rows(out).values()), modes)}
+    rows = list(strata_rows(out).values())
+    summary = {**header, **strata_summary(rows, modes),
+               "replay": {"note": "decision rules applied to the recorded P(TRUE) of the first "
+                                  "scored mode's reviews (no model call)",
+                          "rules": strata_replay(rows, next((m for m in modes if m in (
+                              "auto", "argmax")), modes[0]))}}
     out.with_suffix(".json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     print(json.dumps({k: v for k, v in summary.items() if k != "instances"}, indent=2, default=str))
     return 0

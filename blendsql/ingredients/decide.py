@@ -511,8 +511,8 @@ def sigmoid(x: float) -> float:
     return z / (1.0 + z)
 
 
-def batch_threshold(log_odds: Sequence[float], min_values: int = SPLIT_MIN_VALUES
-                    ) -> BatchThreshold:
+def batch_threshold(log_odds: Sequence[float], min_values: int = SPLIT_MIN_VALUES,
+                    bic_per_param: float = SPLIT_BIC_PER_PARAM) -> BatchThreshold:
     """The threshold that splits a batch's log-odds into its two groups, when it has two.
 
     Why: a model's P(yes) carries a bias that is the same for every value of one
@@ -557,7 +557,7 @@ def batch_threshold(log_odds: Sequence[float], min_values: int = SPLIT_MIN_VALUE
     one = n * math.log(var(total, total2, n))
     two = two_groups(k)
     gain = one - two  # -2 log-likelihood: one group minus two groups
-    needed = 3 * SPLIT_BIC_PER_PARAM * math.log(n)
+    needed = 3 * bic_per_param * math.log(n)
     if gain <= needed:
         return BatchThreshold(0.0, "argmax", f"{n} values form one group (two groups gain "
                               f"{gain:.1f} < {needed:.1f} BIC); the more probable answer")
