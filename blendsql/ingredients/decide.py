@@ -83,7 +83,7 @@ class Decision:
     raw: dict[str, float] | None = None
     stage: str = ""
     note: str | None = None
-    threshold: float | None = None  # the cascade's fitted threshold, when one decided
+    threshold: float | None = None  # a cascade's fitted threshold, or a yes/no batch's P(TRUE) one
     rule: str | None = None  # a yes/no batch decision: 'split' or 'argmax' (decision='auto')
 
     @property
