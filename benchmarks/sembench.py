@@ -113,6 +113,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import protocol  # noqa: E402
 from blendsql import BlendSQL  # noqa: E402
 from blendsql.ingredients import LLMMap  # noqa: E402
+from blendsql.ingredients.decide import batch_threshold  # noqa: E402
 from blendsql.models import Distribution, FunctionModel  # noqa: E402
 from blendsql.models.base import Model, Request  # noqa: E402
 from blendsql.models.constraints import Bool, Choice  # noqa: E402
@@ -1075,6 +1076,331 @@ def mode_leaks(data: Data, inst: Instance, mode: str, pool: Sequence[Review], si
     return problems
 
 
+# ---------------------------------------------------------------- stratified yes/no (issue 38)
+
+#: strata by the instance's true positive rate: (name, lowest rate, highest rate)
+STRATA = (("<=10%", 0.0, 0.10), ("10-40%", 0.10, 0.40), ("40-60%", 0.40, 0.60),
+          (">=60%", 0.60, 1.0))
+#: the rate each stratum's sampled instances are built at (of ``--strata-size`` reviews)
+STRATUM_RATES = {"<=10%": 5 / 60, "10-40%": 15 / 60, "40-60%": 0.5, ">=60%": 0.8}
+#: the yes/no decision modes compared per stratum (the LLMMap keywords each adds)
+STRATA_MODES = {"auto": "", "argmax": ", decision='argmax'", "greedy": ", decision='greedy'",
+                "contextual": ", scored=TRUE, calibrate='contextual'",
+                "labels": ", framing='labels', labels=('POSITIVE', 'NEGATIVE')"}
+
+
+def stratum_of(rate: float) -> str:
+    """The stratum of a true positive rate (a boundary belongs to the more extreme one)."""
+    if rate <= 0.10:
+        return "<=10%"
+    if rate >= 0.60:
+        return ">=60%"
+    return "10-40%" if rate < 0.40 else "40-60%"
+
+
+@dataclass(frozen=True)
+class StratumInstance:
+    """A set of reviews decided in one yes/no map: sampled to a rate, or one movie whole."""
+
+    key: str
+    stratum: str
+    review_ids: tuple[int, ...]
+    source: str
+
+    def record(self) -> dict[str, Any]:
+        return {"key": self.key, "stratum": self.stratum, "reviews": len(self.review_ids),
+                "source": self.source}
+
+
+def touched_reviews(data: Data, paths: Iterable[Path]) -> set[int]:
+    """Review ids earlier runs saw (their JSON headers' instances: every review of a named
+    movie and every sampled id; their JSONL rows' per-review records), so a report set can
+    draw only untouched items (``--exclude-touched``)."""
+    ids: set[int] = set()
+    movies: set[str] = set()
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        rows = [json.loads(x) for x in text.splitlines() if x.strip().startswith("{")] \
+            if path.suffix == ".jsonl" else [json.loads(text)]
+        for row in rows:
+            for inst in row.get("instances") or []:
+                if isinstance(inst, dict):
+                    movies.update(inst.get("movies") or [])
+                    sample = inst.get("sample")
+                    if isinstance(sample, list):
+                        ids.update(int(x) for x in sample)
+            movies.update(row.get("movies") or [])
+            for key in ("labelled", "scored_reviews"):
+                ids.update(int(x[0]) for x in row.get(key) or [])
+            ids.update(int(x) for x in row.get("review_ids") or [])
+    ids.update(r.review_id for r in data.reviews if r.movie in movies)
+    return ids
+
+
+def strata_instances(data: Data, split: str, seed: int = 0, size: int = 60, replicates: int = 2,
+                     tune_fraction: float = 0.3, positive_pool: int = 60,
+                     exclude: frozenset[int] | set[int] = frozenset()) -> list[StratumInstance]:
+    """Instances of every stratum from the split's reviews only (tune and report disjoint).
+
+    Sampled: ``replicates`` seeded sets of ``size`` reviews per stratum at its rate
+    (:data:`STRATUM_RATES`), negatives from all the split's negatives and positives
+    from a seeded pool of ``positive_pool`` (so strata share reviews and each review
+    costs one model call); when the split lacks negatives a set is smaller, never
+    padded, and a set that misses its rate is filed under the stratum it reached. Whole: every movie of the split with at least 5 reviews and a positive rate
+    below 60% (negative-heavy movies, e.g. justice_league_2017 in the report split).
+    ``exclude``: review ids earlier runs touched (:func:`touched_reviews`); a movie with
+    one of them is not taken whole. Lowest stratum first.
+    """
+    movies = set(split_movies(data, seed, tune_fraction)[split])
+    reviews = [r for r in data.reviews if r.movie in movies and r.review_id not in exclude]
+    pos = sorted(r.review_id for r in reviews if r.sentiment == POSITIVE)
+    neg = sorted(r.review_id for r in reviews if r.sentiment != POSITIVE)
+    random.Random(f"strata-pool:{seed}:{split}").shuffle(pos)
+    pos = pos[:positive_pool]
+    out = []
+    for name, _lo, _hi in STRATA:
+        rate = STRATUM_RATES[name]
+        for rep in range(replicates):
+            rng = random.Random(f"strata:{seed}:{split}:{name}:{rep}")
+            n_pos = max(1, round(rate * size))
+            n_neg = min(size - n_pos, len(neg))
+            if n_neg < size - n_pos:  # too few negatives: keep the rate, shrink the set
+                n_pos = min(n_pos, max(1, round(n_neg * rate / (1 - rate))))
+            picked = min(n_pos, len(pos))
+            ids = tuple(sorted(rng.sample(pos, picked) + rng.sample(neg, n_neg)))
+            got = stratum_of(picked / len(ids))  # a small split may miss the aimed rate
+            out.append(StratumInstance(f"strata:{got}:sample{rep + 1}" + (
+                "" if got == name else f"-aimed-{name}"), got, ids,
+                f"sampled: {picked} positive of {len(ids)}"))
+    for m in sorted(movies):
+        rs = data.of(m)
+        rate = positive_ratio(rs)
+        if len(rs) >= 5 and rate < 0.6 and not any(r.review_id in exclude for r in rs):
+            out.append(StratumInstance(f"strata:{stratum_of(rate)}:{m}", stratum_of(rate),
+                                       tuple(sorted(r.review_id for r in rs)), f"movie {m} whole"))
+    order = {name: i for i, (name, _, _) in enumerate(STRATA)}
+    return sorted(out, key=lambda i: (order[i.stratum], i.key))
+
+
+def strata_sql(mode: str) -> str:
+    """The query every stratum instance runs: the reviews the map says are positive."""
+    return ("SELECT reviewId FROM reviews WHERE "
+            f"{{{{LLMMap({sql_str(POSITIVE_Q)}, reviews.reviewText{STRATA_MODES[mode]})}}}} = TRUE")
+
+
+def strata_run_one(data: Data, inst: StratumInstance, mode: str, model: Model,
+                   cache: bool | str, model_timeout: float = 900.0) -> dict[str, Any]:
+    """One instance in one mode: per-review decisions (with P(TRUE) and the threshold),
+    confusion counts, the count's relative error, calls and tokens."""
+    by_id = data.by_id()
+    reviews = [by_id[i] for i in inst.review_ids]
+    sql = strata_sql(mode)
+    row: dict[str, Any] = {**inst.record(), "instance": inst.key, "key": f"{inst.key}|{mode}",
+                           "mode": mode, "sql": sql}
+    t0 = time.perf_counter()
+    try:
+        sm = BlendSQL(engine_tables(data, reviews), model=model, cache=cache,
+                      model_timeout=model_timeout).execute(sql)
+    except Exception as e:  # noqa: BLE001 - recorded per instance, the run goes on
+        row.update(error=f"{type(e).__name__}: {e}"[:400], seconds=round(time.perf_counter() - t0, 3))
+        return row
+    chosen = {int(x) for x in sm.df["reviewId"]}
+    decisions = {str(d.get("value")): d for s in sm.trace if s.kind == "ingredient"
+                 for d in (s.details.get("decisions") or [])}
+    labelled = []
+    for r in reviews:
+        d = decisions.get(r.text) or {}
+        raw = d.get("raw") or {}
+        p_true = raw.get("true", raw.get(POSITIVE))
+        labelled.append([r.review_id, r.review_id in chosen, r.sentiment == POSITIVE,
+                         None if p_true is None else round(float(p_true), 5)])
+    thresholds = sorted({d.get("threshold") for d in decisions.values()
+                         if d.get("threshold") is not None})
+    rules = sorted({str(d.get("rule")) for d in decisions.values() if d.get("rule")})
+    truth = sum(t for _, _, t, _ in labelled)
+    meta = sm.meta
+    row.update(labelled=labelled, predicted_count=len(chosen), true_count=truth,
+               count_relative_error=round(abs(len(chosen) - truth) / truth, 4) if truth else None,
+               thresholds=thresholds, rules=rules, model_calls=meta.model_calls,
+               cache_hits=meta.cache_hits, prompt_tokens=meta.prompt_tokens,
+               completion_tokens=meta.completion_tokens, seconds=round(time.perf_counter() - t0, 3))
+    return row
+
+
+def confusion(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Per-review accuracy, FPR and FNR with 95% Wilson intervals over the rows' reviews."""
+    pairs = [(bool(said), bool(true)) for row in rows for _, said, true, _ in row.get("labelled", [])]
+    negs = [said for said, true in pairs if not true]
+    poss = [said for said, true in pairs if true]
+    fp, fn = sum(negs), sum(not s for s in poss)
+    out = {"reviews": len(pairs), "positives": len(poss), "negatives": len(negs),
+           "accuracy": protocol.accuracy([s == t for s, t in pairs])}
+    out["fpr"] = {"rate": round(fp / len(negs), 4) if negs else None,
+                  "ci95": list(protocol.wilson(fp, len(negs))), "false_positives": fp}
+    out["fnr"] = {"rate": round(fn / len(poss), 4) if poss else None,
+                  "ci95": list(protocol.wilson(fn, len(poss))), "false_negatives": fn}
+    return out
+
+
+def strata_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """The rows of a ``--strata`` JSONL by ``instance|mode`` (rows written before the key
+    carried the mode are keyed again by their mode)."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in read_rows_all(path):
+        key = str(row["key"])
+        if not key.endswith(f"|{row.get('mode')}"):
+            row = {**row, "instance": key, "key": f"{key}|{row.get('mode')}"}
+        out[row["key"]] = row
+    return out
+
+
+def read_rows_all(path: Path) -> list[dict[str, Any]]:
+    """Every JSON row of a JSONL (a half-written last line skipped)."""
+    rows = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and "key" in row:
+                rows.append(row)
+    return rows
+
+
+def strata_summary(rows: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict[str, Any]:
+    """Per mode and stratum: accuracy / FPR / FNR (Wilson), count error; the worst stratum
+    per mode; the mode the worst stratum chooses (ties: fewer prompt tokens, then the mode
+    listed first)."""
+    per: dict[str, Any] = {}
+    for mode in modes:
+        mine = [r for r in rows if r.get("mode") == mode and not r.get("error")]
+        if not mine:
+            continue
+        strata = {}
+        for name, _, _ in STRATA:
+            rs = [r for r in mine if r["stratum"] == name]
+            if not rs:
+                continue
+            errs = [r["count_relative_error"] for r in rs if r.get("count_relative_error") is not None]
+            strata[name] = {**confusion(rs), "instances": len(rs),
+                            "count_relative_error_mean": round(mean(errs), 4) if errs else None,
+                            "predicted_vs_true_counts": [[r["predicted_count"], r["true_count"]]
+                                                         for r in rs]}
+        worst = min(strata, key=lambda s: strata[s]["accuracy"]["accuracy"] or 0.0)
+        calls = sum(r.get("model_calls", 0) for r in mine)
+        per[mode] = {"strata": strata, "worst_stratum": worst,
+                     "worst_accuracy": strata[worst]["accuracy"]["accuracy"],
+                     "model_calls": calls, "cache_hits": sum(r.get("cache_hits", 0) for r in mine),
+                     "prompt_tokens": sum(r.get("prompt_tokens", 0) for r in mine),
+                     "errors": sum(1 for r in rows if r.get("mode") == mode and r.get("error"))}
+    chosen = max(per, key=lambda m: (per[m]["worst_accuracy"] or 0.0, -per[m]["prompt_tokens"],
+                                     -list(modes).index(m))) if per else None  # ties: listed first
+    return {"modes": per, "chosen_by_worst_stratum": chosen}
+
+
+def fixed_rule(t: float) -> Callable[[list[float]], float]:
+    """A rule that ignores the batch: log-odds threshold ``t``."""
+    return lambda xs: t
+
+
+#: decision rules replayed on recorded probabilities (``--strata-replay``): log-odds threshold
+#: of each batch from its P(TRUE) values
+REPLAY_RULES: dict[str, Callable[[list[float]], float]] = {
+    "argmax": lambda xs: 0.0,
+    "auto (batch split)": lambda xs: batch_threshold(xs).log_odds,
+    "split without the BIC test": lambda xs: batch_threshold(xs, bic_per_param=-1e9).log_odds,
+    **{f"fixed P(TRUE) > {1 / (1 + math.exp(-t)):.2f}": fixed_rule(t) for t in (0.25, 0.5, 0.75, 1.0)},
+}
+
+
+def strata_replay(rows: Sequence[dict[str, Any]], mode: str = "auto") -> dict[str, Any]:
+    """Each rule of :data:`REPLAY_RULES` applied to the P(TRUE) the model gave each review of
+    ``mode``'s rows (scored modes only), per stratum: accuracy, FPR, FNR, and the worst
+    stratum. Exact for rules of the probabilities: no model call."""
+    mine = [r for r in rows if r.get("mode") == mode and r.get("labelled")]
+    out: dict[str, Any] = {}
+    for name, rule in REPLAY_RULES.items():
+        per: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in mine:
+            ps = [p for _, _, _, p in r["labelled"]]
+            if any(p is None for p in ps):
+                continue
+            xs = [math.log(max(p, 1e-9) / max(1 - p, 1e-9)) for p in ps]
+            t = rule(xs)
+            per[r["stratum"]].append({"labelled": [[i, x > t, truth, p] for (i, _, truth, p), x
+                                                   in zip(r["labelled"], xs, strict=True)]})
+        strata = {k: confusion(v) for k, v in per.items()}
+        worst = min(strata, key=lambda k: strata[k]["accuracy"]["accuracy"] or 0.0) if strata else None
+        out[name] = {"worst_stratum": worst,
+                     "worst_accuracy": strata[worst]["accuracy"]["accuracy"] if worst else None,
+                     "strata": {k: {"accuracy": v["accuracy"]["accuracy"], "fpr": v["fpr"]["rate"],
+                                    "fnr": v["fnr"]["rate"]} for k, v in strata.items()}}
+    return out
+
+
+def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data) -> int:
+    """``--strata``: the stratified yes/no evaluation (see :func:`strata_instances`)."""
+    modes = [m.strip() for m in args.strata_modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in STRATA_MODES]
+    if unknown:
+        raise SystemExit(f"--strata-modes: unknown {unknown}; choose from {', '.join(STRATA_MODES)}")
+    exclude = touched_reviews(data, args.exclude_touched or [])
+    insts = strata_instances(data, args.split, args.seed, args.strata_size, args.strata_replicates,
+                             args.tune_fraction, exclude=exclude)
+    if args.strata_only:  # e.g. only the lowest stratum for an expensive mode
+        insts = [i for i in insts if i.stratum in args.strata_only.split(",")]
+    out = args.out or RESULTS / f"sembench_strata_{args.split}.jsonl"
+    if args.dry_run:
+        print(json.dumps({"instances": [i.record() for i in insts], "excluded": len(exclude),
+                          "distinct_reviews": len({x for i in insts for x in i.review_ids}),
+                          "sql": {m: strata_sql(m) for m in modes}}, indent=2))
+        return 0
+    model_path = protocol.model_arg(args.model)
+    done = strata_rows(out)
+    todo = [(i, m) for i in insts for m in modes if f"{i.key}|{m}" not in done]
+    models = make_models(args, model_path, modes) if todo else None  # a finished run: summary only
+    header = {**protocol.run_record("sembench.py", argv, None if args.base_url else model_path,
+                                    f"openai:{args.model_name}" if args.base_url else None),
+              "split": args.split, "seed": args.seed, "strata": [s[0] for s in STRATA],
+              "stratum_rates": STRATUM_RATES, "size": args.strata_size,
+              "replicates": args.strata_replicates, "modes": modes,
+              "excluded_touched_reviews": len(exclude),
+              "excluded_from": [p.name for p in args.exclude_touched or []],
+              "instances": [i.record() for i in insts],
+              "metric": "per-review accuracy, FPR, FNR of the yes/no map 'Is this movie review "
+                        "positive?' per stratum of the instance's true positive rate, 95% Wilson "
+                        "intervals (reviews of one stratum's instances overlap: sampled sets "
+                        "share the split's few negatives, so intervals are optimistic); count "
+                        "relative error per instance"}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cache: bool | str = args.strata_cache or False
+    with out.open("a", encoding="utf-8") as fh:
+        for inst, mode in todo:  # instance-major: a stopped run has every mode on the same sets
+            if models is not None:
+                row = strata_run_one(data, inst, mode, models.main, cache, args.timeout)
+                row["split"] = args.split
+                fh.write(json.dumps(row, default=str) + "\n")
+                fh.flush()
+                done[row["key"]] = row
+                print(f"{row['key']}: {row.get('predicted_count')}/{row.get('true_count')} "
+                      f"calls={row.get('model_calls')} {row.get('seconds')}s"
+                      + (f" error={row['error']}" if row.get("error") else ""),
+                      file=sys.stderr, flush=True)
+                summary = {**header, **strata_summary(list(done.values()), modes)}
+                out.with_suffix(".json").write_text(json.dumps(summary, indent=2, default=str),
+                                                    encoding="utf-8")
+    rows = list(strata_rows(out).values())
+    summary = {**header, **strata_summary(rows, modes),
+               "replay": {"note": "decision rules applied to the recorded P(TRUE) of the first "
+                                  "scored mode's reviews (no model call)",
+                          "rules": strata_replay(rows, next((m for m in modes if m in (
+                              "auto", "argmax")), modes[0]))}}
+    out.with_suffix(".json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    print(json.dumps({k: v for k, v in summary.items() if k != "instances"}, indent=2, default=str))
+    return 0
+
+
 # ---------------------------------------------------------------- models and main
 
 
@@ -1171,7 +1497,23 @@ def main(argv: list[str] | None = None) -> int:
                          "visible, run each on a stand-in model and count the calls")
     ap.add_argument("--seconds-per-call", type=float, default=1.5,
                     help="with --dry-run: the time estimate's seconds per model call")
+    ap.add_argument("--strata", action="store_true",
+                    help="the stratified yes/no evaluation: strata by the true positive rate "
+                         "(<=10%%, 10-40%%, 40-60%%, >=60%%), per-review accuracy / FPR / FNR")
+    ap.add_argument("--strata-modes", default="auto,argmax",
+                    help=f"with --strata: comma-separated, of {', '.join(STRATA_MODES)}")
+    ap.add_argument("--strata-size", type=int, default=60, help="with --strata: reviews per sampled set")
+    ap.add_argument("--strata-replicates", type=int, default=2,
+                    help="with --strata: sampled sets per stratum")
+    ap.add_argument("--exclude-touched", type=Path, nargs="+", metavar="RESULTS",
+                    help="with --strata: earlier results (JSON / JSONL) whose reviews the sets "
+                         "must not draw (a report set draws only untouched items)")
+    ap.add_argument("--strata-only", help="with --strata: comma-separated strata to run (e.g. '<=10%%')")
+    ap.add_argument("--strata-cache", help="with --strata: a response cache file (each review is "
+                                           "scored once across sets and modes)")
     args = ap.parse_args(argv)
+    if args.strata:
+        return strata_main(args, argv, load(args.data))
     if args.combine:
         out = args.out or RESULTS / "sembench_report.json"
         print(json.dumps({k: v for k, v in combine(args.combine, out).items() if k != "instances"}, indent=2))

@@ -99,11 +99,15 @@ class Smoothie:
         Columns: ``ingredient``, ``value`` (the input), ``answer``, ``probability``
         (the chosen answer's, calibrated), ``margin`` (to the runner-up),
         ``stage`` (the model that decided), ``scored`` (False: a greedy answer,
-        ``note`` says why). Sort by ``margin`` to see the doubtful values first.
-        Only calls that asked for scores (``scored=``, ``calibrate=``,
-        ``cascade=``) have rows; ``ingredient`` keeps one ingredient's (any case).
+        ``note`` says why), ``threshold`` (a yes/no map's P(TRUE) threshold, or a
+        cascade's) and ``rule`` ('split': the threshold found in the batch;
+        'argmax': the more probable answer). Sort by ``margin`` to see the doubtful
+        values first. Calls whose answers were scored have rows (yes/no maps by
+        default; others with ``scored=``, ``calibrate=``, ``cascade=``);
+        ``ingredient`` keeps one ingredient's (any case).
         """
-        cols = ["ingredient", "value", "answer", "probability", "margin", "stage", "scored", "note"]
+        cols = ["ingredient", "value", "answer", "probability", "margin", "stage", "scored", "note",
+                "threshold", "rule"]
         rows = []
         for step in self.trace:
             if step.kind != "ingredient" or not step.details.get("decisions"):

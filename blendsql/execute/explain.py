@@ -17,7 +17,9 @@ Model calls per step: a map ingredient that needs a model sends one
 request per new distinct value (``LLMMap``), a join at most one per left
 value (``LLMJoin`` matches equal values without the model: a bound), a
 QA one; an ingredient may declare otherwise with a method
-``estimate_model_calls(n_values) -> int``. Values already computed for an
+``estimate_model_calls(n_values) -> int`` (a ranking map, ``LLMRank``, also
+receives ``k=``: the call's own ``k=``, else the LIMIT + OFFSET of the ORDER BY
+it stands in). Values already computed for an
 identical call (same ``call_key``) are not counted again, as the engine
 shares them. Prompt tokens are estimated from the question and the values'
 average length (``blendsql.plan.order.tokens_per_value``), a rough figure.
@@ -43,7 +45,7 @@ from blendsql.plan import preagg
 from blendsql.plan.calls import find_calls, map_value, next_call
 from blendsql.plan.candidates import join_side_candidate, map_candidate
 from blendsql.plan.context import RunContext
-from blendsql.plan.infer import infer_hint, literal_value
+from blendsql.plan.infer import infer_hint, literal_value, order_limit
 from blendsql.plan.lazy import conjunct_atom, lazy_pairs, lazy_plan
 from blendsql.plan.lookup import filter_atom, replace_call
 from blendsql.plan.order import tokens_per_value
@@ -285,7 +287,13 @@ class _Planner(Interpreter):
             if not needs:
                 calls = Bound(0, 0)
             elif callable(per):
-                calls = Bound(per(values.low), None if values.high is None else per(values.high))
+                if getattr(ing, "ordered_by_limit", False):  # a ranking map: the LIMIT's k
+                    k = call_k(call)
+                    calls = Bound(per(values.low, k=k),
+                                  None if values.high is None else per(values.high, k=k))
+                else:
+                    calls = Bound(per(values.low),
+                                  None if values.high is None else per(values.high))
             else:
                 calls = values
         question = next((literal_value(a) for a in call.call_args
@@ -422,3 +430,12 @@ class _Planner(Interpreter):
         self.add_call_step("late_map", call, ing, values, None, why,
                            avg_len=self._avg_len(vals))
 
+
+def call_k(call: IngredientCall) -> int | None:
+    """A ranking call's ``k``: its own ``k=`` literal, else its ORDER BY's LIMIT + OFFSET."""
+    given = call.call_kwargs.get("k")
+    value = literal_value(given) if given is not None else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    placed = order_limit(call)
+    return placed[0] if placed is not None else None

@@ -29,7 +29,7 @@ from blendsql.models.constraints import Choice
 from blendsql.plan.bind import bind_map, map_args
 from blendsql.plan.calls import effective_scope, map_value
 from blendsql.plan.candidates import DECIDED_META, join_side_candidate, map_candidate
-from blendsql.plan.infer import Hint, infer_hint
+from blendsql.plan.infer import Hint, infer_hint, order_limit
 from blendsql.plan.lazy import ENGINE_KWARGS
 from blendsql.plan.lookup import (
     filter_atom,
@@ -184,6 +184,12 @@ class StepRunner(Evaluator):
         if question is None and bound.question is not None:
             question = self.evaluate(bound.question, call)
         kw = self.kwargs_of(call, bound.kwargs)
+        if getattr(ing, "ordered_by_limit", False):  # a ranking map: k and direction
+            placed = order_limit(call)
+            if placed is not None:
+                if placed[0] is not None:
+                    kw.setdefault("k", placed[0])
+                kw.setdefault("descending", placed[1])
         # prefilter= is for the engine, not run()
         engine_kw = {k: kw.pop(k) for k in ENGINE_KWARGS if k in kw}
         shared = self.shared(call, uses)

@@ -24,6 +24,7 @@ from blendsql.ingredients.builtin import (
     SUMMARY,
     LLMJoin,
     LLMMap,
+    LLMRank,
     LLMValidate,
 )
 
@@ -39,6 +40,7 @@ __all__ = [
     "LLMJoin",
     "LLMMap",
     "LLMQA",
+    "LLMRank",
     "LLMValidate",
     "MapIngredient",
     "QAIngredient",

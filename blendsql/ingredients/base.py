@@ -43,7 +43,8 @@ IN_QUERY, IN_CONSTRUCTOR, AS_ATTRIBUTE = "in a query", "to the constructor", "as
 _LISTED = {IN_QUERY: "query keywords", IN_CONSTRUCTOR: "constructor keywords",
            AS_ATTRIBUTE: "class attributes"}
 #: class attributes of the framework itself, never options
-FRAMEWORK_ATTRIBUTES = frozenset({"kind", "needs_model", "bare_call", "options_spec"})
+FRAMEWORK_ATTRIBUTES = frozenset({"kind", "needs_model", "bare_call", "options_spec",
+                                  "ordered_by_limit"})
 
 
 @dataclass(frozen=True)

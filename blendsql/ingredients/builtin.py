@@ -11,8 +11,9 @@ from blendsql.ingredients.base import Ingredient
 from blendsql.ingredients.llm_join import LLMJoin
 from blendsql.ingredients.llm_map import LLMMap
 from blendsql.ingredients.llm_qa import LLMQA, LLMValidate
+from blendsql.ingredients.llm_rank import LLMRank
 from blendsql.ingredients.suql import ANSWER, SUMMARY
 
-BUILTINS: list[type[Ingredient]] = [LLMMap, LLMQA, LLMJoin, LLMValidate, ANSWER, SUMMARY]
+BUILTINS: list[type[Ingredient]] = [LLMMap, LLMQA, LLMJoin, LLMValidate, LLMRank, ANSWER, SUMMARY]
 
-__all__ = ["ANSWER", "BUILTINS", "LLMJoin", "LLMMap", "LLMQA", "LLMValidate", "SUMMARY"]
+__all__ = ["ANSWER", "BUILTINS", "LLMJoin", "LLMMap", "LLMQA", "LLMRank", "LLMValidate", "SUMMARY"]

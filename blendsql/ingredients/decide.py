@@ -83,7 +83,8 @@ class Decision:
     raw: dict[str, float] | None = None
     stage: str = ""
     note: str | None = None
-    threshold: float | None = None  # the cascade's fitted threshold, when one decided
+    threshold: float | None = None  # a cascade's fitted threshold, or a yes/no batch's P(TRUE) one
+    rule: str | None = None  # a yes/no batch decision: 'split' or 'argmax' (decision='auto')
 
     @property
     def scored(self) -> bool:
@@ -94,7 +95,8 @@ class Decision:
         return {"value": value, "answer": self.value, "probability": self.probability,
                 "margin": self.margin, "probabilities": self.probabilities, "raw": self.raw,
                 "scored": self.scored, "stage": self.stage, "note": self.note,
-                **({"threshold": self.threshold} if self.threshold is not None else {})}
+                **({"threshold": self.threshold} if self.threshold is not None else {}),
+                **({"rule": self.rule} if self.rule is not None else {})}
 
 
 def check_choice(name: str, value: Any, allowed: Sequence[str]) -> str:
@@ -171,12 +173,26 @@ class DecisionPolicy:
     target: float = DEFAULT_TARGET
     sample: float | int = CASCADE_SAMPLE
     proxy: str = "none"
+    decision: str = "greedy"
 
     @property
     def active(self) -> bool:
         """True when answers are scored (and decisions traced)."""
         return (self.scored or self.calibrate != "none" or self.cascade is not None
-                or self.proxy != "none")
+                or self.proxy != "none" or self.decision != "greedy")
+
+    @property
+    def explicit(self) -> bool:
+        """True when the user asked for scores (an unscored answer is then warned about)."""
+        return (self.scored or self.calibrate != "none" or self.cascade is not None
+                or self.proxy != "none" or self.decision in ("argmax", "expected"))
+
+    @property
+    def batch_split(self) -> bool:
+        """True when a yes/no batch is decided by :func:`batch_threshold` (decision='auto'
+        with no calibration, cascade or proxy, which decide by their own rules)."""
+        return (self.decision == "auto" and self.calibrate == "none" and self.cascade is None
+                and self.proxy == "none")
 
     def ask_constraint(self, constraint: Constraint, back: dict[str, Any]
                        ) -> tuple[Constraint, dict[str, Any]]:
@@ -449,3 +465,124 @@ def predict_one(v: np.ndarray, centroids: Mapping[str, np.ndarray]) -> ProxyAnsw
     probs = proxy_probabilities(sims, answers)
     best = max(answers, key=lambda a: probs[a])
     return ProxyAnswer(best, probs[best], probs)
+
+
+# ---------------------------------------------------------------- yes/no over a batch
+
+#: ``decision=``: auto (a yes/no map's default: scored; a threshold from the batch's
+#: own probabilities when they fall into two clear groups, else the more probable
+#: answer), argmax (scored, the more probable answer), greedy (unscored: the answer
+#: greedy decoding gives; no probabilities; the default of other maps), expected
+#: (numeric options such as a 1-5 score: the mean of the options weighted by their
+#: probabilities, not the most probable one)
+DECISIONS = ("auto", "argmax", "expected", "greedy")
+#: fewer distinct values than this: no batch threshold (two groups need evidence)
+SPLIT_MIN_VALUES = 8
+#: variance floor of a group's log-odds (a scripted model gives identical numbers)
+SPLIT_VAR_FLOOR = 0.05
+#: the two-group fit must beat one group by this many BIC units per extra parameter
+SPLIT_BIC_PER_PARAM = 1.0
+
+
+@dataclass(frozen=True)
+class BatchThreshold:
+    """The yes/no threshold of one batch: log-odds above ``log_odds`` answer TRUE.
+
+    ``rule``: 'split' (two groups found in the batch) or 'argmax' (log-odds 0: the
+    more probable answer). ``probability`` is the same threshold as P(TRUE);
+    ``why`` says in words how it was chosen (for the trace).
+    """
+
+    log_odds: float
+    rule: str
+    why: str
+    groups: tuple[int, int] | None = None
+
+    @property
+    def probability(self) -> float:
+        return sigmoid(self.log_odds)
+
+
+def sigmoid(x: float) -> float:
+    """1 / (1 + exp(-x)), without overflow."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def batch_threshold(log_odds: Sequence[float], min_values: int = SPLIT_MIN_VALUES,
+                    bic_per_param: float = SPLIT_BIC_PER_PARAM) -> BatchThreshold:
+    """The threshold that splits a batch's log-odds into its two groups, when it has two.
+
+    Why: a model's P(yes) carries a bias that is the same for every value of one
+    question (its habit of answering "yes", the prompt, the answer tokens), so
+    the number that separates the values is relative, not 0. Where positives are
+    rare a bias toward "yes" turns many negatives into TRUE under the argmax;
+    content-free calibration divides the prior out as if the classes were
+    balanced, which adds false positives there. This rule assumes neither
+    balance nor a sign of the bias: it sorts the values' log-odds, takes the cut
+    under which two Gaussian groups explain them best (minimum-error thresholding,
+    Kittler and Illingworth 1986: unlike Otsu's it does not assume groups of
+    similar size), and keeps it only when two groups beat one by the BIC (three
+    more parameters); a shift of every value's log-odds by the same constant moves
+    the threshold with them, so the decisions do not change.
+
+    With fewer than ``min_values`` distinct values, or one group (say every value
+    is negative), it falls back to the argmax (log-odds 0) and says so.
+    """
+    xs = sorted(float(x) for x in log_odds)
+    n = len(xs)
+    if n < max(2, min_values):
+        return BatchThreshold(0.0, "argmax", f"{n} value(s): fewer than {min_values}, "
+                              "too few to find two groups; the more probable answer")
+    arr = np.asarray(xs)
+    prefix = np.cumsum(arr)
+    prefix2 = np.cumsum(arr * arr)
+    total, total2 = prefix[-1], prefix2[-1]
+    def var(s: float, s2: float, m: int) -> float:
+        return max(s2 / m - (s / m) ** 2, SPLIT_VAR_FLOOR)
+
+    def two_groups(k: int) -> float:  # -2 log-likelihood of the cut below xs[k] (+ const)
+        v0 = var(prefix[k - 1], prefix2[k - 1], k)
+        v1 = var(total - prefix[k - 1], total2 - prefix2[k - 1], n - k)
+        return k * math.log(v0) + (n - k) * math.log(v1) - 2 * (
+            k * math.log(k / n) + (n - k) * math.log((n - k) / n))
+
+    cuts = [k for k in range(1, n) if xs[k] != xs[k - 1]]  # equal numbers stay together
+    if not cuts:
+        return BatchThreshold(0.0, "argmax", "every value has the same probability; "
+                              "the more probable answer")
+    k = min(cuts, key=two_groups)
+    one = n * math.log(var(total, total2, n))
+    two = two_groups(k)
+    gain = one - two  # -2 log-likelihood: one group minus two groups
+    needed = 3 * bic_per_param * math.log(n)
+    if gain <= needed:
+        return BatchThreshold(0.0, "argmax", f"{n} values form one group (two groups gain "
+                              f"{gain:.1f} < {needed:.1f} BIC); the more probable answer")
+    t = (xs[k - 1] + xs[k]) / 2
+    return BatchThreshold(t, "split", f"{n} values form two groups ({n - k} above, {k} "
+                          f"below; BIC gain {gain:.1f} > {needed:.1f}); threshold midway "
+                          "between them", (n - k, k))
+
+
+def expected_value(probabilities: Mapping[str, float]) -> float:
+    """The mean of numeric answers weighted by their probabilities (a 1-5 score read as an
+    expectation: 0.6 on '4' and 0.4 on '5' is 4.4, where the argmax says 4)."""
+    total = sum(probabilities.values())
+    return sum(float(a) * p for a, p in probabilities.items()) / total if total else math.nan
+
+
+def check_numeric_options(answers: Sequence[str]) -> None:
+    """decision='expected' needs options that are numbers (a clear error otherwise)."""
+    bad = []
+    for a in answers:
+        try:
+            float(a)
+        except ValueError:
+            bad.append(a)
+    if bad or not answers:
+        raise IngredientError(
+            f"decision='expected' averages numeric options, and {bad[:3] or 'none'} are not "
+            "numbers", hint="give options=('1', '2', '3', '4', '5'), or use decision='argmax'")

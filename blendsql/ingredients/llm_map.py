@@ -14,23 +14,28 @@ from blendsql.ingredients.decide import (
     CALIBRATIONS,
     CASCADE_SAMPLE,
     CONTENT_FREE,
+    DECISIONS,
     DEFAULT_TARGET,
     FRAMINGS,
     PROXIES,
     Decision,
     DecisionPolicy,
     EmbeddingProxy,
+    batch_threshold,
     cascade_sample,
     cascade_split,
     check_choice,
     check_flag,
     check_labels,
+    check_numeric_options,
     check_sample,
     check_target,
     choose,
     contextual_bias,
     example_bias,
+    expected_value,
     fit_cascade_threshold,
+    log_odds,
     sample_size,
 )
 from blendsql.models.base import Model, Request, Response
@@ -127,8 +132,24 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
     ``instructions``, ``max_tokens``, ``value_chars``, ``context_chars``,
     ``values_per_prompt`` (opt-in: k values per request, answered as a JSON list).
 
-    Decisions from probabilities (a Bool or a Choice of up to 64 options; all
-    off by default, so requests and answers stay what greedy decoding gives):
+    A yes/no map (``= TRUE``, ``return_type='bool'``) decides from both answers'
+    probabilities by default (``decision='auto'``): when the batch's log-odds of
+    TRUE fall into two clear groups (at least 8 distinct values; a two-Gaussian
+    fit beats one by the BIC) the threshold is the gap between them, else the
+    more probable answer wins (:func:`~blendsql.ingredients.decide.batch_threshold`).
+    A bias the same for every value (a model that leans to "yes") moves the
+    threshold with it, so rare positives are not swamped. The trace keeps each
+    value's probability, the threshold (as P(TRUE)) and the rule.
+    ``decision='argmax'``: the more probable answer; ``decision='greedy'``: no
+    scores (the greedy answer). For numeric options (a 1-5 score)
+    ``decision='expected'`` returns the options' mean weighted by their
+    probabilities (4.4 where the argmax says 4), which ranks values finer. A backend that cannot score keeps its greedy
+    answer, noted in the trace::
+
+        SELECT * FROM reviews WHERE {{LLMMap('Is this review positive?', reviews.text)}} = TRUE
+
+    Other decisions from probabilities (a Bool or a Choice of up to 64 options;
+    off by default for other than yes/no maps):
 
     - ``scored=TRUE``: each allowed answer is scored as a whole and the most
       probable one wins; probabilities and margins go to the trace
@@ -170,6 +191,10 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         IngredientOption("scored", (bool, int), "decide from each answer's probability",
                          default=False),
         IngredientOption("calibrate", (str,), "none, contextual or examples", default="none"),
+        IngredientOption("decision", (str,), "a yes/no map's rule: auto (a threshold found in "
+                         "the batch's probabilities), argmax or greedy (unscored); other maps: "
+                         "greedy unless scored=, or expected (numeric options: their "
+                         "probability-weighted mean)", default="auto"),
         IngredientOption("framing", (str,), "question, labels or claim", default="question"),
         IngredientOption("labels", (list, tuple, str), "two labels: the TRUE one first"),
         IngredientOption("target", (float,), "a cascade's target accuracy, between 0 and 1",
@@ -207,7 +232,9 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         if not values:
             return []
         constraint, back = self.pick_constraint(kwargs)
-        policy = self.decision_policy(kwargs)
+        per_prompt = _values_per_prompt(self.setting(kwargs, "values_per_prompt", 1))
+        policy = self.decision_policy(kwargs, yes_no=isinstance(constraint, Bool),
+                                      listed=per_prompt > 1)
         constraint, back = policy.ask_constraint(constraint, back)
         few_shot = normalize_few_shot(self.setting(kwargs, "few_shot"))
         if policy.active:
@@ -216,9 +243,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
             kwargs, "max_tokens", _llm.max_tokens_for(constraint, model, self.text_max_tokens)))
         stop = ("\n",) if type(constraint) is Text else ()
         value_chars = int(self.setting(kwargs, "value_chars", self.value_chars))
-        per_prompt = _values_per_prompt(self.setting(kwargs, "values_per_prompt", 1))
         if per_prompt > 1:
-            if policy.active or policy.framing != "question":
+            if policy.explicit or policy.framing != "question":
                 raise IngredientError(
                     "values_per_prompt= cannot be combined with scored= / calibrate= / "
                     "cascade= / framing=",
@@ -275,9 +301,27 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
 
         return prompt_for
 
-    def decision_policy(self, kwargs: dict[str, Any]) -> DecisionPolicy:
+    def decision_policy(self, kwargs: dict[str, Any], yes_no: bool = False,
+                        listed: bool = False) -> DecisionPolicy:
         """The call's validated ``scored`` / ``calibrate`` / ``framing`` / ``labels`` /
-        ``target`` settings and the instance's ``cascade`` model."""
+        ``target`` / ``decision`` settings and the instance's ``cascade`` model.
+
+        ``yes_no``: the call answers TRUE / FALSE; its default ``decision`` is then
+        'auto' (scored, :func:`~blendsql.ingredients.decide.batch_threshold`), else
+        'greedy'. ``listed``: ``values_per_prompt`` > 1, whose lists are never
+        scored, so the default is 'greedy' there too.
+        """
+        raw_decision = self.setting(kwargs, "decision")
+        if raw_decision is None:
+            decision = "auto" if yes_no and not listed else "greedy"
+        else:
+            decision = check_choice("decision", raw_decision, DECISIONS)
+            if decision == "auto" and not yes_no:
+                decision = "argmax"  # no batch threshold between more than two answers
+            if decision == "expected" and yes_no:
+                raise IngredientError(
+                    "decision='expected' averages numeric options; this call answers TRUE / FALSE",
+                    hint="give options=('1', '2', '3', '4', '5') for a score, or drop decision=")
         framing = check_choice("framing", self.setting(kwargs, "framing", "question"), FRAMINGS)
         raw_labels = self.setting(kwargs, "labels")
         labels = check_labels(raw_labels) if raw_labels is not None else None
@@ -295,7 +339,8 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
                                    CALIBRATIONS),
             framing=framing, labels=labels, cascade=cascade,
             target=check_target(self.setting(kwargs, "target", DEFAULT_TARGET)),
-            proxy=check_choice("proxy", self.setting(kwargs, "proxy", "none"), PROXIES))
+            proxy=check_choice("proxy", self.setting(kwargs, "proxy", "none"), PROXIES),
+            decision=decision)
 
     @property
     def last_decisions(self) -> list[Decision]:
@@ -331,6 +376,14 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
                                  bias, stage, kwargs)
         known.update(zip(ask_now, fresh, strict=True))
         decisions = [known[i] for i in todo]
+        if policy.batch_split:
+            decisions = split_decisions(decisions, ask, back)
+        if policy.decision == "expected":
+            check_numeric_options(scored_answers(ask) or ())
+            decisions = [replace(d, value=expected_value(d.probabilities),
+                                 rule="expected", note=d.note or "the options' mean weighted by "
+                                 "their probabilities") if d.scored and d.probabilities else d
+                         for d in decisions]
         if policy.cascade is not None:
             decisions = self.cascade(model, policy, decisions, [requests[i] for i in todo], ask,
                                      back, calibration, kwargs)
@@ -341,7 +394,7 @@ class LLMMap(_llm.LLMIngredientMixin, MapIngredient):
         model.record_decisions([d.record(v) for d, v in zip(final, inputs, strict=True)])
         self.__dict__["_last_decisions"] = final
         unscored = [d for d in final if not d.scored]
-        if unscored:
+        if unscored and policy.explicit:
             self.warn(kwargs, f"{len(unscored)} of {len(final)} value(s) were not scored "
                       f"({unscored[0].note}); their greedy answers were kept")
         return [d.value for d in final]
@@ -570,6 +623,42 @@ def scored_decisions(
         answer, prob, margin, probs = choose(scores, bias)
         out.append(Decision(answer_value(answer, ask, back), answer, prob, margin, probs,
                             normalise(scores), stage))
+    return out
+
+
+def split_decisions(decisions: list[Decision], ask: Constraint, back: dict[str, Any]
+                    ) -> list[Decision]:
+    """A yes/no batch decided by :func:`~blendsql.ingredients.decide.batch_threshold`.
+
+    The TRUE answer is the first scored answer ('true', or the first label); each
+    scored value answers TRUE when its log-odds of TRUE over FALSE is above the
+    batch's threshold. Each decision keeps its own probabilities and records the
+    threshold as P(TRUE) and the rule ('split' or 'argmax'); unscored values keep
+    their greedy answer.
+    """
+    answers = scored_answers(ask) or ()
+    scored = [d for d in decisions if d.scored and d.raw is not None]
+    if len(answers) != 2 or not scored:
+        return decisions
+    first, second = answers
+    def odds(d: Decision) -> float:
+        raw = d.raw or {}
+        return log_odds({a: math.log(max(raw.get(a, 0.0), 1e-300)) for a in answers},
+                        first, second)
+
+    found = batch_threshold([odds(d) for d in scored])
+    out = []
+    for d in decisions:
+        if not d.scored or d.raw is None:
+            out.append(d)
+            continue
+        answer = first if odds(d) > found.log_odds else second
+        probs = d.raw
+        out.append(replace(d, value=answer_value(answer, ask, back), answer=answer,
+                           probability=probs[answer], margin=probs[answer] - probs[
+                               second if answer == first else first],
+                           probabilities=probs, threshold=found.probability, rule=found.rule,
+                           note=d.note or found.why))
     return out
 
 

@@ -172,3 +172,34 @@ def identical_uses(call: IngredientCall, key_of: Callable[[IngredientCall], str]
     uses = twins(call, key, groups)
     hint, disagreed = combine_hints([infer_hint(c) for c in uses])
     return uses, hint, disagreed, groups
+
+
+def order_limit(call: IngredientCall) -> tuple[int | None, bool] | None:
+    """``(LIMIT + OFFSET or None, descending)`` when ``call`` is an ORDER BY term (or in one).
+
+    Why: a ranking ingredient (``LLMRank``) needs to order fully only the rows a
+    ``LIMIT`` keeps, and in the term's direction; the call reads both from here.
+    None when the call is not under ORDER BY; the count is None without a literal
+    LIMIT (then every value is ordered).
+    """
+    node: Any = call
+    ordered: exp.Ordered | None = None
+    while node is not None and not isinstance(node, exp.Select):
+        if isinstance(node, exp.Ordered) and ordered is None:
+            ordered = node
+        if isinstance(node, exp.Order):
+            break
+        node = node.parent
+    if ordered is None or not isinstance(node, exp.Order):
+        return None
+    select = node.parent
+    descending = bool(ordered.args.get("desc"))
+    if not isinstance(select, exp.Select):
+        return None, descending
+    limit = select.args.get("limit")
+    offset = select.args.get("offset")
+    count = literal_value(limit.expression) if isinstance(limit, exp.Limit) else None
+    skip = literal_value(offset.expression) if isinstance(offset, exp.Offset) else 0
+    if not isinstance(count, int) or isinstance(count, bool):
+        return None, descending
+    return count + (skip if isinstance(skip, int) and not isinstance(skip, bool) else 0), descending

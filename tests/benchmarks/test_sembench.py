@@ -355,3 +355,59 @@ def test_errors_and_rank_correlation() -> None:
 def test_critic_scores_are_normalised(raw: Any, value: float | None) -> None:
     got = sb.normalise_score(raw)
     assert got == (pytest.approx(value) if value is not None else None)
+
+
+# ---------------------------------------------------------------- --strata (issue 38)
+
+
+def test_strata_instances_keep_the_split_and_the_rate(data: sb.Data) -> None:
+    split = sb.split_movies(data, SEED, 0.25)
+    for name in ("tune", "report"):
+        insts = sb.strata_instances(data, name, SEED, size=8, replicates=2, tune_fraction=0.25)
+        own = {r.review_id for r in data.reviews if r.movie in set(split[name])}
+        assert insts and all(set(i.review_ids) <= own for i in insts)  # tune and report disjoint
+        by_id = data.by_id()
+        for inst in insts:
+            rate = sb.positive_ratio([by_id[x] for x in inst.review_ids])
+            assert sb.stratum_of(rate) == inst.stratum, (inst.key, rate)
+    assert [sb.stratum_of(x) for x in (0.0, 0.1, 0.25, 0.5, 0.6, 1.0)] == [
+        "<=10%", "<=10%", "10-40%", "40-60%", ">=60%", ">=60%"]
+
+
+def test_strata_summary_reports_fpr_fnr_and_chooses_by_the_worst_stratum() -> None:
+    def row(mode: str, stratum: str, said: list[bool], truth: list[bool]) -> dict[str, Any]:
+        return {"mode": mode, "stratum": stratum, "model_calls": len(said), "prompt_tokens": 10,
+                "labelled": [[i, s, t, None] for i, (s, t) in enumerate(zip(said, truth, strict=True))],
+                "predicted_count": sum(said), "true_count": sum(truth),
+                "count_relative_error": abs(sum(said) - sum(truth)) / sum(truth)}
+
+    truth_low = [True] + [False] * 9
+    truth_mid = [True] * 5 + [False] * 5
+    rows = [row("yes", "<=10%", [True] * 10, truth_low), row("yes", "40-60%", [True] * 10, truth_mid),
+            row("split", "<=10%", truth_low, truth_low), row("split", "40-60%", [True] * 4 + [False] * 6,
+                                                             truth_mid)]
+    out = sb.strata_summary(rows, ["yes", "split"])
+    low = out["modes"]["yes"]["strata"]["<=10%"]
+    assert low["fpr"]["rate"] == 1.0 and low["fnr"]["rate"] == 0.0
+    assert out["modes"]["yes"]["worst_stratum"] == "<=10%"
+    assert out["modes"]["split"]["worst_accuracy"] == 0.9
+    assert out["chosen_by_worst_stratum"] == "split"
+
+
+def test_strata_run_through_the_engine_decides_a_shifted_oracle(data: sb.Data) -> None:
+    truth = {r.text: r.sentiment == sb.POSITIVE for r in data.reviews}
+
+    def shifted(req: Request) -> Any:  # separates, but says yes to everything by the argmax
+        good = truth.get(value_of(req), False)
+        return Distribution({True: 0.99 if good else 0.8, False: 0.01 if good else 0.2})
+
+    tune = set(sb.split_movies(data, SEED, 0.25)["tune"])
+    ids = tuple(sorted(r.review_id for r in data.reviews if r.movie in tune))
+    assert len(ids) >= 8  # a batch large enough for the split rule
+    inst = sb.StratumInstance("strata:all-tune", "40-60%", ids, "every tune review")
+    model = FunctionModel(shifted, name="shifted")
+    auto = sb.strata_run_one(data, inst, "auto", model, cache=False)
+    argmax = sb.strata_run_one(data, inst, "argmax", model, cache=False)
+    assert argmax["predicted_count"] == len(inst.review_ids)  # everything said yes
+    assert all(said == t for _, said, t, _ in auto["labelled"]), auto
+    assert auto["rules"] == ["split"] and auto["thresholds"]

@@ -13,11 +13,11 @@ import pytest
 
 from blendsql import _reference
 from blendsql.cli import build_parser
-from blendsql.ingredients import ANSWER, LLMQA, SUMMARY, LLMJoin, LLMMap, LLMValidate
+from blendsql.ingredients import ANSWER, LLMQA, SUMMARY, LLMJoin, LLMMap, LLMRank, LLMValidate
 from blendsql.options import KNOWN
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILTINS = [LLMMap, LLMQA, LLMJoin, LLMValidate, ANSWER, SUMMARY]
+BUILTINS = [LLMMap, LLMQA, LLMJoin, LLMValidate, LLMRank, ANSWER, SUMMARY]
 
 
 def test_cli_reference_lists_every_command_and_flag() -> None:

@@ -19,7 +19,12 @@ import pytest
 from blendsql import BlendSQL
 from blendsql.errors import IngredientError, IngredientOptionError, OptionError, ParseError
 from blendsql.ingredients import BUILTINS, IngredientOption, LLMMap, MapIngredient
-from blendsql.ingredients.base import ENGINE_QUERY_KWARGS, Ingredient, accepted_kwargs
+from blendsql.ingredients.base import (
+    ENGINE_QUERY_KWARGS,
+    FRAMEWORK_ATTRIBUTES,
+    Ingredient,
+    accepted_kwargs,
+)
 from blendsql.models.base import FunctionModel, Request
 
 #: keywords the engine passes to run() itself, never written in a query
@@ -67,7 +72,7 @@ def test_class_attribute_options_are_the_class_attributes_set(cls: type[Ingredie
            and klass.__module__ != "blendsql.ingredients.base"
            for k, v in vars(klass).items()
            if not k.startswith("_") and not callable(v) and not hasattr(v, "__get__")
-           and k not in ("kind", "needs_model", "bare_call", "options_spec")}
+           and k not in FRAMEWORK_ATTRIBUTES}
     assert own == declared(cls, "attribute")
 
 

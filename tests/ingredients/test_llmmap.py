@@ -164,7 +164,7 @@ def test_empty_values_no_call(recorder):
 def test_builtins_need_a_model_and_register():
     reg = IngredientRegistry(BUILTINS)
     assert sorted(n.lower() for n in reg.names()) == sorted(
-        ["llmmap", "llmqa", "llmjoin", "llmvalidate", "answer", "summary"])
+        ["llmmap", "llmqa", "llmjoin", "llmvalidate", "llmrank", "answer", "summary"])
     assert all(cls.needs_model for cls in BUILTINS)
     assert reg.get("llmmap").kind == "map" and reg.get("LLMJoin").kind == "join"
 

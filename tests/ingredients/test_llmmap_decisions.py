@@ -59,10 +59,30 @@ def test_scored_map_decides_by_the_highest_probability_and_keeps_it(recorder):
     assert second.stage == "recorder"
 
 
-def test_unscored_by_default_and_requests_unchanged(recorder):
+def test_a_choice_map_is_unscored_by_default_and_requests_unchanged(recorder):
+    rec = recorder(lambda r: "b")
+    ing = LLMMap()
+    assert ing.run("which?", ["a"], model=rec.model, constraint=Choice(("a", "b"))) == ["b"]
+    assert not rec.requests[0].score and ing.last_decisions == []
+    assert "score" not in rec.requests[0].key()
+
+
+def test_a_yes_no_map_is_scored_by_default_and_a_greedy_backend_is_noted_not_warned(recorder):
+    # changed with issue 38: a yes/no map scores both answers by default (decision='auto');
+    # a backend that gives one answer keeps it, the trace says so, no warning
     rec = recorder(lambda r: "true")
     ing = LLMMap()
     assert ing.run("ok?", ["a"], model=rec.model, constraint=Bool()) == [True]
+    assert rec.requests[0].score
+    (d,) = ing.last_decisions
+    assert not d.scored and d.note == "the function gave one answer, not a Distribution"
+    assert ing.last_errors == []
+
+
+def test_decision_greedy_keeps_requests_unscored(recorder):
+    rec = recorder(lambda r: "true")
+    ing = LLMMap()
+    assert ing.run("ok?", ["a"], model=rec.model, constraint=Bool(), decision="greedy") == [True]
     assert not rec.requests[0].score and ing.last_decisions == []
     assert "score" not in rec.requests[0].key()
 
@@ -239,7 +259,7 @@ def test_engine_traces_decisions_and_stages_and_meters_the_cascade():
     assert "decided by small=2, big=2" in step.line()
     conf = sm.confidence("llmmap")
     assert list(conf.columns) == ["ingredient", "value", "answer", "probability", "margin",
-                                  "stage", "scored", "note"]
+                                  "stage", "scored", "note", "threshold", "rule"]
     row = conf.set_index("value").loc["sp"]
     assert row["answer"] is True or row["answer"] == True  # noqa: E712 - numpy bool
     assert row["probability"] == pytest.approx(0.97) and row["margin"] == pytest.approx(0.94)
