@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,15 +140,38 @@ def download(file: HubFile, cache_dir: Path | None = None) -> Path:
                          hint=placement_hint(file, cache))
     endpoint = os.environ.get("HF_ENDPOINT") or None
     try:
-        path = Path(huggingface_hub.hf_hub_download(
-            file.repo, file.filename, revision=file.revision, cache_dir=str(cache),
-            endpoint=endpoint))
+        with _online(huggingface_hub):
+            path = Path(huggingface_hub.hf_hub_download(
+                file.repo, file.filename, revision=file.revision, cache_dir=str(cache),
+                endpoint=endpoint))
     except Exception as e:  # noqa: BLE001 - network, missing repo or file, disk
         raise ModelError(f"could not download {file.spec}: {type(e).__name__}: {e}",
                          hint="check the name and the network; or "
                          + placement_hint(file, cache)) from e
     verify(path, path.resolve().name)  # the cached blob is named by the file's ETag
     return path
+
+
+@contextmanager
+def _online(huggingface_hub: Any) -> Iterator[None]:
+    """huggingface_hub online for one download, as ``HF_HUB_OFFLINE`` says now.
+
+    Why: huggingface_hub reads ``HF_HUB_OFFLINE`` once, when it is first imported; a
+    process that imported it while the variable was set (by the user, or a library
+    loading a local model) would stay offline after the variable is gone. The decision
+    is this module's (:func:`_offline`, read at call time); the library's flag is put
+    back as it was afterwards.
+    """
+    constants = getattr(huggingface_hub, "constants", None)
+    if constants is None or not hasattr(constants, "HF_HUB_OFFLINE"):
+        yield
+        return
+    saved = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = False
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = saved
 
 
 def resolve_model_path(value: Any) -> Any:

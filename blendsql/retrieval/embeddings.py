@@ -24,7 +24,8 @@ import os
 import re
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -184,16 +185,15 @@ class SentenceTransformerEmbedder(Embedder):
 
     def _load(self) -> Any:
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as e:
-                raise BlendSQLError(
-                    "sentence-transformers is not installed",
-                    hint="pip install 'blendsql[embeddings]' or use HashingEmbedder",
-                ) from e
-            self._model = SentenceTransformer(str(self.path), device=self.device)
+            with _offline_while_loading():
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as e:
+                    raise BlendSQLError(
+                        "sentence-transformers is not installed",
+                        hint="pip install 'blendsql[embeddings]' or use HashingEmbedder",
+                    ) from e
+                self._model = SentenceTransformer(str(self.path), device=self.device)
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -256,3 +256,23 @@ def cached_embed(embedder: Embedder, texts: Sequence[str],
     np.save(tmp, arr)
     os.replace(tmp, path)
     return arr
+
+
+_OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+@contextmanager
+def _offline_while_loading() -> Iterator[None]:
+    """Hugging Face's libraries offline while a local model loads, and the user's
+    environment exactly as it was afterwards (a variable the user set is left alone)."""
+    saved = {name: os.environ.get(name) for name in _OFFLINE_VARS}
+    for name in _OFFLINE_VARS:
+        os.environ.setdefault(name, "1")
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

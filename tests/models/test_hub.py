@@ -143,3 +143,39 @@ def test_the_downloaded_model_answers(fake_hub: FakeHub) -> None:
     (response,) = model.generate([Request(prompt="Is the sky blue? Answer true or false:",
                                           constraint=Bool(), max_tokens=4)])
     assert response.value in (True, False)
+
+
+def test_a_library_frozen_offline_earlier_does_not_stop_a_download(
+        fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """huggingface_hub reads HF_HUB_OFFLINE once, at import: imported while it was set,
+    it would stay offline; the download decides from the environment now."""
+    import huggingface_hub
+
+    from blendsql.models.llamacpp import LlamaCpp
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    model = LlamaCpp.from_hub(REPO, FILE)
+    assert model.path.is_file() and fake_hub.gets() == 1
+    assert huggingface_hub.constants.HF_HUB_OFFLINE is True  # put back as it was
+
+
+def test_loading_an_embedder_leaves_the_environment_as_it_was(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import os
+
+    from blendsql.errors import BlendSQLError
+    from blendsql.retrieval import embeddings
+
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        with embeddings._offline_while_loading():
+            assert os.environ["HF_HUB_OFFLINE"] == "1"
+            raise BlendSQLError("the load failed")
+    except BlendSQLError:
+        pass
+    assert "HF_HUB_OFFLINE" not in os.environ and "TRANSFORMERS_OFFLINE" not in os.environ
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # the user's own setting is kept
+    with embeddings._offline_while_loading():
+        assert os.environ["HF_HUB_OFFLINE"] == "0"
+    assert os.environ["HF_HUB_OFFLINE"] == "0"
