@@ -142,6 +142,7 @@ def typed_targets(tmp_path_factory: pytest.TempPathFactory,
     con.close()
     out: dict[str, Any] = {"sqlite": str(path)}
     out["duckdb"] = str(sqlite_to_duckdb(path, path.with_suffix(".duckdb")))
+    _add_spark(out, path, request)
     try:
         server = request.getfixturevalue("postgres_server")
     except pytest.skip.Exception:
@@ -152,8 +153,24 @@ def typed_targets(tmp_path_factory: pytest.TempPathFactory,
     return out
 
 
+def _add_spark(out: dict[str, Any], path: Path, request: pytest.FixtureRequest) -> None:
+    """The same tables as DataFrames of the local Spark session, where one can start
+    (each BlendSQL registers them as its temporary views and drops them at close)."""
+    try:
+        spark = request.getfixturevalue("spark_session")
+    except pytest.skip.Exception:
+        return
+    from spark_session import frames_from_sqlite
+
+    out["spark"] = frames_from_sqlite(spark, path)
+
+
 def _rows(src: Any, sql: str) -> list[tuple[Any, ...]]:
-    df = BlendSQL(src, cache=False).execute(sql).df
+    bsql = BlendSQL(src, cache=False)
+    try:
+        df = bsql.execute(sql).df
+    finally:
+        bsql.close()
     out = []
     for row in df.astype(object).itertuples(index=False, name=None):
         cells = []
