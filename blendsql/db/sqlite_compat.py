@@ -1,4 +1,4 @@
-"""SQLite's meaning on typed backends (DuckDB, PostgreSQL): what ``Transpiler`` adds.
+"""SQLite's meaning on typed backends (DuckDB, PostgreSQL, Spark): what ``Transpiler`` adds.
 
 BlendSQL's SQL is SQLite's; a typed backend reads the same text differently
 (or refuses it) in a few places. Each rewrite here makes the backend give
@@ -27,9 +27,18 @@ the backend would otherwise raise an error or answer differently:
   (:func:`like_case`); ``SELECT DISTINCT .. ORDER BY`` a column not selected, which
   PostgreSQL refuses (:func:`distinct_order`).
 
+On Spark (whose ANSI mode raises where SQLite answers NULL, and whose comparisons
+are BOOLEAN) also: ``/`` and ``%`` by zero are NULL (``DIV`` / ``try_divide`` /
+``NULLIF``); a truth value in a SELECT list is SQLite's 1 / 0
+(:func:`predicates_as_integers`); ``upper`` / ``lower`` fold ASCII letters only,
+``typeof`` names SQLite's storage classes, ``p || ''`` of a truth value concatenates
+1 / 0 (:func:`spark_functions`); LIKE's default escape (``\\``) is escaped
+(:func:`like_case`); a parameter is typed by the value it is bound to
+(:func:`mark_param_kinds`: Spark binds literals).
+
 Types come from the backend's declared column types; an expression whose type
-cannot be told (a parameter, an unknown function, a table of unknown columns)
-is left as written. What a copy cannot keep (SQLite's storage class per value,
+cannot be told (a parameter without its value, an unknown function, a table of
+unknown columns) is left as written. What a copy cannot keep (SQLite's storage class per value,
 see ``blendsql.db.transfer.column_kind``) stays different.
 """
 
@@ -794,7 +803,8 @@ def _storage_class(e: exp.Expression, kind: str | None) -> exp.Expression:
         by_type = exp.Case(this=spark_type, ifs=[
             exp.If(this=exp.Literal.string(name), true=exp.Literal.string(cls))
             for name, cls in _SPARK_CLASSES.items()], default=by_type)
-    return exp.Case(ifs=[exp.If(this=exp.Is(this=e.copy(), expression=exp.null()),
+    operand = e.copy() if isinstance(e, (exp.Column, exp.Paren)) else exp.paren(e.copy())
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=operand, expression=exp.null()),
                                 true=exp.Literal.string("null"))], default=by_type)
 
 

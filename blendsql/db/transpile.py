@@ -28,7 +28,9 @@ What needs more than sqlglot's generator:
 - SQLite's typing where the backend knows its column types (``types``):
   double-quoted strings, text / number comparisons, ``avg`` / ``sum`` of text,
   integer division, ``total()``, booleans as integers; LIKE's ASCII-only case
-  folding, ``SELECT DISTINCT .. ORDER BY`` a column not selected on PostgreSQL
+  folding, ``SELECT DISTINCT .. ORDER BY`` a column not selected on PostgreSQL and
+  Spark; on Spark also division by zero, booleans in SELECT lists, LIKE's escapes,
+  ``upper`` / ``lower`` and ``typeof``, parameters typed by their values
   (``blendsql.db.sqlite_compat``).
 """
 
@@ -297,6 +299,7 @@ class Transpiler:
             _globs_as_regex(tree, self.dialect)
         if self.dialect == "postgres":
             _alias_derived_tables(tree)
+        if self.dialect in ("postgres", "spark"):
             for select in list(tree.find_all(exp.Select)):
                 distinct_order(select)
         if self.dialect in ("postgres", "spark") and (self.columns is not None

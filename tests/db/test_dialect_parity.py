@@ -356,3 +356,27 @@ def test_a_changed_table_is_read_again(tmp_path: Path) -> None:
     bsql.execute("ALTER TABLE t ADD COLUMN b VARCHAR")
     bsql.execute("UPDATE t SET b = a")
     assert sorted(bsql.execute(sql).df["a"].tolist()) == ["b", "x"]  # now the column b
+
+
+def test_spark_gives_sqlites_answers(typed_targets: dict[str, Any]) -> None:
+    """What Spark reads its own way (its ANSI mode's errors, booleans, escapes, typeof,
+    Unicode case), answered as SQLite answers (SQLite and Spark here: DuckDB names its
+    own types and keeps Unicode upper(); PostgreSQL raises on a division by zero)."""
+    if "spark" not in typed_targets:
+        pytest.skip("no Spark session here (pyspark or Java missing)")
+    targets = {name: typed_targets[name] for name in ("sqlite", "spark")}
+    for sql in [
+        "SELECT 7 / 0, 7.5 / 0, 7 % 0, -7 / 2, 7 / 2.0",  # NULL, not Spark's error
+        "SELECT id, qty / 0, price / qty, qty % 2 FROM items",
+        "SELECT id, qty > 2, (qty > 2) || '', (qty > 2) * 10 FROM items",
+        "SELECT typeof(id), typeof(name), typeof(price), typeof(qty > 2), typeof(NULL), "
+        "typeof(code) FROM items",
+        "SELECT id FROM items WHERE name LIKE 'back\\%'",  # a backslash is no escape
+        "SELECT id FROM items WHERE name LIKE 'b!ack%' ESCAPE '!'",  # '!b' is 'b'
+        "SELECT id FROM items WHERE name LIKE 'l_mp%' OR name LIKE '%!_%' ESCAPE '!'",
+        "SELECT id, upper(name), lower(name) FROM items",  # ASCII letters only
+        "SELECT SUM(qty > 2), TOTAL(qty > 2), AVG(price) FROM items WHERE id > 100",
+    ]:
+        _same_everywhere(targets, sql)
+    assert _rows(typed_targets["sqlite"], "SELECT upper(name) FROM items WHERE id = 5") == [
+        ("ÉTAGèRE",)]
