@@ -755,8 +755,12 @@ def spark_functions(tree: exp.Expression, types: Types) -> None:
     - ``typeof(x)`` names SQLite's storage class (``integer``, ``real``,
       ``text``, ``blob``, ``null``), mapped from Spark's type of the value;
     - ``p || 'x'`` of a truth value ``p`` concatenates SQLite's 1 / 0, not
-      Spark's ``true`` / ``false``.
+      Spark's ``true`` / ``false``;
+    - ``substr(x, 0, n)`` and ``substr(x, p, -n)`` with literal numbers, as SQLite
+      counts them (:func:`_sqlite_substr`).
     """
+    for sub in list(tree.find_all(exp.Substring)):
+        _sqlite_substr(sub)
     nodes = list(tree.find_all(exp.Div, exp.Mod, exp.Upper, exp.Lower, exp.Typeof,
                                exp.DPipe))
     nodes.sort(key=lambda n: -n.depth)  # inner nodes first: an outer one copies them
@@ -779,6 +783,41 @@ def spark_functions(tree: exp.Expression, types: Types) -> None:
             for side in (node.this, node.expression):
                 if types.kind(side) == BOOL:
                     _as_integer(side)
+
+
+def _int_literal(e: exp.Expression | None) -> int | None:
+    """The value of an integer literal (``3``, ``-3``); None: anything else."""
+    if isinstance(e, exp.Neg):
+        inner = _int_literal(e.this)
+        return -inner if inner is not None else None
+    if isinstance(e, exp.Literal) and not e.is_string and re.fullmatch(r"[0-9]+", e.this):
+        return int(e.this)
+    return None
+
+
+def _sqlite_substr(node: exp.Substring) -> None:
+    """SQLite's ``substr`` where Spark counts differently, for literal positions.
+
+    SQLite's start 0 stands before the first character (``substr('abc', 0, 2)``
+    is ``'a'``), Spark's is the first; a negative length takes the characters
+    before the start (``substr('abcd', 3, -2)`` is ``'ab'``), Spark's gives ''.
+    """
+    start, length = _int_literal(node.args.get("start")), node.args.get("length")
+    n = _int_literal(length) if length is not None else None
+    if start is None or (length is not None and n is None):
+        return
+    if n is not None and n < 0:
+        # the -n characters before position start (1-based; start 0 is before the first)
+        first = start + n if start > 0 else start + n - 1
+        if start < 0 or first < -(2**31):
+            return  # counted from the end: left to Spark
+        take = -n if first >= 1 else -n + first - 1
+        node.set("start", exp.Literal.number(max(first, 1)))
+        node.set("length", exp.Literal.number(max(take, 0)))
+    elif start == 0:
+        node.set("start", exp.Literal.number(1))
+        if n is not None:
+            node.set("length", exp.Literal.number(max(n - 1, 0)))
 
 
 def _storage_class(e: exp.Expression, kind: str | None) -> exp.Expression:

@@ -375,6 +375,9 @@ def test_spark_gives_sqlites_answers(typed_targets: dict[str, Any]) -> None:
         "SELECT id FROM items WHERE name LIKE 'b!ack%' ESCAPE '!'",  # '!b' is 'b'
         "SELECT id FROM items WHERE name LIKE 'l_mp%' OR name LIKE '%!_%' ESCAPE '!'",
         "SELECT id, upper(name), lower(name) FROM items",  # ASCII letters only
+        "SELECT id, substr(name, 0, 3), substr(name, 3, -2), substr(name, -3, 2), "
+        "instr(name, 'a'), round(price / 4, 1), round(-2.5), id || NULL FROM items",
+        "SELECT length(group_concat(name, '|')), ifnull(NULL, 2) FROM items",
         "SELECT SUM(qty > 2), TOTAL(qty > 2), AVG(price) FROM items WHERE id > 100",
     ]:
         _same_everywhere(targets, sql)

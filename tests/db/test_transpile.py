@@ -128,3 +128,12 @@ def test_spark_string_functions_mean_sqlites() -> None:
         "CASE WHEN (price > 1) IS NULL THEN 'null' ELSE 'integer' END FROM items")
     assert _spark("SELECT (qty > 1) || '' FROM items") == (
         "SELECT CAST((qty > 1) AS INT) || '' FROM items")
+
+
+def test_spark_substr_counts_as_sqlite() -> None:
+    # start 0 stands before the first character; a negative length takes what precedes
+    assert _spark("SELECT substr(name, 0, 3), substr(name, 0), substr(name, 4, -2), "
+                  "substr(name, 2, 3) FROM items") == (
+        "SELECT SUBSTRING(CAST(name AS STRING), 1, 2), SUBSTRING(CAST(name AS STRING), 1), "
+        "SUBSTRING(CAST(name AS STRING), 2, 2), SUBSTRING(CAST(name AS STRING), 2, 3) "
+        "FROM items")
