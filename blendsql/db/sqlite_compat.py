@@ -737,6 +737,43 @@ def predicates_as_integers(tree: exp.Expression, types: Types) -> None:
                 proj.replace(exp.alias_(cast, value.sql("sqlite"), quoted=True))
 
 
+def spark_casts(tree: exp.Expression, types: Types) -> None:
+    """SQLite's ``CAST`` and multi-argument ``max`` / ``min`` on Spark (before :class:`Affinity`).
+
+    - ``CAST(x AS INTEGER)`` is a 64-bit integer (Spark's INT has 32 bits);
+      ``CAST(x AS NUMERIC)`` keeps a real's fraction (Spark's DECIMAL(10, 0)
+      rounds it): DOUBLE; text cast to a number reads its numeric prefix, as
+      SQLite does (``'12abc'`` is 12, ``'n/a'`` 0), where Spark's ANSI mode raises;
+    - ``max(a, b)`` / ``min(a, b)`` are NULL when an argument is NULL (Spark's
+      ``greatest`` / ``least`` skip NULLs).
+    """
+    for cast in list(tree.find_all(exp.Cast)):
+        if isinstance(cast, exp.TryCast):
+            continue
+        aff = declared_affinity(cast.to.sql("sqlite"))
+        if aff not in _NUMERIC_AFF:
+            continue
+        target = "BIGINT" if aff == INTEGER else "DOUBLE"
+        value = cast.this
+        if types.kind(value) == STR and not isinstance(value, exp.Literal):
+            value = numeric_text(value, "spark")
+        elif isinstance(value, exp.Literal) and value.is_string:
+            prefix = re.match(NUMBER_PREFIX, value.this)
+            number = sqlite_number(prefix.group(1)) if prefix else None
+            value = number if number is not None else exp.Literal.number(0)
+        cast.replace(exp.cast(value.copy(), target))
+    for node in list(tree.find_all(exp.Greatest, exp.Least)):
+        if node.args.get("ignore_nulls"):
+            continue
+        args = [node.this, *node.expressions]
+        if len(args) < 2:
+            continue
+        any_null = exp.or_(*[exp.Is(this=exp.paren(a.copy()), expression=exp.null())
+                             for a in args])
+        node.replace(exp.paren(exp.Case(ifs=[exp.If(this=any_null, true=exp.null())],
+                                        default=node.copy())))
+
+
 #: Spark's type names (``typeof``) -> SQLite's storage classes
 _SPARK_CLASSES = {"bigint": "integer", "int": "integer", "smallint": "integer",
                   "tinyint": "integer", "boolean": "integer", "double": "real",

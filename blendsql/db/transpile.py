@@ -54,6 +54,7 @@ from blendsql.db.sqlite_compat import (
     param_kinds,
     predicates_as_integers,
     quoted_strings,
+    spark_casts,
     spark_functions,
 )
 from blendsql.errors import ExecutionError
@@ -278,6 +279,7 @@ class Transpiler:
             typing = Types(lambda t: self.schema(t.name))
             quoted_strings(tree, typing)
             if self.dialect == "spark":
+                spark_casts(tree, typing)
                 predicates_as_integers(tree, typing)
             Affinity(typing, self.dialect).apply(tree)
             if self.dialect == "spark":

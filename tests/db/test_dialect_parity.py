@@ -378,6 +378,8 @@ def test_spark_gives_sqlites_answers(typed_targets: dict[str, Any]) -> None:
         "SELECT id, substr(name, 0, 3), substr(name, 3, -2), substr(name, -3, 2), "
         "instr(name, 'a'), round(price / 4, 1), round(-2.5), id || NULL FROM items",
         "SELECT length(group_concat(name, '|')), ifnull(NULL, 2) FROM items",
+        "SELECT id, CAST(code AS INTEGER), CAST(code AS REAL), CAST(price AS INTEGER), "
+        "CAST('12abc' AS INTEGER), max(qty, id), min(qty, price, 2) FROM items",
         "SELECT SUM(qty > 2), TOTAL(qty > 2), AVG(price) FROM items WHERE id > 100",
     ]:
         _same_everywhere(targets, sql)

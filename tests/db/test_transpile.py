@@ -137,3 +137,13 @@ def test_spark_substr_counts_as_sqlite() -> None:
         "SELECT SUBSTRING(CAST(name AS STRING), 1, 2), SUBSTRING(CAST(name AS STRING), 1), "
         "SUBSTRING(CAST(name AS STRING), 2, 2), SUBSTRING(CAST(name AS STRING), 2, 3) "
         "FROM items")
+
+
+def test_spark_casts_and_scalar_max_as_sqlite() -> None:
+    assert _spark("SELECT CAST('12abc' AS REAL), CAST(price AS INTEGER), "
+                  "CAST(price AS NUMERIC) FROM items") == (
+        "SELECT CAST(12 AS DOUBLE), CAST(price AS BIGINT), CAST(price AS DOUBLE) FROM items")
+    assert "REGEXP_EXTRACT(name" in _spark("SELECT CAST(name AS INTEGER) FROM items")
+    assert _spark("SELECT max(qty, price) FROM items") == (
+        "SELECT (CASE WHEN (qty) IS NULL OR (price) IS NULL THEN NULL ELSE "
+        "GREATEST(qty, price) END) FROM items")
