@@ -347,28 +347,23 @@ def value_kind(value: Any) -> str | None:
     return None
 
 
-def param_kinds(params: Any) -> tuple[tuple[str | int, str], ...]:
-    """(name or position of ``?``, kind) of the values a statement is bound to."""
-    if isinstance(params, dict):
-        items: list[tuple[str | int, Any]] = sorted(params.items(), key=lambda kv: str(kv[0]))
-    elif isinstance(params, (list, tuple)):
-        items = list(enumerate(params))
-    else:
+def param_kinds(params: Any) -> tuple[tuple[str, str], ...]:
+    """(name, kind) of the values a statement's named parameters are bound to.
+
+    Only named ones: a rewrite may repeat an operand (``numeric_affinity``), which
+    repeats ``:name`` harmlessly but would shift every later ``?``.
+    """
+    if not isinstance(params, dict):
         return ()
-    return tuple((key, kind) for key, value in items
+    return tuple((str(key), kind) for key, value in sorted(params.items(),
+                                                            key=lambda kv: str(kv[0]))
                  if (kind := value_kind(value)) is not None)
 
 
-def mark_param_kinds(tree: exp.Expression, kinds: dict[str | int, str]) -> None:
-    """Each parameter of ``tree`` with the kind of its value (``:name`` by name, ``?`` by
-    position in the text), for :meth:`Types.kind`."""
-    position = 0
-    for ph in tree.find_all(exp.Placeholder, bfs=False):
-        if ph.name and ph.name != "?":
-            kind = kinds.get(ph.name)
-        else:
-            kind = kinds.get(position)
-            position += 1
+def mark_param_kinds(tree: exp.Expression, kinds: dict[str, str]) -> None:
+    """Each named parameter of ``tree`` with the kind of its value, for :meth:`Types.kind`."""
+    for ph in tree.find_all(exp.Placeholder):
+        kind = kinds.get(ph.name) if ph.name and ph.name != "?" else None
         if kind is not None:
             ph.meta[_PARAM_KIND] = kind
 
@@ -766,7 +761,7 @@ def spark_casts(tree: exp.Expression, types: Types) -> None:
         if node.args.get("ignore_nulls"):
             continue
         args = [node.this, *node.expressions]
-        if len(args) < 2:
+        if len(args) < 2 or _positional(node):
             continue
         any_null = exp.or_(*[exp.Is(this=exp.paren(a.copy()), expression=exp.null())
                              for a in args])
@@ -815,7 +810,8 @@ def spark_functions(tree: exp.Expression, types: Types) -> None:
                 exp.cast(node.this.copy(), "TEXT"), exp.Literal.string(src),
                 exp.Literal.string(dst)]))
         elif isinstance(node, exp.Typeof):
-            node.replace(_storage_class(node.this, types.kind(node.this)))
+            if not _positional(node.this):
+                node.replace(_storage_class(node.this, types.kind(node.this)))
         else:
             for side in (node.this, node.expression):
                 if types.kind(side) == BOOL:
@@ -855,6 +851,12 @@ def _sqlite_substr(node: exp.Substring) -> None:
         node.set("start", exp.Literal.number(1))
         if n is not None:
             node.set("length", exp.Literal.number(max(n - 1, 0)))
+
+
+def _positional(e: exp.Expression) -> bool:
+    """Whether ``e`` holds a ``?``, which a rewrite must not repeat (it would shift the
+    values of every later ``?``)."""
+    return any(not ph.name or ph.name == "?" for ph in e.find_all(exp.Placeholder))
 
 
 def _storage_class(e: exp.Expression, kind: str | None) -> exp.Expression:

@@ -115,9 +115,10 @@ class Transpiler:
     def __call__(self, sql: str, params: Any = None) -> tuple[str, list[str | None]]:
         """(text for the driver, the parameters it names in order: a name or None for ``?``).
 
-        ``params``, where given, are the values the statement will be bound to: their
-        kinds (integer, real, text) type the parameters for SQLite's typing, as a
-        backend that types a bound value statically (Spark: a literal) reads them.
+        ``params``, where given, are the values the statement will be bound to: the
+        kinds (integer, real, text) of named ones type those parameters for SQLite's
+        typing, as a backend that types a bound value statically (Spark: a literal)
+        reads them; ``?`` stays untyped (a rewrite may repeat an operand).
         """
         kinds = param_kinds(params) if params is not None and self.types is not None else ()
         key: Any = (sql, kinds) if kinds else sql
@@ -225,7 +226,7 @@ class Transpiler:
         found = self.schema(table)
         return set(found) if found is not None else None
 
-    def _translate(self, sql: str, kinds: dict[str | int, str] | None = None,
+    def _translate(self, sql: str, kinds: dict[str, str] | None = None,
                    ) -> tuple[str, list[str | None]]:
         try:
             trees = [t for t in sqlglot.parse(sql, read=self.read) if t is not None]

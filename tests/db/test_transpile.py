@@ -90,8 +90,11 @@ def test_spark_divides_integers_as_integers_and_by_zero_as_null() -> None:
         "FROM items")
     # a parameter is typed by the value it is bound to (Spark binds a literal)
     assert _spark("SELECT :n / 4", {"n": 6}) == "SELECT :n DIV 4"
-    assert _spark("SELECT ? / 4", [6.5]) == "SELECT TRY_DIVIDE(?, 4)"
-    assert _spark("SELECT ? / 4") == "SELECT TRY_DIVIDE(?, 4)"  # unknown: left to Spark
+    assert _spark("SELECT :n / 4", {"n": 6.5}) == "SELECT TRY_DIVIDE(:n, 4)"
+    assert _spark("SELECT :n / 4") == "SELECT TRY_DIVIDE(:n, 4)"  # unknown: left to Spark
+    # '?' stays untyped: a rewrite that repeats an operand would shift the later ones
+    sql = "WITH t AS (SELECT * FROM items WHERE qty > ?) SELECT name FROM t WHERE name <> ?"
+    assert _spark(sql, [2, "Lamp"]).count("?") == 2
 
 
 def test_spark_truth_values_are_integers() -> None:
@@ -147,3 +150,5 @@ def test_spark_casts_and_scalar_max_as_sqlite() -> None:
     assert _spark("SELECT max(qty, price) FROM items") == (
         "SELECT (CASE WHEN (qty) IS NULL OR (price) IS NULL THEN NULL ELSE "
         "GREATEST(qty, price) END) FROM items")
+    # never repeated: typeof(?) / max(?, x) are left to Spark
+    assert _spark("SELECT typeof(?), max(?, qty) FROM items", [1, 2]).count("?") == 2
