@@ -761,7 +761,7 @@ def spark_casts(tree: exp.Expression, types: Types) -> None:
         if node.args.get("ignore_nulls"):
             continue
         args = [node.this, *node.expressions]
-        if len(args) < 2 or _positional(node):
+        if len(args) < 2 or any(_positional(a) for a in args):
             continue
         any_null = exp.or_(*[exp.Is(this=exp.paren(a.copy()), expression=exp.null())
                              for a in args])
