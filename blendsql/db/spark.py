@@ -227,9 +227,11 @@ class SparkBackend(GuardedBackend):
         require("pyspark", "pyspark")
         super().__init__(allow_writes=allow_writes, dialect="spark",
                          transpiler=Transpiler("spark", SparkFullText(),
-                                               columns=self.column_names))
+                                               columns=self.column_names,
+                                               types=self.column_types))
         self._registered: list[str] = []  # views made from the user's DataFrames (close)
-        self._all_columns: dict[str, set[str] | None] = {}
+        # lower-case table -> its columns with their Spark types (None: no columns)
+        self._all_columns: dict[str, dict[str, str] | None] = {}
         self._canceller: _Canceller | None = None
         self._groups = itertools.count()
         self._command_class: Any = None
@@ -250,6 +252,14 @@ class SparkBackend(GuardedBackend):
         self._sc = self.spark.sparkContext
         if isinstance(source, Mapping):
             self._register(frames)
+
+    def _translate(self, sql: str, params: Any) -> tuple[str, Any]:
+        """As the base class's, the parameters' kinds typing the translation: Spark binds
+        a value as a literal of its type (``:n / 4`` divides integers when ``n`` is one)."""
+        from blendsql.db.transpile import bind
+
+        text, names = self.transpile(sql, params)
+        return text, bind(names, params)
 
     # -- the user's DataFrames ---------------------------------------------------------
 
@@ -527,6 +537,9 @@ class SparkBackend(GuardedBackend):
         op = _TempRows(name, [tuple(r) for r in data], T.StructType(fields))
         self._run(f"CREATE TEMPORARY VIEW {backtick(name)} AS <{len(rows)} row(s) "
                   f"from spark.createDataFrame>", op, engine_value, native=True)
+        # the view's types, known without asking Spark (the translation's typing reads them)
+        self._all_columns[name.lower()] = {f.name: f.dataType.simpleString()
+                                           for f in fields} or None
 
     # -- calls on the executors (blendsql.db.spark_calls) -------------------------------
 
@@ -621,6 +634,7 @@ class SparkBackend(GuardedBackend):
     def drop_temp_table(self, name: str) -> None:
         """Drop an engine temp view (see :meth:`GuardedBackend.drop_temp_table`)."""
         self._all_columns.pop(name.lower(), None)
+        self.transpile.forget(name)
         self._drop_objects([f"DROP VIEW IF EXISTS {backtick(name)}"])
 
     def _drop_objects(self, statements: Sequence[str]) -> None:
@@ -659,11 +673,17 @@ class SparkBackend(GuardedBackend):
         """Lower-case column names of a table or view of the session (None: no such one,
         e.g. a CTE), for the SELECT aliases the translation inlines (Spark's WHERE does not
         see them; SQLite's does)."""
+        found = self.column_types(table)
+        return {c.lower() for c in found} if found is not None else None
+
+    def column_types(self, table: str) -> dict[str, str] | None:
+        """Columns of a table or view of the session with their Spark types (None: no such
+        one), for SQLite's typing in the translation (blendsql.db.sqlite_compat), cached."""
         key = table.lower()
         if key not in self._all_columns:
             if not self.spark.catalog.tableExists(table):
                 return None  # not cached: it may be created later
-            self._all_columns[key] = {c.lower() for c, _ in self.table_columns(table)} or None
+            self._all_columns[key] = dict(self.table_columns(table)) or None
         return self._all_columns[key]
 
     def close(self) -> None:

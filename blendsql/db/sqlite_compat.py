@@ -1,4 +1,4 @@
-"""SQLite's meaning on typed backends (DuckDB, PostgreSQL): what ``Transpiler`` adds.
+"""SQLite's meaning on typed backends (DuckDB, PostgreSQL, Spark): what ``Transpiler`` adds.
 
 BlendSQL's SQL is SQLite's; a typed backend reads the same text differently
 (or refuses it) in a few places. Each rewrite here makes the backend give
@@ -27,9 +27,18 @@ the backend would otherwise raise an error or answer differently:
   (:func:`like_case`); ``SELECT DISTINCT .. ORDER BY`` a column not selected, which
   PostgreSQL refuses (:func:`distinct_order`).
 
+On Spark (whose ANSI mode raises where SQLite answers NULL, and whose comparisons
+are BOOLEAN) also: ``/`` and ``%`` by zero are NULL (``DIV`` / ``try_divide`` /
+``NULLIF``); a truth value in a SELECT list is SQLite's 1 / 0
+(:func:`predicates_as_integers`); ``upper`` / ``lower`` fold ASCII letters only,
+``typeof`` names SQLite's storage classes, ``p || ''`` of a truth value concatenates
+1 / 0 (:func:`spark_functions`); LIKE's default escape (``\\``) is escaped
+(:func:`like_case`); a parameter is typed by the value it is bound to
+(:func:`mark_param_kinds`: Spark binds literals).
+
 Types come from the backend's declared column types; an expression whose type
-cannot be told (a parameter, an unknown function, a table of unknown columns)
-is left as written. What a copy cannot keep (SQLite's storage class per value,
+cannot be told (a parameter without its value, an unknown function, a table of
+unknown columns) is left as written. What a copy cannot keep (SQLite's storage class per value,
 see ``blendsql.db.transfer.column_kind``) stays different.
 """
 
@@ -268,6 +277,8 @@ class Types:
             return INT if re.fullmatch(r"[0-9]+", e.this) else FLOAT
         if isinstance(e, (exp.Predicate, exp.Connector, exp.Not, exp.Boolean)):
             return BOOL
+        if isinstance(e, exp.Placeholder):
+            return e.meta.get(_PARAM_KIND)
         if isinstance(e, (exp.Paren, exp.Neg, exp.Abs, exp.Max, exp.Min)):
             return self.kind(e.this, d)
         if isinstance(e, exp.Column):
@@ -313,6 +324,48 @@ class Types:
                 return FLOAT
             return None
         return None
+
+
+#: where a parameter's kind is kept on its node (sqlglot's ``meta``, kept by copies)
+_PARAM_KIND = "bsql_kind"
+
+
+def value_kind(value: Any) -> str | None:
+    """The kind of a bound Python value (None: NULL or a kind the typing leaves alone)."""
+    import decimal
+
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, int):
+        return INT
+    if isinstance(value, float):
+        return FLOAT
+    if isinstance(value, str):
+        return STR
+    if isinstance(value, decimal.Decimal):
+        return DEC
+    return None
+
+
+def param_kinds(params: Any) -> tuple[tuple[str, str], ...]:
+    """(name, kind) of the values a statement's named parameters are bound to.
+
+    Only named ones: a rewrite may repeat an operand (``numeric_affinity``), which
+    repeats ``:name`` harmlessly but would shift every later ``?``.
+    """
+    if not isinstance(params, dict):
+        return ()
+    return tuple((str(key), kind) for key, value in sorted(params.items(),
+                                                            key=lambda kv: str(kv[0]))
+                 if (kind := value_kind(value)) is not None)
+
+
+def mark_param_kinds(tree: exp.Expression, kinds: dict[str, str]) -> None:
+    """Each named parameter of ``tree`` with the kind of its value, for :meth:`Types.kind`."""
+    for ph in tree.find_all(exp.Placeholder):
+        kind = kinds.get(ph.name) if ph.name and ph.name != "?" else None
+        if kind is not None:
+            ph.meta[_PARAM_KIND] = kind
 
 
 def _first_projection(query: exp.Expression) -> exp.Expression | None:
@@ -632,11 +685,205 @@ class Affinity:
     def _integer_division(self, node: exp.Div) -> None:
         if self.dialect == "duckdb":
             node.replace(exp.IntDiv(this=node.this.copy(), expression=node.expression.copy()))
+        elif self.dialect == "spark":
+            # Spark's DIV truncates toward zero, as SQLite does; x / 0 is NULL in SQLite,
+            # an error in Spark's ANSI mode
+            node.replace(exp.IntDiv(this=node.this.copy(),
+                                    expression=_nonzero(node.expression)))
         elif self.dialect == "postgres":
             for side in (node.this, node.expression):
                 inner = side.unnest() if isinstance(side, exp.Paren) else side
                 if isinstance(inner, exp.Sum):  # NUMERIC on PostgreSQL
                     side.replace(exp.cast(side.copy(), "BIGINT"))
+
+
+# -- Spark -----------------------------------------------------------------------------
+
+def _nonzero(e: exp.Expression) -> exp.Expression:
+    """``NULLIF(e, 0)``: a divisor of zero gives NULL, as in SQLite (not Spark's error)."""
+    if isinstance(e, exp.Literal) and not e.is_string and float(e.this) != 0:
+        return e.copy()
+    return exp.Nullif(this=e.copy(), expression=exp.Literal.number(0))
+
+
+_TRUTH = (exp.Predicate, exp.Connector, exp.Not, exp.Boolean)
+
+
+def predicates_as_integers(tree: exp.Expression, types: Types) -> None:
+    """A truth value in a SELECT list as SQLite's integer 1 / 0 / NULL (Spark).
+
+    SQLite has no boolean type: ``SELECT a > 1`` gives 1 or 0, and so does the
+    column of a derived table that an outer query reads (``SUM(f)``, ``f + 1``,
+    ``f = 1``). Spark's comparisons are BOOLEAN; cast to INT, the rows and the
+    types downstream are SQLite's. A column of Spark's BOOLEAN type (a user's,
+    an ingredient's output) is left as stored. An unnamed projection keeps the
+    name SQLite gives it (its text).
+    """
+    for select in list(tree.find_all(exp.Select)):
+        for proj in list(select.expressions):
+            value = proj.this if isinstance(proj, exp.Alias) else proj
+            inner = value.unnest() if isinstance(value, exp.Paren) else value
+            if not isinstance(inner, _TRUTH):
+                continue
+            cast = exp.cast(value.copy(), "INT")
+            if isinstance(proj, exp.Alias):
+                proj.set("this", cast)
+            else:
+                proj.replace(exp.alias_(cast, value.sql("sqlite"), quoted=True))
+
+
+def spark_casts(tree: exp.Expression, types: Types) -> None:
+    """SQLite's ``CAST`` and multi-argument ``max`` / ``min`` on Spark (before :class:`Affinity`).
+
+    - ``CAST(x AS INTEGER)`` is a 64-bit integer (Spark's INT has 32 bits);
+      ``CAST(x AS NUMERIC)`` keeps a real's fraction (Spark's DECIMAL(10, 0)
+      rounds it): DOUBLE; text cast to a number reads its numeric prefix, as
+      SQLite does (``'12abc'`` is 12, ``'n/a'`` 0), where Spark's ANSI mode raises;
+    - ``max(a, b)`` / ``min(a, b)`` are NULL when an argument is NULL (Spark's
+      ``greatest`` / ``least`` skip NULLs).
+    """
+    for cast in list(tree.find_all(exp.Cast)):
+        if isinstance(cast, exp.TryCast):
+            continue
+        aff = declared_affinity(cast.to.sql("sqlite"))
+        if aff not in _NUMERIC_AFF:
+            continue
+        target = "BIGINT" if aff == INTEGER else "DOUBLE"
+        value = cast.this
+        if types.kind(value) == STR and not isinstance(value, exp.Literal):
+            value = numeric_text(value, "spark")
+        elif isinstance(value, exp.Literal) and value.is_string:
+            prefix = re.match(NUMBER_PREFIX, value.this)
+            number = sqlite_number(prefix.group(1)) if prefix else None
+            value = number if number is not None else exp.Literal.number(0)
+        cast.replace(exp.cast(value.copy(), target))
+    for node in list(tree.find_all(exp.Greatest, exp.Least)):
+        if node.args.get("ignore_nulls"):
+            continue
+        args = [node.this, *node.expressions]
+        if len(args) < 2 or any(_positional(a) for a in args):
+            continue
+        any_null = exp.or_(*[exp.Is(this=exp.paren(a.copy()), expression=exp.null())
+                             for a in args])
+        node.replace(exp.paren(exp.Case(ifs=[exp.If(this=any_null, true=exp.null())],
+                                        default=node.copy())))
+
+
+#: Spark's type names (``typeof``) -> SQLite's storage classes
+_SPARK_CLASSES = {"bigint": "integer", "int": "integer", "smallint": "integer",
+                  "tinyint": "integer", "boolean": "integer", "double": "real",
+                  "float": "real", "string": "text", "binary": "blob", "void": "null"}
+_ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz"
+
+
+def spark_functions(tree: exp.Expression, types: Types) -> None:
+    """SQLite's meaning of functions and operators Spark reads its own way.
+
+    - ``x / y`` (not both integers, see :class:`Affinity`) and ``x % y``: NULL
+      when ``y`` is 0, as in SQLite (Spark's ANSI mode raises an error):
+      ``try_divide``, ``x % NULLIF(y, 0)``;
+    - ``upper`` / ``lower`` fold ASCII letters only (SQLite without ICU):
+      ``translate``;
+    - ``typeof(x)`` names SQLite's storage class (``integer``, ``real``,
+      ``text``, ``blob``, ``null``), mapped from Spark's type of the value;
+    - ``p || 'x'`` of a truth value ``p`` concatenates SQLite's 1 / 0, not
+      Spark's ``true`` / ``false``;
+    - ``substr(x, 0, n)`` and ``substr(x, p, -n)`` with literal numbers, as SQLite
+      counts them (:func:`_sqlite_substr`).
+    """
+    for sub in list(tree.find_all(exp.Substring)):
+        _sqlite_substr(sub)
+    nodes = list(tree.find_all(exp.Div, exp.Mod, exp.Upper, exp.Lower, exp.Typeof,
+                               exp.DPipe))
+    nodes.sort(key=lambda n: -n.depth)  # inner nodes first: an outer one copies them
+    for node in nodes:
+        if isinstance(node, exp.Div):
+            node.replace(exp.Anonymous(this="try_divide", expressions=[
+                node.this.copy(), node.expression.copy()]))
+        elif isinstance(node, exp.Mod):
+            if types.kind(node.expression) in _NUMBERS:
+                node.set("expression", _nonzero(node.expression))
+        elif isinstance(node, (exp.Upper, exp.Lower)):
+            letters = (_ASCII_LOWER, _ASCII_UPPER)
+            src, dst = letters if isinstance(node, exp.Upper) else letters[::-1]
+            node.replace(exp.Anonymous(this="translate", expressions=[
+                exp.cast(node.this.copy(), "TEXT"), exp.Literal.string(src),
+                exp.Literal.string(dst)]))
+        elif isinstance(node, exp.Typeof):
+            if not _positional(node.this):
+                node.replace(_storage_class(node.this, types.kind(node.this)))
+        else:
+            for side in (node.this, node.expression):
+                if types.kind(side) == BOOL:
+                    _as_integer(side)
+
+
+def _int_literal(e: exp.Expression | None) -> int | None:
+    """The value of an integer literal (``3``, ``-3``); None: anything else."""
+    if isinstance(e, exp.Neg):
+        inner = _int_literal(e.this)
+        return -inner if inner is not None else None
+    if isinstance(e, exp.Literal) and not e.is_string and re.fullmatch(r"[0-9]+", e.this):
+        return int(e.this)
+    return None
+
+
+def _sqlite_substr(node: exp.Substring) -> None:
+    """SQLite's ``substr`` where Spark counts differently, for literal positions.
+
+    SQLite's start 0 stands before the first character (``substr('abc', 0, 2)``
+    is ``'a'``), Spark's is the first; a negative length takes the characters
+    before the start (``substr('abcd', 3, -2)`` is ``'ab'``), Spark's gives ''.
+    """
+    start, length = _int_literal(node.args.get("start")), node.args.get("length")
+    n = _int_literal(length) if length is not None else None
+    if start is None or (length is not None and n is None):
+        return
+    if n is not None and n < 0:
+        # the -n characters before position start (1-based; start 0 is before the first)
+        first = start + n if start > 0 else start + n - 1
+        if start < 0 or first < -(2**31):
+            return  # counted from the end: left to Spark
+        take = -n if first >= 1 else -n + first - 1
+        node.set("start", exp.Literal.number(max(first, 1)))
+        node.set("length", exp.Literal.number(max(take, 0)))
+    elif start == 0:
+        node.set("start", exp.Literal.number(1))
+        if n is not None:
+            node.set("length", exp.Literal.number(max(n - 1, 0)))
+
+
+def _positional(e: exp.Expression) -> bool:
+    """Whether ``e`` holds a ``?``, which a rewrite must not repeat (it would shift the
+    values of every later ``?``)."""
+    return any(not ph.name or ph.name == "?" for ph in e.find_all(exp.Placeholder))
+
+
+def _storage_class(e: exp.Expression, kind: str | None) -> exp.Expression:
+    """SQLite's ``typeof(e)`` on Spark: NULL is 'null' whatever its column's type; a value
+    is named by its kind where the typing knows it, else by Spark's type name (a DECIMAL
+    of scale 0 is 'integer', of another scale 'real')."""
+    static = {INT: "integer", BOOL: "integer", FLOAT: "real", STR: "text"}.get(kind or "")
+    by_type: exp.Expression
+    if static is not None:
+        by_type = exp.Literal.string(static)
+    else:
+        spark_type = exp.Anonymous(this="typeof", expressions=[e.copy()])
+        decimal = exp.Case(ifs=[exp.If(
+            this=exp.RegexpLike(this=spark_type.copy(),
+                                expression=exp.Literal.string(r"^decimal\(\d+,\s*0\)$")),
+            true=exp.Literal.string("integer"))], default=exp.Literal.string("real"))
+        by_type = exp.Case(this=exp.Substring(this=spark_type.copy(),
+                                              start=exp.Literal.number(1),
+                                              length=exp.Literal.number(7)),
+                           ifs=[exp.If(this=exp.Literal.string("decimal"), true=decimal)],
+                           default=spark_type.copy())
+        by_type = exp.Case(this=spark_type, ifs=[
+            exp.If(this=exp.Literal.string(name), true=exp.Literal.string(cls))
+            for name, cls in _SPARK_CLASSES.items()], default=by_type)
+    operand = e.copy() if isinstance(e, (exp.Column, exp.Paren)) else exp.paren(e.copy())
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=operand, expression=exp.null()),
+                                true=exp.Literal.string("null"))], default=by_type)
 
 
 # -- LIKE ------------------------------------------------------------------------------
@@ -679,6 +926,44 @@ def like_case(tree: exp.Expression, dialect: str) -> None:
                              expression=exp.Literal.string(""))
         if new is not like:
             like.replace(new)
+        if dialect == "spark":
+            _spark_escapes(new)
+
+
+def _spark_escapes(like: exp.Expression) -> None:
+    """SQLite's escapes in a Spark LIKE / ILIKE (``like``, in place).
+
+    Without ESCAPE, SQLite's LIKE has no escape character, Spark's has ``\\``:
+    each backslash of the pattern is doubled (a literal pattern's text, any
+    other through ``replace``). With ``ESCAPE 'c'``, SQLite reads ``c`` before any
+    character as that character; Spark refuses ``c`` before anything but ``%``,
+    ``_`` and ``c``: a literal pattern drops those escapes.
+    """
+    pattern = like.expression
+    literal = isinstance(pattern, exp.Literal) and pattern.is_string
+    escape = like.parent if isinstance(like.parent, exp.Escape) else None
+    if escape is None:
+        if literal:
+            if "\\" in pattern.this:
+                pattern.replace(exp.Literal.string(pattern.this.replace("\\", "\\\\")))
+        else:
+            like.set("expression", exp.Anonymous(this="replace", expressions=[
+                pattern.copy(), exp.Literal.string("\\"), exp.Literal.string("\\\\")]))
+        return
+    char = escape.expression
+    if not (literal and isinstance(char, exp.Literal) and char.is_string
+            and len(char.this) == 1):
+        return
+    text, c, out, i = pattern.this, char.this, [], 0
+    while i < len(text):
+        if text[i] == c and i + 1 < len(text):
+            nxt = text[i + 1]
+            out.append(c + nxt if nxt in ("%", "_", c) else nxt)
+            i += 2
+            continue
+        out.append(text[i])
+        i += 1
+    pattern.replace(exp.Literal.string("".join(out)))
 
 
 # -- SELECT DISTINCT .. ORDER BY <not selected> ----------------------------------------

@@ -28,7 +28,9 @@ What needs more than sqlglot's generator:
 - SQLite's typing where the backend knows its column types (``types``):
   double-quoted strings, text / number comparisons, ``avg`` / ``sum`` of text,
   integer division, ``total()``, booleans as integers; LIKE's ASCII-only case
-  folding, ``SELECT DISTINCT .. ORDER BY`` a column not selected on PostgreSQL
+  folding, ``SELECT DISTINCT .. ORDER BY`` a column not selected on PostgreSQL and
+  Spark; on Spark also division by zero, booleans in SELECT lists, LIKE's escapes,
+  ``upper`` / ``lower`` and ``typeof``, parameters typed by their values
   (``blendsql.db.sqlite_compat``).
 """
 
@@ -48,7 +50,12 @@ from blendsql.db.sqlite_compat import (
     Types,
     distinct_order,
     like_case,
+    mark_param_kinds,
+    param_kinds,
+    predicates_as_integers,
     quoted_strings,
+    spark_casts,
+    spark_functions,
 )
 from blendsql.errors import ExecutionError
 
@@ -103,16 +110,24 @@ class Transpiler:
         self._column_spellings: dict[str, dict[str, str]] = {}
         # (engine temp table, column) pairs holding only NULLs (see _untyped_lookups)
         self.null_columns: set[tuple[str, str]] = set()
-        self._cache: OrderedDict[str, tuple[str, list[str | None]]] = OrderedDict()
+        self._cache: OrderedDict[Any, tuple[str, list[str | None]]] = OrderedDict()
 
-    def __call__(self, sql: str) -> tuple[str, list[str | None]]:
-        """(text for the driver, the parameters it names in order: a name or None for ``?``)."""
-        hit = self._cache.get(sql)
+    def __call__(self, sql: str, params: Any = None) -> tuple[str, list[str | None]]:
+        """(text for the driver, the parameters it names in order: a name or None for ``?``).
+
+        ``params``, where given, are the values the statement will be bound to: the
+        kinds (integer, real, text) of named ones type those parameters for SQLite's
+        typing, as a backend that types a bound value statically (Spark: a literal)
+        reads them; ``?`` stays untyped (a rewrite may repeat an operand).
+        """
+        kinds = param_kinds(params) if params is not None and self.types is not None else ()
+        key: Any = (sql, kinds) if kinds else sql
+        hit = self._cache.get(key)
         if hit is not None:
-            self._cache.move_to_end(sql)
+            self._cache.move_to_end(key)
             return hit
-        out = self._translate(sql)
-        self._cache[sql] = out
+        out = self._translate(sql, dict(kinds))
+        self._cache[key] = out
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
         return out
@@ -211,7 +226,8 @@ class Transpiler:
         found = self.schema(table)
         return set(found) if found is not None else None
 
-    def _translate(self, sql: str) -> tuple[str, list[str | None]]:
+    def _translate(self, sql: str, kinds: dict[str, str] | None = None,
+                   ) -> tuple[str, list[str | None]]:
         try:
             trees = [t for t in sqlglot.parse(sql, read=self.read) if t is not None]
         except SqlglotError as e:
@@ -221,6 +237,8 @@ class Transpiler:
             raise ExecutionError(f"expected one SQL statement, got {len(trees)}:\n  {sql[:2000]}",
                                  hint="run one statement at a time")
         tree: exp.Expression = trees[0]  # type: ignore[assignment]
+        if kinds:
+            mark_param_kinds(tree, kinds)
         self._rewrite(tree)
         names: list[str | None] = []
         for i, ph in enumerate(list(tree.find_all(exp.Placeholder))):
@@ -248,11 +266,6 @@ class Transpiler:
             for table in tree.find_all(exp.Table):
                 if table.db.lower() == "temp" and not table.catalog:
                     table.set("db", exp.to_identifier("pg_temp"))
-        if self.dialect == "spark":
-            _lookups_as_maps(tree)
-            for table in tree.find_all(exp.Table):
-                if table.db.lower() == "temp" and not table.catalog:
-                    table.set("db", None)
         for fn in list(tree.find_all(exp.Anonymous, exp.JSONArray)):
             if isinstance(fn, exp.Anonymous) and fn.name.lower() != "json_array":
                 continue
@@ -266,9 +279,20 @@ class Transpiler:
         if self.types is not None and self.read == "sqlite":
             typing = Types(lambda t: self.schema(t.name))
             quoted_strings(tree, typing)
+            if self.dialect == "spark":
+                spark_casts(tree, typing)
+                predicates_as_integers(tree, typing)
             Affinity(typing, self.dialect).apply(tree)
+            if self.dialect == "spark":
+                spark_functions(tree, typing)
         if self.dialect in ("duckdb", "postgres", "spark") and self.read == "sqlite":
             like_case(tree, self.dialect)
+        if self.dialect == "spark":
+            # after the typing, which reads the engine's temp tables as SQLite's untyped ones
+            _lookups_as_maps(tree)
+            for table in tree.find_all(exp.Table):
+                if table.db.lower() == "temp" and not table.catalog:
+                    table.set("db", None)
         _text_arguments(tree)
         for select in list(tree.find_all(exp.Select)):
             _bare_columns(select)
@@ -278,6 +302,7 @@ class Transpiler:
             _globs_as_regex(tree, self.dialect)
         if self.dialect == "postgres":
             _alias_derived_tables(tree)
+        if self.dialect in ("postgres", "spark"):
             for select in list(tree.find_all(exp.Select)):
                 distinct_order(select)
         if self.dialect in ("postgres", "spark") and (self.columns is not None

@@ -142,6 +142,7 @@ def typed_targets(tmp_path_factory: pytest.TempPathFactory,
     con.close()
     out: dict[str, Any] = {"sqlite": str(path)}
     out["duckdb"] = str(sqlite_to_duckdb(path, path.with_suffix(".duckdb")))
+    _add_spark(out, path, request)
     try:
         server = request.getfixturevalue("postgres_server")
     except pytest.skip.Exception:
@@ -152,8 +153,24 @@ def typed_targets(tmp_path_factory: pytest.TempPathFactory,
     return out
 
 
+def _add_spark(out: dict[str, Any], path: Path, request: pytest.FixtureRequest) -> None:
+    """The same tables as DataFrames of the local Spark session, where one can start
+    (each BlendSQL registers them as its temporary views and drops them at close)."""
+    try:
+        spark = request.getfixturevalue("spark_session")
+    except pytest.skip.Exception:
+        return
+    from spark_session import frames_from_sqlite
+
+    out["spark"] = frames_from_sqlite(spark, path)
+
+
 def _rows(src: Any, sql: str) -> list[tuple[Any, ...]]:
-    df = BlendSQL(src, cache=False).execute(sql).df
+    bsql = BlendSQL(src, cache=False)
+    try:
+        df = bsql.execute(sql).df
+    finally:
+        bsql.close()
     out = []
     for row in df.astype(object).itertuples(index=False, name=None):
         cells = []
@@ -339,3 +356,32 @@ def test_a_changed_table_is_read_again(tmp_path: Path) -> None:
     bsql.execute("ALTER TABLE t ADD COLUMN b VARCHAR")
     bsql.execute("UPDATE t SET b = a")
     assert sorted(bsql.execute(sql).df["a"].tolist()) == ["b", "x"]  # now the column b
+
+
+def test_spark_gives_sqlites_answers(typed_targets: dict[str, Any]) -> None:
+    """What Spark reads its own way (its ANSI mode's errors, booleans, escapes, typeof,
+    Unicode case), answered as SQLite answers (SQLite and Spark here: DuckDB names its
+    own types and keeps Unicode upper(); PostgreSQL raises on a division by zero)."""
+    if "spark" not in typed_targets:
+        pytest.skip("no Spark session here (pyspark or Java missing)")
+    targets = {name: typed_targets[name] for name in ("sqlite", "spark")}
+    for sql in [
+        "SELECT 7 / 0, 7.5 / 0, 7 % 0, -7 / 2, 7 / 2.0",  # NULL, not Spark's error
+        "SELECT id, qty / 0, price / qty, qty % 2 FROM items",
+        "SELECT id, qty > 2, (qty > 2) || '', (qty > 2) * 10 FROM items",
+        "SELECT typeof(id), typeof(name), typeof(price), typeof(qty > 2), typeof(NULL), "
+        "typeof(code) FROM items",
+        "SELECT id FROM items WHERE name LIKE 'back\\%'",  # a backslash is no escape
+        "SELECT id FROM items WHERE name LIKE 'b!ack%' ESCAPE '!'",  # '!b' is 'b'
+        "SELECT id FROM items WHERE name LIKE 'l_mp%' OR name LIKE '%!_%' ESCAPE '!'",
+        "SELECT id, upper(name), lower(name) FROM items",  # ASCII letters only
+        "SELECT id, substr(name, 0, 3), substr(name, 3, -2), substr(name, -3, 2), "
+        "instr(name, 'a'), round(price / 4, 1), round(-2.5), id || NULL FROM items",
+        "SELECT length(group_concat(name, '|')), ifnull(NULL, 2) FROM items",
+        "SELECT id, CAST(code AS INTEGER), CAST(code AS REAL), CAST(price AS INTEGER), "
+        "CAST('12abc' AS INTEGER), max(qty, id), min(qty, price, 2) FROM items",
+        "SELECT SUM(qty > 2), TOTAL(qty > 2), AVG(price) FROM items WHERE id > 100",
+    ]:
+        _same_everywhere(targets, sql)
+    assert _rows(typed_targets["sqlite"], "SELECT upper(name) FROM items WHERE id = 5") == [
+        ("ÉTAGèRE",)]
