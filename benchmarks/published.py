@@ -1104,6 +1104,51 @@ BENCHES: tuple[Bench, ...] = (
           "~5 min", ("module:pyspark",), note="Spark needs Java 17"),
 )
 
+def _stratum_row(mode: str, stratum: str) -> Callable[[Any], Any]:
+    """One row of a strata table (``sembench.py --strata``): reviews, positives and
+    negatives, accuracy / FPR / FNR in % with their 95% intervals, the mean count error
+    and the predicted / true counts."""
+    def read(data: Any) -> Any:
+        row = data["modes"][mode]["strata"][stratum]
+        pct = [100 * x for x in (row["accuracy"]["accuracy"], *row["accuracy"]["ci95"],
+                                           row["fpr"]["rate"], *row["fpr"]["ci95"],
+                                           row["fnr"]["rate"], *row["fnr"]["ci95"])]
+        return [row["reviews"], row["positives"], row["negatives"], row["instances"], *pct,
+                row["count_relative_error_mean"], row["predicted_vs_true_counts"]]
+    return read
+
+
+_STRATA = ("<=10%", "10-40%", "40-60%", ">=60%")
+_TOUCHED = tuple(f"benchmarks/results/sembench_{name}" for name in (
+    "report.json", "report_1.json", "report_1.jsonl", "report_2.json", "report_2.jsonl",
+    "report_proxy.json", "report_proxy.jsonl", "lotus_report.json", "lotus_report.jsonl",
+    "blendsql0128_report.json", "blendsql0128_report.jsonl", "palimpzest_report.json",
+    "palimpzest_report.jsonl"))
+
+BENCHES = (*BENCHES, *(
+    Bench(f"sembench-strata{'-tune' if split == 'tune' else ''}",
+          f"yes/no maps per stratum of the positive rate on the {split.upper()} split "
+          "(issue 38): accuracy, FPR, FNR with intervals, counts; decision modes side by side",
+          "benchmarks/README.md (SemBench)",
+          (one(cmd("sembench.py", "--strata", "--split", split, "--strata-modes", "auto,argmax",
+                   "--threads", "2", "--data", "sembench", "--strata-cache", "strata_cache.sqlite",
+                   *(("--exclude-touched", *_TOUCHED) if split == "report" else ()),
+                   "--out", f"benchmarks/results/sembench_strata_{split}.jsonl")),),
+          f"benchmarks/results/sembench_strata_{split}.json",
+          tuple(Number(f"{mode}, stratum {stratum}", fn=_stratum_row(mode, stratum))
+                for mode in ("auto", "argmax") for stratum in _STRATA),
+          "~40 min (one process)", ("eval-model", "data:sembench"))
+    for split in ("tune", "report")),
+    Bench("rank-calls", "LLMRank's model calls against n and k with a deterministic comparator "
+          "(issue 38), beside the plan's estimate and all pairs",
+          "benchmarks/README.md (SemBench)", (one(cmd("rank_calls.py")),),
+          "benchmarks/results/rank_calls.json",
+          (Number("calls per (n, k): model calls, plan estimate, all pairs", fn=lambda d: [
+              [r["n"], r["k"], r["model_calls"], r["plan_estimate"], r["all_pairs"]]
+              for r in d["rows"]]),),
+          "seconds"),
+)
+
 REGISTRY: dict[str, Bench] = {b.name: b for b in BENCHES}
 
 
