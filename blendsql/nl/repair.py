@@ -301,6 +301,20 @@ def _holds(db: Backend, table: str, column: str, value: str, nocase: bool,
     return [str(v) for v in db.distinct_values(table, column, 2, equal_to=value, nocase=nocase)]
 
 
+def _read_program(program: str, db: Any, registry: IngredientRegistry,
+                  tables: Sequence[TableInfo],
+                  ) -> tuple[exp.Expression, Backend, dict[str, TableInfo]] | None:
+    """The program's tree, the backend and the tables by lower-cased name (documents
+    tables left out); None when the program does not parse."""
+    from blendsql.grammar import parse
+
+    try:
+        tree = parse(program, registry)
+    except BlendSQLError:
+        return None
+    return tree, as_backend(db), {t.name.lower(): t for t in tables if not t.is_documents}
+
+
 def value_mismatch(program: str, db: Any, registry: IngredientRegistry,
                    tables: Sequence[TableInfo], seconds: float = 2.0) -> str | None:
     """A text a condition compares a column with that the column never holds, but
@@ -312,14 +326,10 @@ def value_mismatch(program: str, db: Any, registry: IngredientRegistry,
     Reads through the backend, each statement and the search as a whole within
     ``seconds``; running out of time (or any database error) means no finding.
     """
-    from blendsql.grammar import parse
-
-    try:
-        tree = parse(program, registry)
-    except BlendSQLError:
+    read = _read_program(program, db, registry, tables)
+    if read is None:
         return None
-    backend = as_backend(db)
-    by_name = {t.name.lower(): t for t in tables if not t.is_documents}
+    tree, backend, by_name = read
     try:
         with backend.session(timeout=seconds):
             return _mismatch(backend, tree, by_name, time.monotonic() + seconds)
@@ -365,12 +375,10 @@ def rebind_values(program: str, db: Any, registry: IngredientRegistry,
     from blendsql.grammar.nodes import to_blendsql
     from blendsql.nl.keys import foreign_keys
 
-    try:
-        tree = parse(program, registry)
-    except BlendSQLError:
+    read = _read_program(program, db, registry, tables)
+    if read is None:
         return None
-    backend = as_backend(db)
-    by_name = {t.name.lower(): t for t in tables if not t.is_documents}
+    tree, backend, by_name = read
     deadline = time.monotonic() + seconds
     changed = False
     try:

@@ -51,24 +51,24 @@ flags\t\t: fpu vme de pse tsc msr pae sse4_2 avx avx2 fma bmi2 sha_ni clzero
 EPYC_BUILD = "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | FMA = 1 | REPACK = 1 | "
 
 
-@pytest.fixture
-def amx_cpu(tmp_path, monkeypatch) -> Path:
-    """This process (and its children) see an AMX CPU; no override is set."""
+def _fake_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpuinfo: str) -> Path:
+    """This process (and its children) read ``cpuinfo`` as /proc/cpuinfo; no override set."""
     path = tmp_path / "cpuinfo"
-    path.write_text(AMX_CPUINFO)
+    path.write_text(cpuinfo)
     monkeypatch.setenv(CPUINFO_ENV, str(path))
     monkeypatch.delenv(EXTRA_BUFTS_ENV, raising=False)
     return path
+
+
+@pytest.fixture
+def amx_cpu(tmp_path, monkeypatch) -> Path:
+    return _fake_cpu(tmp_path, monkeypatch, AMX_CPUINFO)
 
 
 @pytest.fixture
 def plain_cpu(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "cpuinfo"
-    path.write_text(EPYC_CPUINFO)
-    monkeypatch.setenv(CPUINFO_ENV, str(path))
-    monkeypatch.delenv(EXTRA_BUFTS_ENV, raising=False)
-    monkeypatch.setattr(gguf, "system_info", lambda: EPYC_BUILD)
-    return path
+    monkeypatch.setattr(gguf, "system_info", lambda: EPYC_BUILD)  # a build without AMX too
+    return _fake_cpu(tmp_path, monkeypatch, EPYC_CPUINFO)
 
 
 # ---------------------------------------------------------------- detection and decision
