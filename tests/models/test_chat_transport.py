@@ -90,3 +90,22 @@ def test_transport_failures_raise_connection_and_timeout_errors() -> None:
     with pytest.raises(openai.APITimeoutError):
         _transport(slow, api_key="k", base_url="http://h/v1").post({}, 1.0)
 
+
+
+def test_openai_posts_to_its_endpoint_also_when_unpickled_elsewhere(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    from blendsql.models import OpenAI
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model = OpenAI("gpt-4o-mini")
+    assert model._chat.url == "https://api.openai.com/v1/chat/completions"
+    # an executor whose environment names another server: the copy still asks OpenAI's
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://elsewhere:1/v1")
+    twin = pickle.loads(pickle.dumps(model))
+    assert twin._chat.url == "https://api.openai.com/v1/chat/completions"
+    assert twin._chat.headers["Authorization"] == "Bearer sk-test"
+    local = OpenAI("m", "http://h:2/v1/", api_key="k")
+    assert local._chat.url == "http://h:2/v1/chat/completions"
