@@ -36,6 +36,7 @@ the checkout), ``$BLENDSQL_CACHE_DIR`` (where ``benchmarks/envs.py`` builds).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -101,6 +102,10 @@ class Bench:
     needs: tuple[str, ...] = ()  # "eval-model", "data:<folder>", "module:<name>"
     pending: bool = False  # published as "not yet measured again": no recorded number
     note: str = ""
+    # ``python -m benchmarks NAME --quick``: the same measurement at a smaller size (its
+    # README section says which size the recorded numbers are from)
+    quick: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    quick_takes: str = ""
 
     def commands(self) -> list[tuple[str, ...]]:
         return [c for group in self.steps for c in group]
@@ -1016,7 +1021,12 @@ BENCHES: tuple[Bench, ...] = (
      Number("baselines, values/s: Pool.generate alone / plain openai client (64 threads)",
             fn=_slash("baselines", "pool_only.values_per_s", "plain_openai_client.values_per_s")),
      Number("answers right, each value asked once", "summary.all_correct")),
-    "~32 min", ("module:pyspark",), note="the Spark rows need Java 17"),
+    "~32 min", ("module:pyspark",), note="the Spark rows need Java 17",
+    quick=(one(cmd("endpoint_scaling.py", "--rows", "250000", "--distinct", "25000",
+                   "--endpoints", "1", "2", "4", "--executors", "1", "2", "--executor-endpoints",
+                   "4", "--slots", "8", "--latency", "0.05", "--baseline-values", "10000",
+                   "--profile", "2000")),),
+    quick_takes="~8 min"),
     Bench("hot-path", "the engine's fixed cost on one small query (one deterministic map over "
           "world_1's 28 Dutch cities) against plain sqlite3 with the same Python function as "
           "a UDF: ms, ratio, folder changes, calls, tree copies",
@@ -1412,6 +1422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="every benchmark and what it needs")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     ap.add_argument("--recorded", action="store_true", help="print the recorded numbers only")
+    ap.add_argument("--quick", action="store_true",
+                    help="the benchmark's smaller run, where it has one (see --list)")
     again = ap.add_mutually_exclusive_group()
     again.add_argument("--fresh", action="store_true",
                        help="move every --out file a resumable run would resume from aside "
@@ -1428,6 +1440,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bench is None:
         print(f"no benchmark {args.name!r}; one of: {', '.join(REGISTRY)}", file=sys.stderr)
         return 2
+    if args.quick:
+        if not bench.quick:
+            print(f"{bench.name} has no --quick run", file=sys.stderr)
+            return 2
+        bench = dataclasses.replace(bench, steps=bench.quick, takes=bench.quick_takes)
     if args.dry_run:
         for i, group in enumerate(bench.steps, 1):
             for c in group:

@@ -71,9 +71,14 @@ def test_the_json_shape(record: dict[str, Any]) -> None:
     for r in rows:
         for key in ("values_per_s", "fraction_of_limit", "ratio_to_first", "summed_limit_per_s"):
             assert isinstance(r[key], (int, float)) and r[key] > 0, (key, r)
+    for r in rows:  # the CPU each row ran on and its client CPU per request
+        assert r["cpu"] == record["machine"]["cpu"]
+        assert isinstance(r["client_cpu_ms_per_request"], float)
+        assert r["client_cpu_ms_per_request"] > 0
     targets = record["summary"]["targets"]
     assert {"fraction_of_limit_at_4", "ratio_4_over_1", "fraction_of_limit_at_4_ge_0.9",
-            "ratio_4_over_1_ge_3.5"} <= set(targets)
+            "ratio_4_over_1_ge_3.5", "client_cpu_ms_per_request_at_4",
+            "client_cpu_ms_per_request_at_4_le_0.5"} <= set(targets)
     for phase in ("before_first_request", "model", "after_last_answer"):
         assert record["engine"][0]["phases_s"][phase] is not None
     prof = record["client_cpu_profile"]
@@ -102,6 +107,23 @@ def test_python_dash_m_benchmarks_knows_it() -> None:
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "python benchmarks/endpoint_scaling.py --rows 1000000 --distinct 100000" in out.stdout
+
+
+def test_its_quick_run_is_the_same_measurement_smaller() -> None:
+    bench = published.REGISTRY["endpoint-scaling"]
+    (full,), (quick,) = bench.steps, bench.quick
+    options = {a for a in full[0] if a.startswith("--")}
+    assert {a for a in quick[0] if a.startswith("--")} == options
+    size = {a: int(quick[0][quick[0].index(a) + 1]) for a in ("--rows", "--distinct")}
+    assert size["--distinct"] < int(full[0][full[0].index("--distinct") + 1])
+    assert size["--rows"] == 10 * size["--distinct"]  # ten rows a value, as the full run
+    out = subprocess.run([sys.executable, "-m", "benchmarks", "endpoint-scaling", "--quick",
+                          "--dry-run"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "python benchmarks/endpoint_scaling.py --rows 250000 --distinct 25000" in out.stdout
+    none = subprocess.run([sys.executable, "-m", "benchmarks", "hot-path", "--quick",
+                           "--dry-run"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert none.returncode == 2 and "no --quick run" in none.stderr
 
 
 def test_the_fake_server_answers_completions_and_logprobs() -> None:
