@@ -34,6 +34,11 @@ The contract, per method:
   SQL, e.g. a catalog read). Generic versions live here (plain SQL through
   :meth:`execute`); a backend overrides where its catalog or types differ.
 - ``name``: how errors and prompts name the backend ("SQLite", ...).
+- ``capabilities``: what the backend can do beyond the contract above
+  (:class:`Capabilities`: SQL functions, collector functions, full-text
+  search, executors, bound parameters), declared, so the engine reads a
+  value instead of probing for methods; ``executors``: its executor model
+  (:class:`blendsql.db.executors.Executors`) where it declares executors.
 - ``dialect``: the sqlglot dialect it runs; ``json_collect``: whether the
   SQLite ``json_group_array`` fast path for candidate values applies.
 """
@@ -46,11 +51,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from blendsql.errors import BlendSQLError, ExecutionError
+
+if TYPE_CHECKING:
+    from blendsql.db.executors import Executors
 
 ParamOrigin = Callable[[str], str]
 StatementHook = Callable[[str, "int | None", float, bool, "str | None"], None]
@@ -149,8 +157,38 @@ def create_statement(table: str, columns: Sequence[Column], keys: Keys | None = 
     return f"CREATE TABLE {quote(table)} ({', '.join(parts)})"
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do beyond the :class:`Backend` contract, declared.
+
+    - ``functions``: :meth:`Backend.bind_function` registers a Python function as a
+      SQL function (it may still return None for one connection, e.g. a borrowed one);
+      without it the engine looks a map's outputs up in temp tables.
+    - ``collectors``: :attr:`Backend.functions_conn` gives a SQLite connection the
+      engine registers aggregate collector functions on (SQLite's candidate values).
+    - ``full_text``: ``MATCH`` over the document tables :meth:`Backend.fts_tables` names.
+    - ``executors``: ingredient calls may run on the backend's own workers
+      (:attr:`Backend.executors`, e.g. Spark's executors).
+    - ``bound_params``: parameters one statement may always bind
+      (:meth:`Backend.bound_params_limit` may know more of one connection).
+    """
+
+    functions: bool = False
+    collectors: bool = False
+    full_text: bool = False
+    executors: bool = False
+    bound_params: int = 999
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.bound_params, int) or self.bound_params < 1:
+            raise ValueError(f"bound_params={self.bound_params!r} is not a positive int")
+
+
 class Backend(ABC):
     """What the engine needs from a database (see the module docstring)."""
+
+    #: what this backend can do (see :class:`Capabilities`)
+    capabilities: Capabilities = Capabilities()
 
     #: the sqlglot dialect this backend runs
     dialect: str = "sqlite"
@@ -276,9 +314,15 @@ class Backend(ABC):
         """Drop an engine temp table; never raises."""
 
     def distribute(self, model: Any) -> Any:
-        """The session model as this backend runs it: itself, or (Spark) a model that
-        answers large batches where the data is (:mod:`blendsql.db.spark_calls`)."""
+        """The session model as this backend runs it: itself, or (a backend with
+        executors) a model that answers large batches where the data is."""
         return model
+
+    @property
+    def executors(self) -> Executors:
+        """The executor model of a backend declaring ``capabilities.executors``."""
+        raise ExecutionError(f"{self.name} runs no calls on executors",
+                             hint="ask only a backend whose capabilities.executors is True")
 
     def bind_function(self, fn: Callable[[Any], Any]) -> str | None:
         """Register ``fn`` as a one-argument SQL function; its name, or None (unsupported)."""
@@ -319,7 +363,7 @@ class Backend(ABC):
         ``_tables``) and the backend's own (engine temp objects never appear:
         they live in the temp schema).
         """
-        documents = set(self.fts_tables())
+        documents = set(self.fts_tables()) if self.capabilities.full_text else set()
         out = []
         for name in self.tables():
             if name.startswith("_"):
@@ -388,8 +432,9 @@ class Backend(ABC):
         self.execute(f"EXPLAIN {sql}")
 
     def bound_params_limit(self) -> int:
-        """How many parameters one statement may bind (999: SQLite's oldest default)."""
-        return 999
+        """How many parameters one statement may bind (the declared
+        ``capabilities.bound_params``; a backend may read its connection's own)."""
+        return self.capabilities.bound_params
 
     def declares_collation(self, names: Sequence[str]) -> bool:
         """True when one of the named tables declares a column collation (or unknown)."""

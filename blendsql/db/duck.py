@@ -37,7 +37,7 @@ from blendsql.db.allowlist import (
     refusal,
     sqlglot_calls,
 )
-from blendsql.db.backend import Keys, require
+from blendsql.db.backend import Capabilities, Keys, require
 from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
@@ -103,6 +103,7 @@ class DuckDBDatabase(GuardedBackend):
     """A DuckDB connection behind the backend interface (see the module docstring)."""
 
     json_collect = False
+    capabilities = Capabilities(full_text=True)
     name = "DuckDB"
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:

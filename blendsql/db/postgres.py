@@ -30,7 +30,7 @@ from blendsql.db.allowlist import (
     refusal,
     sqlglot_calls,
 )
-from blendsql.db.backend import Keys, require
+from blendsql.db.backend import Capabilities, Keys, require
 from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
@@ -99,6 +99,7 @@ class PostgresDatabase(GuardedBackend):
     """A PostgreSQL connection behind the backend interface (see the module docstring)."""
 
     name = "PostgreSQL"
+    capabilities = Capabilities(full_text=True)
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         psycopg = require("psycopg", "psycopg[binary]")

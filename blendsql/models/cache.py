@@ -81,10 +81,6 @@ class CachedModel(Model):
 
     # -- model contract -------------------------------------------------
 
-    @property
-    def shippable(self) -> bool:  # type: ignore[override]
-        return self.inner.shippable
-
     def identity(self) -> str:
         if self._identity is None:
             self._identity = self.inner.identity()
