@@ -206,6 +206,12 @@ class Database(GuardedBackend):
     name = "SQLite"
     json_collect = True
     capabilities = Capabilities(functions=True, collectors=True, full_text=True)
+
+    @classmethod
+    def accepts(cls, source: Any) -> bool:
+        """Anything: SQLite, asked last, opens what no other backend accepts (and says
+        clearly what it cannot open)."""
+        return True
     still_refused = "temp objects, ATTACH, transaction control and setting PRAGMAs"
     # untyped columns: values keep their storage class and compare equal to the
     # expressions they came from

@@ -30,7 +30,7 @@ from blendsql.db.allowlist import (
     refusal,
     sqlglot_calls,
 )
-from blendsql.db.backend import Capabilities, Keys, require
+from blendsql.db.backend import Capabilities, Keys, require, source_module
 from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
@@ -100,6 +100,14 @@ class PostgresDatabase(GuardedBackend):
 
     name = "PostgreSQL"
     capabilities = Capabilities(full_text=True)
+
+    @classmethod
+    def accepts(cls, source: Any) -> bool:
+        """A psycopg connection or a ``postgresql://`` / ``postgres://`` URL."""
+        if source_module(source) == "psycopg":
+            return True
+        return isinstance(source, str) and source.split("://", 1)[0] in ("postgresql",
+                                                                         "postgres")
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         psycopg = require("psycopg", "psycopg[binary]")

@@ -61,7 +61,13 @@ from blendsql.db.allowlist import (
     refusal,
     spark_verdict,
 )
-from blendsql.db.backend import INGREDIENT_VALUE_HINT, Capabilities, require, short
+from blendsql.db.backend import (
+    INGREDIENT_VALUE_HINT,
+    Capabilities,
+    require,
+    short,
+    source_module,
+)
 from blendsql.db.guarded import GuardedBackend, as_type, engine_value, floats
 from blendsql.db.statements import EXECUTOR_CHECK, EXECUTOR_JOB, leading_keyword
 from blendsql.db.temp_rows import encodes_utf8
@@ -224,6 +230,15 @@ class SparkBackend(GuardedBackend):
     name = "Spark"
     capabilities = Capabilities(executors=True)
     still_refused = "temporary views, session commands and Java calls"
+
+    @classmethod
+    def accepts(cls, source: Any) -> bool:
+        """A PySpark ``SparkSession``, or a dict with a Spark DataFrame among its values."""
+        if source_module(source) == "pyspark":
+            return type(source).__name__ == "SparkSession"
+        if isinstance(source, Mapping):
+            return any(is_spark_dataframe(v) for v in source.values())
+        return False
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         require("pyspark", "pyspark")
