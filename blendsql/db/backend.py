@@ -186,6 +186,21 @@ class Capabilities:
             raise ValueError(f"bound_params={self.bound_params!r} is not a positive int")
 
 
+def information_schema_columns(db: Backend, table: str, schema: str,
+                               marker: str = "?") -> list[Column]:
+    """Columns of ``table`` (matched ignoring case) with their declared types, in order,
+    from a catalogue's ``information_schema.columns`` (DuckDB, PostgreSQL).
+
+    ``schema``: the condition choosing the user's schemas (native SQL); ``marker``:
+    the driver's parameter marker (the table name is bound, never written in).
+    """
+    _, rows = db.run_native(
+        "SELECT column_name, data_type FROM information_schema.columns WHERE "
+        f"lower(table_name) = lower({marker}) AND {schema} ORDER BY ordinal_position",
+        [table])
+    return [(str(c), str(t)) for c, t in rows]
+
+
 class Backend(ABC):
     """What the engine needs from a database (see the module docstring)."""
 

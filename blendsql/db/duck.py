@@ -37,7 +37,13 @@ from blendsql.db.allowlist import (
     refusal,
     sqlglot_calls,
 )
-from blendsql.db.backend import Capabilities, Keys, require, source_module
+from blendsql.db.backend import (
+    Capabilities,
+    Keys,
+    information_schema_columns,
+    require,
+    source_module,
+)
 from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
@@ -471,11 +477,8 @@ class DuckDBDatabase(GuardedBackend):
 
     def table_columns(self, table: str) -> list[tuple[str, str]]:
         """Columns with their declared types (``VARCHAR``, ``BIGINT``, ``DECIMAL(10,2)``)."""
-        _, rows = self.run_native(
-            "SELECT column_name, data_type FROM information_schema.columns WHERE "
-            "lower(table_name) = lower(?) AND table_schema = 'main' AND table_catalog = current_database() "
-            "ORDER BY ordinal_position", [table])
-        return [(str(c), str(t)) for c, t in rows]
+        return information_schema_columns(
+            self, table, "table_schema = 'main' AND table_catalog = current_database()")
 
 
 

@@ -30,7 +30,13 @@ from blendsql.db.allowlist import (
     refusal,
     sqlglot_calls,
 )
-from blendsql.db.backend import Capabilities, Keys, require, source_module
+from blendsql.db.backend import (
+    Capabilities,
+    Keys,
+    information_schema_columns,
+    require,
+    source_module,
+)
 from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
@@ -359,9 +365,6 @@ class PostgresDatabase(GuardedBackend):
 
     def table_columns(self, table: str) -> list[tuple[str, str]]:
         """Columns with their declared types (``text``, ``bigint``, ``double precision``)."""
-        _, rows = self.run_native(
-            "SELECT column_name, data_type FROM information_schema.columns WHERE "
-            "lower(table_name) = lower(%s) AND table_schema = ANY(current_schemas(false)) "
-            "ORDER BY ordinal_position", [table])
-        return [(str(c), str(t)) for c, t in rows]
+        return information_schema_columns(
+            self, table, "table_schema = ANY(current_schemas(false))", marker="%s")
 
