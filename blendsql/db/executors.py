@@ -16,6 +16,7 @@ and read by an executor model with :func:`current_mode`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -35,10 +36,12 @@ class Executors(ABC):
     """A backend's executor model: which of a query's calls run on its workers."""
 
     @abstractmethod
-    def placement(self, needs_model: bool, calls: Any, model: Any) -> str | None:
+    def placement(self, needs_model: bool, calls: Any,
+                  model: Callable[[], Any]) -> str | None:
         """Where a map step's calls run, for the plan: None on the driver, else how they
         are spread over the executors (``calls``: the step's model calls, a ``Bound``;
-        ``model``: the session model). Never raises for a model that fails to load."""
+        ``model()``: the session model, asked only when it matters). Never raises for a
+        model that fails to load."""
 
     @abstractmethod
     def runs_values(self, ingredient: Any) -> bool:

@@ -242,7 +242,8 @@ class SparkExecutors(Executors):
     def __init__(self, backend: SparkBackend) -> None:
         self.backend = backend
 
-    def placement(self, needs_model: bool, calls: Any, model: Any) -> str | None:
+    def placement(self, needs_model: bool, calls: Any,
+                  model: Callable[[], Any]) -> str | None:
         """Where a map step's calls run, for the plan: None on the driver, else how they
         are spread over the executors (``calls``: the step's model calls, a ``Bound``;
         ``model()``: the session model, asked only when it matters)."""
