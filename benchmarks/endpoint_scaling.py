@@ -49,7 +49,7 @@ fresh child, stopped at the end (also on error). They answer
 local Spark session (``local[n]``: n executor task slots) holding the same table
 (cached before the clock starts): the distinct values are computed by Spark and
 the requests answered on the executors (``blendsql.db.spark_calls``, the pool's
-``for_executors`` copy in each task), checked like the rest, plus that the trace
+copy from ``blendsql.db.spark_models.for_executors`` in each task), checked like the rest, plus that the trace
 shows executor jobs (and none on SQLite).
 
 Writes benchmarks/results/endpoint_scaling.json (``--out``).

@@ -31,6 +31,7 @@ from typing import Any
 
 from blendsql.budget import Budget
 from blendsql.db.backend import DEFAULT_TIMEOUT
+from blendsql.db.executors import MODES as EXECUTOR_MODES
 from blendsql.errors import OptionError
 from blendsql.grammar.parser import DEFAULT_MAX_QUERY_CHARS
 from blendsql.plan.rules import RULES, check_rules_off
@@ -111,7 +112,7 @@ _SPECS: list[OptionSpec] = [
     _spec("executors", (str,), "auto",
           "on Spark, where ingredient calls run: 'auto' (a model server client's batches of "
           "256+ requests on the executors), 'on' (every batch and deterministic map), 'off' "
-          "(all on the driver)", choices=("auto", "on", "off")),
+          "(all on the driver)", choices=EXECUTOR_MODES),
     _spec("max_query_chars", (int,), DEFAULT_MAX_QUERY_CHARS,
           "longest query text accepted in characters; longer ones are refused before "
           "parsing (None: no limit)", check=_positive, nullable=True),

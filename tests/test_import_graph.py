@@ -33,6 +33,8 @@ import blendsql
 ROOT = Path(blendsql.__file__).parent
 DRIVERS = ("sqlite3", "duckdb", "psycopg")
 IMPLEMENTATIONS = ("blendsql.db.database", "blendsql.db.duck", "blendsql.db.postgres")
+#: Spark's own modules (``blendsql/db/spark*.py``): the only ones that may import Spark code
+SPARK_MODULES = tuple(sorted(f"blendsql.db.{p.stem}" for p in (ROOT / "db").glob("spark*.py")))
 
 
 def imported(path: Path) -> set[str]:
@@ -79,6 +81,36 @@ def test_the_interface_imports_none_of_its_implementations() -> None:
 def test_the_engine_stays_off_the_sqlite_implementation(rel: str) -> None:
     bad = _under(imported(ROOT / rel), IMPLEMENTATIONS)
     assert not bad, f"blendsql/{rel} imports {sorted(bad)}: use blendsql.db.backend"
+
+
+def spark_imports(names: set[str]) -> set[str]:
+    """The Spark code among imported modules: pyspark, or a ``blendsql.db.spark*`` module."""
+    return {n for n in names if n == "pyspark" or n.startswith("pyspark.")
+            or n.startswith("blendsql.db.spark")}
+
+
+OUTSIDE_SPARK = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
+                       if not (p.parent == ROOT / "db" and p.name.startswith("spark")))
+
+
+@pytest.mark.parametrize("rel", OUTSIDE_SPARK)
+def test_nothing_outside_the_spark_backend_imports_spark_code(rel: str) -> None:
+    """Spark is a backend plugin: the engine reaches it through ``Backend.capabilities`` and
+    ``Backend.executors``, never by importing it."""
+    bad = spark_imports(imported(ROOT / rel))
+    assert not bad, f"blendsql/{rel} imports {sorted(bad)}: go through the Backend"
+
+
+def test_the_spark_check_knows_the_spark_modules_and_sees_an_import(tmp_path: Path) -> None:
+    assert {"blendsql.db.spark", "blendsql.db.spark_calls"} <= set(SPARK_MODULES)
+    assert "db/guarded.py" in OUTSIDE_SPARK and "db/spark_calls.py" not in OUTSIDE_SPARK
+    src = tmp_path / "m.py"
+    src.write_text("def f():\n    from pyspark.sql import types\n"
+                   "    from blendsql.db.spark_calls import ExecutorModel\n"
+                   "    import blendsql.db.spark_extra\n")
+    assert spark_imports(imported(src)) == {
+        "pyspark.sql", "pyspark.sql.types", "blendsql.db.spark_calls",
+        "blendsql.db.spark_calls.ExecutorModel", "blendsql.db.spark_extra"}
 
 
 def test_the_checks_would_see_a_violation(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""blendsql.db: the backends the engine runs on (SQLite, DuckDB, PostgreSQL), plus data loaders."""
+"""blendsql.db: the backends the engine runs on (SQLite, DuckDB, PostgreSQL, Spark: each
+found in the ``blendsql.backends`` entry-point group), plus data loaders."""
 
-from blendsql.db.backend import Backend, open_database, register_backend
+from blendsql.db.backend import Backend, Capabilities, open_database, register_backend
 from blendsql.db.database import Database
 from blendsql.db.documents import build_fts, search
 from blendsql.db.duck import DuckDBDatabase
@@ -9,6 +10,7 @@ from blendsql.db.postgres import PostgresDatabase
 
 __all__ = [
     "Backend",
+    "Capabilities",
     "Database",
     "DuckDBDatabase",
     "PostgresDatabase",

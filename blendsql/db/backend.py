@@ -34,23 +34,33 @@ The contract, per method:
   SQL, e.g. a catalog read). Generic versions live here (plain SQL through
   :meth:`execute`); a backend overrides where its catalog or types differ.
 - ``name``: how errors and prompts name the backend ("SQLite", ...).
+- ``capabilities``: what the backend can do beyond the contract above
+  (:class:`Capabilities`: SQL functions, collector functions, full-text
+  search, executors, bound parameters), declared, so the engine reads a
+  value instead of probing for methods; ``executors``: its executor model
+  (:class:`blendsql.db.executors.Executors`) where it declares executors.
 - ``dialect``: the sqlglot dialect it runs; ``json_collect``: whether the
   SQLite ``json_group_array`` fast path for candidate values applies.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import time
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from blendsql.errors import BlendSQLError, ExecutionError
+
+if TYPE_CHECKING:
+    from blendsql.db.executors import Executors
 
 ParamOrigin = Callable[[str], str]
 StatementHook = Callable[[str, "int | None", float, bool, "str | None"], None]
@@ -149,8 +159,59 @@ def create_statement(table: str, columns: Sequence[Column], keys: Keys | None = 
     return f"CREATE TABLE {quote(table)} ({', '.join(parts)})"
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do beyond the :class:`Backend` contract, declared.
+
+    - ``functions``: :meth:`Backend.bind_function` registers a Python function as a
+      SQL function (it may still return None for one connection, e.g. a borrowed one);
+      without it the engine looks a map's outputs up in temp tables.
+    - ``collectors``: :attr:`Backend.functions_conn` gives a SQLite connection the
+      engine registers aggregate collector functions on (SQLite's candidate values).
+    - ``full_text``: ``MATCH`` over the document tables :meth:`Backend.fts_tables` names.
+    - ``executors``: ingredient calls may run on the backend's own workers
+      (:attr:`Backend.executors`, e.g. Spark's executors).
+    - ``bound_params``: parameters one statement may always bind
+      (:meth:`Backend.bound_params_limit` may know more of one connection).
+    """
+
+    functions: bool = False
+    collectors: bool = False
+    full_text: bool = False
+    executors: bool = False
+    bound_params: int = 999
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.bound_params, int) or self.bound_params < 1:
+            raise ValueError(f"bound_params={self.bound_params!r} is not a positive int")
+
+
+def information_schema_columns(db: Backend, table: str, schema: str,
+                               marker: str = "?") -> list[Column]:
+    """Columns of ``table`` (matched ignoring case) with their declared types, in order,
+    from a catalogue's ``information_schema.columns`` (DuckDB, PostgreSQL).
+
+    ``schema``: the condition choosing the user's schemas (native SQL); ``marker``:
+    the driver's parameter marker (the table name is bound, never written in).
+    """
+    _, rows = db.run_native(
+        "SELECT column_name, data_type FROM information_schema.columns WHERE "
+        f"lower(table_name) = lower({marker}) AND {schema} ORDER BY ordinal_position",
+        [table])
+    return [(str(c), str(t)) for c, t in rows]
+
+
 class Backend(ABC):
     """What the engine needs from a database (see the module docstring)."""
+
+    #: what this backend can do (see :class:`Capabilities`)
+    capabilities: Capabilities = Capabilities()
+
+    @classmethod
+    def accepts(cls, source: Any) -> bool:
+        """True for a source this backend opens (``BlendSQL(source)``); cheap, and
+        without importing a driver: :func:`open_database` asks each backend in turn."""
+        return False
 
     #: the sqlglot dialect this backend runs
     dialect: str = "sqlite"
@@ -276,9 +337,15 @@ class Backend(ABC):
         """Drop an engine temp table; never raises."""
 
     def distribute(self, model: Any) -> Any:
-        """The session model as this backend runs it: itself, or (Spark) a model that
-        answers large batches where the data is (:mod:`blendsql.db.spark_calls`)."""
+        """The session model as this backend runs it: itself, or (a backend with
+        executors) a model that answers large batches where the data is."""
         return model
+
+    @property
+    def executors(self) -> Executors:
+        """The executor model of a backend declaring ``capabilities.executors``."""
+        raise ExecutionError(f"{self.name} runs no calls on executors",
+                             hint="ask only a backend whose capabilities.executors is True")
 
     def bind_function(self, fn: Callable[[Any], Any]) -> str | None:
         """Register ``fn`` as a one-argument SQL function; its name, or None (unsupported)."""
@@ -319,7 +386,7 @@ class Backend(ABC):
         ``_tables``) and the backend's own (engine temp objects never appear:
         they live in the temp schema).
         """
-        documents = set(self.fts_tables())
+        documents = set(self.fts_tables()) if self.capabilities.full_text else set()
         out = []
         for name in self.tables():
             if name.startswith("_"):
@@ -388,8 +455,9 @@ class Backend(ABC):
         self.execute(f"EXPLAIN {sql}")
 
     def bound_params_limit(self) -> int:
-        """How many parameters one statement may bind (999: SQLite's oldest default)."""
-        return 999
+        """How many parameters one statement may bind (the declared
+        ``capabilities.bound_params``; a backend may read its connection's own)."""
+        return self.capabilities.bound_params
 
     def declares_collation(self, names: Sequence[str]) -> bool:
         """True when one of the named tables declares a column collation (or unknown)."""
@@ -406,10 +474,11 @@ class Backend(ABC):
 
 
 def open_database(source: Any, *, allow_writes: bool = False) -> Backend:
-    """The backend for ``source``: the first of :data:`BACKENDS` that accepts it.
+    """The backend for ``source``: the first of :func:`backends` that accepts it.
 
     - a ``Backend`` (returned as is);
-    - whatever a backend added with :func:`register_backend` accepts (asked first);
+    - whatever a backend added with :func:`register_backend` or a plugin in the
+      ``blendsql.backends`` entry-point group accepts (asked first);
     - a ``postgresql://`` / ``postgres://`` URL or a ``psycopg.Connection``;
     - a ``pyspark.sql.SparkSession`` or a dict of Spark DataFrames (Spark SQL);
     - a ``.duckdb`` path or a ``duckdb.DuckDBPyConnection`` (DuckDB);
@@ -425,15 +494,36 @@ def open_database(source: Any, *, allow_writes: bool = False) -> Backend:
     return implementation(backend_kind(source))(source, allow_writes=allow_writes)
 
 
+def source_module(source: Any) -> str:
+    """The top-level module of a source's type (DuckDB's is ``_duckdb``: ``duckdb``), for a
+    backend's :meth:`Backend.accepts` that must not import its driver to answer."""
+    return type(source).__module__.split(".")[0].lstrip("_")
+
+
+# ---------------------------------------------------------------- the registry
+
+#: the entry-point group backends register in (``kind = "module:Class"``)
+GROUP = "blendsql.backends"
+#: the distribution whose backends are the built-ins
+BUILTIN_DIST = "blendsql"
+#: blendsql's own entry points, exactly as ``pyproject.toml`` declares them (a test keeps
+#: the two equal), in the order :func:`open_database` asks them (SQLite, last, takes
+#: whatever no other one accepts); read only when the installed metadata lacks them
+BUILTIN_POINTS: dict[str, str] = {
+    "postgres": "blendsql.db.postgres:PostgresDatabase",
+    "spark": "blendsql.db.spark:SparkBackend",
+    "duckdb": "blendsql.db.duck:DuckDBDatabase",
+    "sqlite": "blendsql.db.database:Database",
+}
+
+
 @dataclass(frozen=True)
 class BackendEntry:
     """One backend :func:`open_database` can pick.
 
     ``kind``: its name; ``implementation``: its class, or ``"module:Class"``
-    imported on first use (why by name: the implementations import this
-    module, never the other way round, so no import cycle and no driver
-    imported before it is needed); ``accepts(source)``: True for a source
-    it opens (cheap, and without importing a driver).
+    imported on first use; ``accepts(source)``: True for a source it opens
+    (cheap, and without importing a driver).
     """
 
     kind: str
@@ -441,87 +531,107 @@ class BackendEntry:
     accepts: Callable[[Any], bool]
 
 
-def _module(source: Any) -> str:
-    """The top-level module of a source's type (DuckDB's is ``_duckdb``: ``duckdb``)."""
-    return type(source).__module__.split(".")[0].lstrip("_")
+class _Registry:
+    """Entry-point backends (read once) plus those registered from Python."""
+
+    def __init__(self) -> None:
+        self.found: list[BackendEntry] | None = None
+        self.added: list[BackendEntry] = []
+
+    def all(self) -> list[BackendEntry]:
+        if self.found is None:
+            self.found = discover()
+        added = {e.kind for e in self.added}
+        return [*self.added, *(e for e in self.found if e.kind not in added)]
 
 
-def _suffix(source: str | Path) -> str:
-    return Path(str(source)).suffix.lower()
+_REGISTRY = _Registry()
 
 
-_DUCK_FILES = (".duckdb", ".ddb", ".parquet", ".csv", ".tsv")
+def discover() -> list[BackendEntry]:
+    """The backends of the ``blendsql.backends`` entry-point group: other packages'
+    first (asked before the built-ins), then blendsql's own in :data:`BUILTIN_POINTS`'
+    order.
+
+    An entry point names a :class:`Backend` subclass; its ``accepts`` class method says
+    which sources it opens. One that cannot be loaded, names something else, or takes
+    a built-in's name is skipped with a warning (one broken plugin must not break every
+    query).
+    """
+    points = list(importlib.metadata.entry_points(group=GROUP))
+    own = {p.name: p for p in points if _dist_name(p) == BUILTIN_DIST}
+    if not own:  # metadata without the group (a source tree never installed)
+        own = {name: importlib.metadata.EntryPoint(name, value, GROUP)
+               for name, value in BUILTIN_POINTS.items()}
+    ordered = sorted(own.values(), key=lambda p: list(BUILTIN_POINTS).index(p.name)
+                     if p.name in BUILTIN_POINTS else len(BUILTIN_POINTS))
+    plugins = [p for p in points if _dist_name(p) != BUILTIN_DIST]
+    found: list[BackendEntry] = []
+    for point in [*plugins, *ordered]:
+        if any(e.kind == point.name for e in found) or (
+                point in plugins and point.name in own):
+            warnings.warn(f"backend {point.name!r} from {point.value} ignored: the name is "
+                          "taken", RuntimeWarning, stacklevel=2)
+            continue
+        cls = _load_point(point)
+        if cls is not None:
+            found.append(BackendEntry(point.name, cls, cls.accepts))
+    return found
 
 
-def _postgres_source(source: Any) -> bool:
-    """A psycopg connection or a ``postgresql://`` / ``postgres://`` URL."""
-    if _module(source) == "psycopg":
-        return True
-    return isinstance(source, str) and source.split("://", 1)[0] in ("postgresql", "postgres")
+def _dist_name(point: importlib.metadata.EntryPoint) -> str | None:
+    dist = point.dist
+    return None if dist is None else str(dist.metadata["Name"]).lower()
 
 
-def _duck_source(source: Any) -> bool:
-    """A DuckDB connection, a DuckDB / Parquet / CSV path, a DataFrame, or a dict with
-    a value only DuckDB reads."""
-    if _module(source) == "duckdb":
-        return True
-    if isinstance(source, (str, Path)):
-        return _suffix(source) in _DUCK_FILES
-    if _module(source) == "polars" or isinstance(source, pd.DataFrame):
-        return True
-    if isinstance(source, Mapping):
-        return any(_duck_value(v) for v in source.values())
-    return False
+def _load_point(point: importlib.metadata.EntryPoint) -> type[Backend] | None:
+    try:
+        obj = point.load()
+    except Exception as e:  # noqa: BLE001 - any failure of a plugin's import
+        warnings.warn(f"backend plugin {point.name!r} ({point.value}) could not be loaded: "
+                      f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=3)
+        return None
+    if not (isinstance(obj, type) and issubclass(obj, Backend)):
+        warnings.warn(f"backend plugin {point.name!r} ({point.value}) is not a subclass of "
+                      "blendsql.db.backend.Backend", RuntimeWarning, stacklevel=3)
+        return None
+    return obj
 
 
-def _duck_value(value: Any) -> bool:
-    """A dict value only DuckDB can read (a Parquet / CSV path or a polars frame)."""
-    if isinstance(value, (str, Path)):
-        return _suffix(value) in _DUCK_FILES
-    return _module(value) == "polars"
-
-
-def _spark_source(source: Any) -> bool:
-    """A PySpark ``SparkSession``, or a dict with a Spark DataFrame among its values."""
-    if _module(source) == "pyspark":
-        return type(source).__name__ == "SparkSession"
-    if isinstance(source, Mapping):
-        return any(_module(v) == "pyspark" and type(v).__name__ == "DataFrame"
-                   for v in source.values())
-    return False
-
-
-def _any_source(source: Any) -> bool:
-    return True
-
-
-#: the backends, in the order :func:`open_database` asks them; SQLite, last, takes
-#: whatever no other one accepts. A new backend is one entry here (or one
-#: :func:`register_backend` call from outside blendsql; see docs/ARCHITECTURE.md).
-BACKENDS: list[BackendEntry] = [
-    BackendEntry("postgres", "blendsql.db.postgres:PostgresDatabase", _postgres_source),
-    BackendEntry("spark", "blendsql.db.spark:SparkBackend", _spark_source),
-    BackendEntry("duckdb", "blendsql.db.duck:DuckDBDatabase", _duck_source),
-    BackendEntry("sqlite", "blendsql.db.database:Database", _any_source),
-]
+def backends() -> list[BackendEntry]:
+    """The backends in the order :func:`open_database` asks them: those added with
+    :func:`register_backend` (latest first), then the entry points'."""
+    return _REGISTRY.all()
 
 
 def register_backend(kind: str, implementation: str | Callable[..., Backend],
                      accepts: Callable[[Any], bool]) -> None:
     """Add a backend :func:`open_database` (and so ``BlendSQL(...)``) picks for the
-    sources ``accepts`` says yes to; asked before those already registered. A
-    ``kind`` registered again replaces the earlier entry.
+    sources ``accepts`` says yes to, from Python (a notebook, a test; a package
+    registers its class in the ``blendsql.backends`` entry-point group instead);
+    asked before every other one. A ``kind`` registered again replaces the earlier
+    entry (an entry point's included).
 
     ``implementation(source, allow_writes=...)`` must return a :class:`Backend`
     (typically a :class:`blendsql.db.guarded.GuardedBackend` subclass).
     """
     entry = BackendEntry(kind, implementation, accepts)
-    BACKENDS[:] = [entry, *(b for b in BACKENDS if b.kind != kind)]
+    _REGISTRY.added[:] = [entry, *(b for b in _REGISTRY.added if b.kind != kind)]
+
+
+def unregister_backend(kind: str) -> None:
+    """Remove a backend added with :func:`register_backend` (entry points stay)."""
+    _REGISTRY.added[:] = [b for b in _REGISTRY.added if b.kind != kind]
+
+
+def reload_backends() -> None:
+    """Read the entry points again (after installing or removing a plugin)."""
+    _REGISTRY.found = None
 
 
 def backend_kind(source: Any) -> str:
-    """The kind of the first of :data:`BACKENDS` that accepts ``source``."""
-    for entry in BACKENDS:
+    """The kind of the first of :func:`backends` that accepts ``source``."""
+    for entry in backends():
         if entry.accepts(source):
             return entry.kind
     raise ExecutionError(f"cannot open a database from {type(source).__name__}",
@@ -530,13 +640,12 @@ def backend_kind(source: Any) -> str:
 
 
 def implementation(kind: str) -> Callable[..., Backend]:
-    """The backend class of ``kind`` (see :data:`BACKENDS`)."""
-    import importlib
-
-    entry = next((b for b in BACKENDS if b.kind == kind), None)
+    """The backend class of ``kind`` (see :func:`backends`)."""
+    known = backends()
+    entry = next((b for b in known if b.kind == kind), None)
     if entry is None:
         raise ExecutionError(f"no backend named {kind!r}",
-                             hint=f"known: {', '.join(b.kind for b in BACKENDS)}")
+                             hint=f"known: {', '.join(b.kind for b in known)}")
     if not isinstance(entry.implementation, str):
         return entry.implementation
     module, _, name = entry.implementation.partition(":")
@@ -546,8 +655,6 @@ def implementation(kind: str) -> Callable[..., Backend]:
 
 def require(module: str, package: str) -> Any:
     """Import an optional backend driver, or say clearly how to get it."""
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError:

@@ -49,6 +49,7 @@ from blendsql.db.backend import (  # noqa: F401 - the defaults are re-exported h
     DEFAULT_TIMEOUT,
     INGREDIENT_VALUE_HINT,
     Backend,
+    Capabilities,
     ParamOrigin,
     TableSchema,
     engine_value,
@@ -204,6 +205,13 @@ class Database(GuardedBackend):
     dialect = "sqlite"
     name = "SQLite"
     json_collect = True
+    capabilities = Capabilities(functions=True, collectors=True, full_text=True)
+
+    @classmethod
+    def accepts(cls, source: Any) -> bool:
+        """Anything: SQLite, asked last, opens what no other backend accepts (and says
+        clearly what it cannot open)."""
+        return True
     still_refused = "temp objects, ATTACH, transaction control and setting PRAGMAs"
     # untyped columns: values keep their storage class and compare equal to the
     # expressions they came from

@@ -37,7 +37,13 @@ from blendsql.db.allowlist import (
     refusal,
     sqlglot_calls,
 )
-from blendsql.db.backend import Keys, require
+from blendsql.db.backend import (
+    Capabilities,
+    Keys,
+    information_schema_columns,
+    require,
+    source_module,
+)
 from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
@@ -99,10 +105,34 @@ class DuckFullText(FullText):
         return exp.Neg(this=self._bm25(table, alias, query))
 
 
+#: file suffixes DuckDB opens (a database file, or data it reads as a table)
+_DUCK_FILES = (".duckdb", ".ddb", ".parquet", ".csv", ".tsv")
+
+
+def _duck_file(path: str | Path) -> bool:
+    return Path(str(path)).suffix.lower() in _DUCK_FILES
+
+
 class DuckDBDatabase(GuardedBackend):
     """A DuckDB connection behind the backend interface (see the module docstring)."""
 
     json_collect = False
+    capabilities = Capabilities(full_text=True)
+
+    @classmethod
+    def accepts(cls, source: Any) -> bool:
+        """A DuckDB connection, a DuckDB / Parquet / CSV path, a DataFrame, or a dict with
+        a value only DuckDB reads (a Parquet / CSV path or a polars frame)."""
+        if source_module(source) == "duckdb":
+            return True
+        if isinstance(source, (str, Path)):
+            return _duck_file(source)
+        if source_module(source) == "polars" or isinstance(source, pd.DataFrame):
+            return True
+        if isinstance(source, Mapping):
+            return any(_duck_file(v) if isinstance(v, (str, Path))
+                       else source_module(v) == "polars" for v in source.values())
+        return False
     name = "DuckDB"
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
@@ -447,11 +477,8 @@ class DuckDBDatabase(GuardedBackend):
 
     def table_columns(self, table: str) -> list[tuple[str, str]]:
         """Columns with their declared types (``VARCHAR``, ``BIGINT``, ``DECIMAL(10,2)``)."""
-        _, rows = self.run_native(
-            "SELECT column_name, data_type FROM information_schema.columns WHERE "
-            "lower(table_name) = lower(?) AND table_schema = 'main' AND table_catalog = current_database() "
-            "ORDER BY ordinal_position", [table])
-        return [(str(c), str(t)) for c, t in rows]
+        return information_schema_columns(
+            self, table, "table_schema = 'main' AND table_catalog = current_database()")
 
 
 

@@ -38,7 +38,7 @@ from blendsql.db.backend import (  # noqa: F401 - defaults and helpers re-export
     short,
     user_param,
 )
-from blendsql.db.spark_calls import EXECUTOR_MODE
+from blendsql.db.executors import EXECUTOR_MODE
 from blendsql.db.statements import (
     EXECUTOR_JOB,
     PLAIN_READ_STARTS,
@@ -165,7 +165,7 @@ class GuardedBackend(Backend):
         connection is given back as it came). ``tracer``: the statement hook for this
         use, as :meth:`tracing` installs it ("keep": as set); ``executors``: the
         ``executors`` option of the model calls made inside (as
-        :func:`blendsql.db.spark_calls.executor_mode` sets it; None: as set). One
+        :data:`blendsql.db.executors.EXECUTOR_MODE` holds it; None: as set). One
         query's settings, set and restored with the use itself.
         """
         if not self._lock.acquire(timeout=self.lock_timeout):

@@ -30,7 +30,13 @@ from blendsql.db.allowlist import (
     refusal,
     sqlglot_calls,
 )
-from blendsql.db.backend import Keys, require
+from blendsql.db.backend import (
+    Capabilities,
+    Keys,
+    information_schema_columns,
+    require,
+    source_module,
+)
 from blendsql.db.guarded import (
     GuardedBackend,
     as_type,
@@ -99,6 +105,15 @@ class PostgresDatabase(GuardedBackend):
     """A PostgreSQL connection behind the backend interface (see the module docstring)."""
 
     name = "PostgreSQL"
+    capabilities = Capabilities(full_text=True)
+
+    @classmethod
+    def accepts(cls, source: Any) -> bool:
+        """A psycopg connection or a ``postgresql://`` / ``postgres://`` URL."""
+        if source_module(source) == "psycopg":
+            return True
+        return isinstance(source, str) and source.split("://", 1)[0] in ("postgresql",
+                                                                         "postgres")
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         psycopg = require("psycopg", "psycopg[binary]")
@@ -350,9 +365,6 @@ class PostgresDatabase(GuardedBackend):
 
     def table_columns(self, table: str) -> list[tuple[str, str]]:
         """Columns with their declared types (``text``, ``bigint``, ``double precision``)."""
-        _, rows = self.run_native(
-            "SELECT column_name, data_type FROM information_schema.columns WHERE "
-            "lower(table_name) = lower(%s) AND table_schema = ANY(current_schemas(false)) "
-            "ORDER BY ordinal_position", [table])
-        return [(str(c), str(t)) for c, t in rows]
+        return information_schema_columns(
+            self, table, "table_schema = ANY(current_schemas(false))", marker="%s")
 

@@ -61,7 +61,13 @@ from blendsql.db.allowlist import (
     refusal,
     spark_verdict,
 )
-from blendsql.db.backend import INGREDIENT_VALUE_HINT, require, short
+from blendsql.db.backend import (
+    INGREDIENT_VALUE_HINT,
+    Capabilities,
+    require,
+    short,
+    source_module,
+)
 from blendsql.db.guarded import GuardedBackend, as_type, engine_value, floats
 from blendsql.db.statements import EXECUTOR_CHECK, EXECUTOR_JOB, leading_keyword
 from blendsql.db.temp_rows import encodes_utf8
@@ -69,6 +75,7 @@ from blendsql.db.transpile import FullText, Transpiler
 from blendsql.errors import BlendSQLError, ExecutionError
 
 if TYPE_CHECKING:
+    from blendsql.db.spark_calls import SparkExecutors
     from blendsql.db.spark_workers import WorkerCheck
 
 #: seconds the executors' check may take (a first job starts the Python workers)
@@ -221,7 +228,17 @@ class SparkBackend(GuardedBackend):
     """A Spark session behind the backend interface (see the module docstring)."""
 
     name = "Spark"
+    capabilities = Capabilities(executors=True)
     still_refused = "temporary views, session commands and Java calls"
+
+    @classmethod
+    def accepts(cls, source: Any) -> bool:
+        """A PySpark ``SparkSession``, or a dict with a Spark DataFrame among its values."""
+        if source_module(source) == "pyspark":
+            return type(source).__name__ == "SparkSession"
+        if isinstance(source, Mapping):
+            return any(is_spark_dataframe(v) for v in source.values())
+        return False
 
     def __init__(self, source: Any, *, allow_writes: bool = False) -> None:
         require("pyspark", "pyspark")
@@ -542,6 +559,13 @@ class SparkBackend(GuardedBackend):
                                            for f in fields} or None
 
     # -- calls on the executors (blendsql.db.spark_calls) -------------------------------
+
+    @property
+    def executors(self) -> SparkExecutors:
+        """This session's executor model (``capabilities.executors``)."""
+        from blendsql.db.spark_calls import SparkExecutors
+
+        return SparkExecutors(self)
 
     def distribute(self, model: Any) -> Any:
         """The session model, its large batches answered on the executors.

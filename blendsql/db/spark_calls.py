@@ -4,8 +4,8 @@ On Spark, a map's candidate values are computed by Spark; the calls that answer
 them may run there too, in the executors' Python workers (``mapInPandas`` over
 partitions of the values), instead of all leaving from the driver:
 
-- a **model**'s requests: the session model's :meth:`~blendsql.models.Model.for_executors`
-  copy (a client of a model server, or a pool of them, with its requests in flight
+- a **model**'s requests: the session model's executor copy
+  (:func:`blendsql.db.spark_models.for_executors`:  (a client of a model server, or a pool of them, with its requests in flight
   divided among the tasks) is pickled once per job and answers its partition's
   requests; the responses (with the endpoint that answered each) come back to the
   driver. :class:`ExecutorModel` does this *under* the session's cache, so only
@@ -16,13 +16,17 @@ partitions of the values), instead of all leaving from the driver:
   must be installed on the executors) and runs on each partition's values.
 
 Which calls ship is the ``executors`` option: ``'auto'`` (default) ships a model's
-batch of at least :data:`MIN_BATCH` requests when the model is ``shippable`` (a
-client of a server: the executors reach the same servers); ``'on'`` ships every
+batch of at least :data:`MIN_BATCH` requests when the model is shippable
+(:func:`blendsql.db.spark_models.shippable`: a client of a server, the executors
+reach the same servers); ``'on'`` ships every
 batch and every deterministic map (a model that does not pickle is refused with
 a clear error); ``'off'`` never. Each shipped batch is one engine "statement" on
 the backend's traced, time-limited path (a Spark job in its own job group,
 cancelled past its limit), shown in the trace as
 ``ANSWER <n> ... ON <p> executor task(s)``.
+
+:class:`SparkExecutors` is the Spark backend's executor model
+(``SparkBackend.executors``): the engine reaches these calls through it only.
 """
 
 from __future__ import annotations
@@ -34,12 +38,12 @@ import sys
 import sysconfig
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from blendsql.db.executors import Executors, current_mode
+from blendsql.db.spark_models import for_executors, shippable
 from blendsql.db.spark_workers import usable
 from blendsql.errors import BlendSQLError, ExecutionError, ModelError
 from blendsql.models.base import DEFAULT_TIMEOUT, Model, Request, Response, Wrapper
@@ -49,8 +53,6 @@ if TYPE_CHECKING:
 
     from blendsql.db.spark import SparkBackend
 
-#: the ``executors`` option's values
-MODES = ("auto", "on", "off")
 #: in ``'auto'``: the fewest requests of one batch worth a Spark job
 MIN_BATCH = 256
 #: requests of a model batch's first job; each next job takes twice as many, up to
@@ -58,24 +60,6 @@ MIN_BATCH = 256
 #: few jobs mean few pauses between them (a job's start and its slowest task's tail)
 FIRST_ROUND = 4096
 MAX_ROUND = 32768
-
-#: the ``executors`` option of the calls made now (set per query: see executor_mode)
-EXECUTOR_MODE: ContextVar[str] = ContextVar("blendsql_executors", default="auto")
-
-
-@contextmanager
-def executor_mode(mode: str | None) -> Iterator[None]:
-    """The ``executors`` option for the calls made inside (one query's)."""
-    token = EXECUTOR_MODE.set((mode or "auto").lower())
-    try:
-        yield
-    finally:
-        EXECUTOR_MODE.reset(token)
-
-
-def current_mode() -> str:
-    return EXECUTOR_MODE.get()
-
 
 # -- what runs on an executor ----------------------------------------------------------
 
@@ -252,60 +236,65 @@ def ship(worker: Any, what: str, carried: Sequence[Any] = ()) -> bytes:
 # -- the driver's side -----------------------------------------------------------------
 
 
-def placement(backend: Any, needs_model: bool, calls: Any,
-              shippable: Callable[[], bool]) -> str | None:
-    """Where a map step's calls run, for the plan: None on the driver, else how they are
-    spread over the executors (``calls``: the step's model calls, a ``Bound``)."""
-    mode = current_mode()
-    if mode == "off" or not hasattr(backend, "run_on_executors"):
+class SparkExecutors(Executors):
+    """The Spark backend's executor model (see the module docstring)."""
+
+    def __init__(self, backend: SparkBackend) -> None:
+        self.backend = backend
+
+    def placement(self, needs_model: bool, calls: Any,
+                  model: Callable[[], Any]) -> str | None:
+        """Where a map step's calls run, for the plan: None on the driver, else how they
+        are spread over the executors (``calls``: the step's model calls, a ``Bound``;
+        ``model()``: the session model, asked only when it matters)."""
+        mode = current_mode()
+        if mode == "off":
+            return None
+        checked = self.backend.checked_executors()
+        if checked is not None and not checked.ok and mode != "on":
+            return None  # the executors cannot run blendsql: the calls stay on the driver
+        tasks = self.backend.executor_slots()
+        if not needs_model:
+            return f"run() on {tasks} executor task(s)" if mode == "on" else None
+        if calls.high == 0 or not (mode == "on" or _ships_by_default(model)):
+            return None
+        if mode == "on" or calls.low >= MIN_BATCH:
+            return f"model requests on {tasks} executor task(s)"
+        if calls.high is None or calls.high >= MIN_BATCH:
+            return (f"model requests on {tasks} executor task(s) if {MIN_BATCH} or more "
+                    "are not cached")
         return None
-    checked = backend.checked_executors()
-    if checked is not None and not checked.ok and mode != "on":
-        return None  # the executors cannot run blendsql: the calls stay on the driver
-    tasks = backend.executor_slots()
-    if not needs_model:
-        return f"run() on {tasks} executor task(s)" if mode == "on" else None
-    if calls.high == 0 or not (mode == "on" or _shippable(shippable)):
-        return None
-    if mode == "on" or calls.low >= MIN_BATCH:
-        return f"model requests on {tasks} executor task(s)"
-    if calls.high is None or calls.high >= MIN_BATCH:
-        return (f"model requests on {tasks} executor task(s) if {MIN_BATCH} or more "
-                "are not cached")
-    return None
+
+    def runs_values(self, ingredient: Any) -> bool:
+        """Whether a deterministic map's values run on the executors now (``'on'``)."""
+        return current_mode() == "on" and not getattr(ingredient, "needs_model", True)
+
+    def map_values(self, ingredient: Any, question: Any, values: list[Any], constraint: Any,
+                   warnings: list[str], kwargs: dict[str, Any], limit: float) -> list[Any]:
+        """A deterministic map ingredient's outputs for ``values``, computed on the
+        executors (``run`` shipped with its question and options); its warnings added
+        to ``warnings``."""
+        if not values:
+            return []
+        backend = self.backend
+        usable(backend, "on")  # only 'on' ships a deterministic map: a failed check is an error
+        name = getattr(ingredient, "name", type(ingredient).__name__)
+        shipped = ship(ValueWorker(ingredient, question, constraint, kwargs),
+                       f"the ingredient {name}", [ingredient])
+        outs, notes = backend.run_on_executors(
+            shipped, values, f"value(s) for {getattr(ingredient, 'name', 'a map')}", limit)
+        warnings += notes
+        return outs
 
 
-def _shippable(shippable: Callable[[], bool]) -> bool:
-    """``shippable()``; False when asking loads a model that fails to load (a plan must
-    not fail for the note: running the query reports the model's error)."""
+def _ships_by_default(model: Callable[[], Any]) -> bool:
+    """Whether the session model ``model()`` ships with ``'auto'``; False when asking
+    loads a model that fails to load (a plan must not fail for the note: running the
+    query reports the model's error)."""
     try:
-        return shippable()
+        return shippable(model())
     except BlendSQLError:
         return False
-
-
-def values_on_executors(backend: Any, ingredient: Any) -> bool:
-    """Whether a deterministic map's values run on the executors now (``'on'``)."""
-    return (current_mode() == "on" and not getattr(ingredient, "needs_model", True)
-            and hasattr(backend, "run_on_executors"))
-
-
-def map_on_executors(backend: Any, ingredient: Any, question: Any,
-                     values: list[Any], constraint: Any, warnings: list[str],
-                     kwargs: dict[str, Any], limit: float) -> list[Any]:
-    """A deterministic map ingredient's outputs for ``values``, computed on the executors
-    (``run`` shipped with its question and options); its warnings added to ``warnings``."""
-    if not values:
-        return []
-    usable(backend, "on")  # only 'on' ships a deterministic map: a failed check is an error
-    shipped = ship(ValueWorker(ingredient, question, constraint, kwargs),
-                   f"the ingredient {getattr(ingredient, 'name', type(ingredient).__name__)}",
-                   [ingredient])
-    outs, notes = backend.run_on_executors(
-        shipped, values, f"value(s) for {getattr(ingredient, 'name', 'a map')}", limit)
-    warnings += notes
-    return outs
-
 
 
 class ExecutorModel(Wrapper):
@@ -334,7 +323,7 @@ class ExecutorModel(Wrapper):
         mode = current_mode()
         owner = getattr(self.backend, "_owner", None)
         return n > 0 and owner in (None, threading.get_ident()) and (mode == "on" or (
-            mode == "auto" and self.inner.shippable and n >= MIN_BATCH))
+            mode == "auto" and shippable(self.inner) and n >= MIN_BATCH))
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         return self.generate_each(requests, lambda _i, _r: None)
@@ -346,7 +335,7 @@ class ExecutorModel(Wrapper):
         # no more tasks than an endpoint's max_concurrency: each task keeps at least one
         # request in flight per endpoint, so more tasks would overload the servers
         partitions = min(self.backend.executor_slots(), _most_tasks(self.inner))
-        copy = self.inner.for_executors(partitions)
+        copy = for_executors(self.inner, partitions)
         shipped = ship(RequestWorker(copy), f"the model {self.inner.name!r}", [copy])
         out: list[Response] = []
         for start, stop in rounds(len(requests)):

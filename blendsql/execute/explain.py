@@ -34,7 +34,6 @@ from typing import Any, ClassVar
 from sqlglot import exp
 
 from blendsql.budget import Prices
-from blendsql.db.spark_calls import placement
 from blendsql.errors import BlendSQLError
 from blendsql.execute.interpreter import ExecStep, Interpreter, WalkState, interpret
 from blendsql.execute.planning import plan_tree
@@ -315,7 +314,9 @@ class _Planner(Interpreter):
             "late_map": f"call {call.name} on the final rows' {values} value(s)",
         }[kind]
         details = {"call": self.run.call_text(call), "call_id": call.call_id}
-        where = placement(self.run.db, needs, calls, lambda: bool(self.run.model.shippable))
+        db = self.run.db
+        where = (db.executors.placement(needs, calls, lambda: self.run.model)
+                 if db.capabilities.executors else None)
         if where is not None:
             details["distributed"] = where
         self.plan.steps.append(Step(

@@ -16,7 +16,7 @@ from blendsql.budget import Budget, batch_size, prices_of
 from blendsql.cancel import current as current_token
 from blendsql.cancel import stopped
 from blendsql.errors import QueryCancelledError, QueryTimeoutError
-from blendsql.models.base import Model, Request, Response
+from blendsql.models.base import Model, Request, Response, Wrapper
 
 
 @dataclass
@@ -37,11 +37,12 @@ class Counters:
 _COUNTER_FIELDS = tuple(Counters.__dataclass_fields__)
 
 
-class MeteredModel(Model):
+class MeteredModel(Wrapper):
     """Counts what passes through ``generate``; resolves the real model lazily.
 
     ``factory`` is called on first use only, so a query whose ingredients
-    need no model never loads one.
+    need no model never loads one. Everything else (name, identity, tokenizer,
+    context window) is the inner model's, as for any :class:`Wrapper`.
     """
 
     def __init__(self, factory: Callable[[], Model],
@@ -66,22 +67,9 @@ class MeteredModel(Model):
             self._inner = self._factory()
         return self._inner
 
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    @property
-    def shippable(self) -> bool:  # type: ignore[override]
-        return self.inner.shippable
-
-    def identity(self) -> str:
-        return self.inner.identity()
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    def context_window(self) -> int | None:
-        return self.inner.context_window()
+    @inner.setter
+    def inner(self, model: Model) -> None:
+        self._inner = model
 
     def record_decisions(self, decisions: Sequence[dict[str, Any]]) -> None:
         self.decision_log.extend(decisions)
@@ -120,6 +108,11 @@ class MeteredModel(Model):
             self.budget.check_used(c.model_calls, c.prompt_tokens, c.completion_tokens,
                                    prices_of(self.inner))
         return responses
+
+    def generate_each(self, requests: Sequence[Request],
+                      on_result: Callable[[int, Response], None]) -> list[Response]:
+        """Metered as :meth:`generate` (answers reported after the batch)."""
+        return Model.generate_each(self, requests, on_result)
 
     def _check_batch(self, requests: Sequence[Request]) -> None:
         """Refuse a batch that would take the query past its budget (before sending it).

@@ -210,7 +210,7 @@ class Session:
                 return values
         if self.db.dialect != "sqlite":  # typed backends: their own DISTINCT (no collations)
             values = distinct_values(self.sql(render(cand, copy=False), summary)[1])
-        elif (conn := getattr(self.db, "functions_conn", None)) is None:
+        elif not self.db.capabilities.collectors or (conn := self.db.functions_conn) is None:
             # a borrowed connection: no functions, the rows deduplicated here
             values = distinct_values(self.sql(render(without_distinct(cand)), summary)[1])
         else:
@@ -273,9 +273,8 @@ class Session:
         SQL text. Keys are the candidate's distinct values, so the dict
         matches SQLite's ``=`` on them (same storage class; 1 == 1.0).
         """
-        bind = getattr(self.db, "bind_function", None)
         t0 = time.perf_counter()
-        name = bind(dict(pairs).get) if bind is not None else None
+        name = self.db.bind_function(dict(pairs).get) if self.db.capabilities.functions else None
         if name is None:  # a borrowed connection gets no functions: a temp table
             return map_lookup(self.temp_table("m", pairs), value)
         self.functions.append(name)

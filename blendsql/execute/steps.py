@@ -16,7 +16,6 @@ from typing import Any
 import pandas as pd
 from sqlglot import exp
 
-from blendsql.db.spark_calls import map_on_executors, values_on_executors
 from blendsql.errors import BlendSQLError, IngredientError
 from blendsql.execute.collect import json_shaped
 from blendsql.execute.evaluate import Evaluator, _describe, decode_tuple, value_key
@@ -197,13 +196,13 @@ class StepRunner(Evaluator):
         outputs = shared.outputs
 
         # only a backend that runs calls on executors (Spark) can
-        distributed = hasattr(self.db, "run_on_executors") and values_on_executors(self.db, ing)
+        distributed = self.db.capabilities.executors and self.db.executors.runs_values(ing)
 
         def run_batch(vals: list[Any]) -> list[Any]:
             given = [decode_tuple(v) for v in vals] if kw_names else list(vals)
             if distributed:  # Spark, executors='on': run() shipped to the executors
-                out = self.invoke(ing, call, given, lambda _model, warns: map_on_executors(
-                    self.db, ing, question, given, constraint, warns, {**kw_names, **kw},
+                out = self.invoke(ing, call, given, lambda _m, warns: self.db.executors.map_values(
+                    ing, question, given, constraint, warns, {**kw_names, **kw},
                     self.options.get("ingredient_timeout") or DEFAULT_INGREDIENT_TIMEOUT),
                     len(vals))
             else:

@@ -147,21 +147,6 @@ class Model(ABC):
         counted, budgeted and traced like itself."""
         return other
 
-    #: True: :meth:`for_executors` makes a copy that answers the same in another process
-    #: (a client of a server, rebuilt from its settings); such a model's requests run on a
-    #: Spark session's executors by default (the ``executors`` option). False: a model
-    #: with local state (weights in memory, a Python function that may close over the
-    #: driver's objects) answers on the driver unless ``executors='on'`` asks otherwise.
-    shippable: bool = False
-
-    def for_executors(self, share: int) -> Model:
-        """A copy of this model to send to one of ``share`` worker processes answering at
-        once (Spark tasks); a client divides its requests in flight per server among them.
-
-        The default is the model itself (shipped as it pickles); clients of servers
-        override it to send their settings, never their connections."""
-        return self
-
 
 
 class Wrapper(Model):
@@ -178,10 +163,6 @@ class Wrapper(Model):
     @property
     def cacheable(self) -> bool:  # type: ignore[override]
         return self.inner.cacheable
-
-    @property
-    def shippable(self) -> bool:  # type: ignore[override]
-        return self.inner.shippable
 
     @property
     def streams_results(self) -> bool:  # type: ignore[override]

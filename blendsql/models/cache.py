@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from blendsql.errors import ModelError
-from blendsql.models.base import Model, Request, Response, Usage
+from blendsql.models.base import Model, Request, Response, Usage, Wrapper
 
 ENV_CACHE_DIR = "BLENDSQL_CACHE_DIR"
 _SCHEMA = """
@@ -62,7 +62,7 @@ def cache_key(identity: str, request: Request) -> str:
     return h.hexdigest()
 
 
-class CachedModel(Model):
+class CachedModel(Wrapper):
     """``inner`` behind a persistent SQLite cache; hits come back with ``cached=True``.
 
     A hit reports the original answer's prompt/completion token counts, with
@@ -72,7 +72,6 @@ class CachedModel(Model):
 
     def __init__(self, inner: Model, path: str | Path | None = None) -> None:
         self.inner = inner
-        self.name = inner.name
         self.path = Path(path) if path is not None else default_cache_dir() / "cache.sqlite"
         self._local = threading.local()
         self._identity: str | None = None
@@ -81,24 +80,10 @@ class CachedModel(Model):
 
     # -- model contract -------------------------------------------------
 
-    @property
-    def shippable(self) -> bool:  # type: ignore[override]
-        return self.inner.shippable
-
     def identity(self) -> str:
         if self._identity is None:
             self._identity = self.inner.identity()
         return self._identity
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    def context_window(self) -> int | None:
-        return self.inner.context_window()
-
-    @property
-    def streams_results(self) -> bool:  # type: ignore[override]
-        return self.inner.streams_results
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         return self.generate_each(requests, None)

@@ -21,9 +21,6 @@ class GuardedModel(Wrapper):
     def __init__(self, inner: Model) -> None:
         self.inner = inner
 
-    def for_executors(self, share: int) -> Model:
-        return GuardedModel(self.inner.for_executors(share))
-
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         return self._guard(lambda: self.inner.generate(requests))
 

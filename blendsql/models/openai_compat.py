@@ -299,8 +299,7 @@ class OpenAI(Model):
         self._lock = threading.Lock()
         self._encode = _tiktoken_encoder(model)
 
-    # -- shipping to worker processes -------------------------------------------------
-    shippable = True
+    # -- copies for worker processes ---------------------------------------------------
 
     def settings(self) -> dict[str, Any]:
         """The keyword arguments that rebuild this client (its key included)."""
@@ -309,7 +308,7 @@ class OpenAI(Model):
                 "max_retries": self.max_retries, "server_kind": self.server_kind,
                 "backoff": self.backoff, "max_backoff": self.max_backoff}
 
-    def for_executors(self, share: int) -> OpenAI:
+    def for_workers(self, share: int) -> OpenAI:
         """A new client with these settings and ``max_concurrency / share`` (rounded up)
         requests in flight, knowing what this one learnt of the server (its kind, the
         constraint fields and ``logprobs`` it refused)."""

@@ -145,13 +145,12 @@ class Pool(Model):
                    probe_backoff=probe_backoff, max_probe_backoff=max_probe_backoff,
                    probe_timeout=probe_timeout)
 
-    # -- shipping to worker processes -------------------------------------------------
-    shippable = True
+    # -- copies for worker processes ---------------------------------------------------
 
-    def for_executors(self, share: int) -> Pool:
-        """A pool of each endpoint's :meth:`OpenAI.for_executors` copy (its requests in
+    def for_workers(self, share: int) -> Pool:
+        """A pool of each endpoint's :meth:`OpenAI.for_workers` copy (its requests in
         flight divided by ``share``), all up: each copy finds dead endpoints itself."""
-        return Pool([e.model.for_executors(share) for e in self._eps],
+        return Pool([e.model.for_workers(share) for e in self._eps],
                     probe_backoff=self.probe_backoff, max_probe_backoff=self.max_probe_backoff,
                     probe_timeout=self.probe_timeout)
 

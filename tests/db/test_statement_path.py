@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from blendsql.db.database import Database
-from blendsql.db.spark_calls import current_mode
+from blendsql.db.executors import current_mode
 from blendsql.db.statements import TRANSACTION_KEYWORDS, leading_keyword
 from blendsql.db.trace import StatementTrace
 from blendsql.errors import UnsafeQueryError
