@@ -1086,7 +1086,14 @@ STRATUM_RATES = {"<=10%": 5 / 60, "10-40%": 15 / 60, "40-60%": 0.5, ">=60%": 0.8
 #: the yes/no decision modes compared per stratum (the LLMMap keywords each adds)
 STRATA_MODES = {"auto": "", "argmax": ", decision='argmax'", "greedy": ", decision='greedy'",
                 "contextual": ", scored=TRUE, calibrate='contextual'",
-                "labels": ", framing='labels', labels=('POSITIVE', 'NEGATIVE')"}
+                "labels": ", framing='labels', labels=('POSITIVE', 'NEGATIVE')",
+                "labels-argmax": ", labels=('POSITIVE', 'NEGATIVE'), decision='argmax'",
+                "yesno-argmax": ", options=('yes', 'no'), decision='argmax'",
+                "claim-argmax": ", framing='claim', decision='argmax'"}
+#: what a strata mode's map is compared with (a map asked for yes / no answers 'yes')
+STRATA_TRUE = {"yesno-argmax": "'yes'"}
+#: the answer a mode's P(TRUE) is read from, by the answer's text in the trace
+TRUE_ANSWERS = ("true", POSITIVE, "yes")
 
 
 def stratum_of(rate: float) -> str:
@@ -1185,7 +1192,8 @@ def strata_instances(data: Data, split: str, seed: int = 0, size: int = 60, repl
 def strata_sql(mode: str) -> str:
     """The query every stratum instance runs: the reviews the map says are positive."""
     return ("SELECT reviewId FROM reviews WHERE "
-            f"{{{{LLMMap({sql_str(POSITIVE_Q)}, reviews.reviewText{STRATA_MODES[mode]})}}}} = TRUE")
+            f"{{{{LLMMap({sql_str(POSITIVE_Q)}, reviews.reviewText{STRATA_MODES[mode]})}}}} = "
+            f"{STRATA_TRUE.get(mode, 'TRUE')}")
 
 
 def strata_run_one(data: Data, inst: StratumInstance, mode: str, model: Model,
@@ -1211,7 +1219,7 @@ def strata_run_one(data: Data, inst: StratumInstance, mode: str, model: Model,
     for r in reviews:
         d = decisions.get(r.text) or {}
         raw = d.get("raw") or {}
-        p_true = raw.get("true", raw.get(POSITIVE))
+        p_true = next((raw[a] for a in TRUE_ANSWERS if a in raw), None)
         labelled.append([r.review_id, r.review_id in chosen, r.sentiment == POSITIVE,
                          None if p_true is None else round(float(p_true), 5)])
     thresholds = sorted({d.get("threshold") for d in decisions.values()
@@ -1296,7 +1304,59 @@ def strata_summary(rows: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict
                      "errors": sum(1 for r in rows if r.get("mode") == mode and r.get("error"))}
     chosen = max(per, key=lambda m: (per[m]["worst_accuracy"] or 0.0, -per[m]["prompt_tokens"],
                                      -list(modes).index(m))) if per else None  # ties: listed first
+    for mode in per:
+        per[mode]["separation"] = separation([r for r in rows if r.get("mode") == mode])
     return {"modes": per, "chosen_by_worst_stratum": chosen}
+
+
+def review_probabilities(rows: Iterable[dict[str, Any]]) -> dict[int, tuple[bool, float]]:
+    """Each distinct review's (truth, P(TRUE)) in ``rows`` (a review in several sets once)."""
+    out: dict[int, tuple[bool, float]] = {}
+    for r in rows:
+        for i, _, truth, p in r.get("labelled") or []:
+            if p is not None:
+                out[int(i)] = (bool(truth), float(p))
+    return out
+
+
+def auc(pairs: Sequence[tuple[bool, float]]) -> float | None:
+    """P(a positive's P(TRUE) > a negative's), ties half: how well the probabilities separate
+    the classes whatever the threshold (1 perfect, 0.5 chance)."""
+    pos = [p for t, p in pairs if t]
+    neg = [p for t, p in pairs if not t]
+    if not pos or not neg:
+        return None
+    wins = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def separation(rows: Sequence[dict[str, Any]], rounds: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """AUC of a mode's P(TRUE) over its distinct reviews with a 95% bootstrap interval, and
+    the ceiling of any threshold rule: per stratum, the accuracy of the best threshold chosen
+    knowing the labels (an oracle no label-free rule can beat on the same probabilities)."""
+    probs = review_probabilities(rows)
+    pairs = list(probs.values())
+    value = auc(pairs)
+    if value is None:
+        return {"auc": None}
+    rng = random.Random(f"auc:{seed}")
+    boots = sorted(x for x in (auc([rng.choice(pairs) for _ in pairs]) for _ in range(rounds))
+                   if x is not None)
+    ceiling: dict[str, float] = {}
+    for name, _, _ in STRATA:
+        sets = [[(bool(t), float(p)) for _, _, t, p in r.get("labelled") or [] if p is not None]
+                for r in rows if r.get("stratum") == name]
+        flat = [x for s in sets for x in s]
+        if not flat:
+            continue
+        cuts = sorted({p for _, p in flat}) + [1.1]
+        ceiling[name] = round(max(sum((p >= c) == t for t, p in flat) for c in cuts) / len(flat), 4)
+    return {"auc": round(value, 4),
+            "auc_ci95": [round(boots[int(0.025 * len(boots))], 4),
+                         round(boots[int(0.975 * len(boots)) - 1], 4)],
+            "reviews": len(pairs), "positives": sum(t for t, _ in pairs),
+            "best_threshold_per_stratum_accuracy": ceiling,
+            "best_threshold_worst_stratum": min(ceiling.values()) if ceiling else None}
 
 
 def fixed_rule(t: float) -> Callable[[list[float]], float]:
@@ -1397,7 +1457,9 @@ def strata_main(args: argparse.Namespace, argv: Sequence[str] | None, data: Data
                "replay": {"note": "decision rules applied to the recorded P(TRUE) of the first "
                                   "scored mode's reviews (no model call)",
                           "rules": strata_replay(rows, next((m for m in modes if m in (
-                              "auto", "argmax")), modes[0]))}}
+                              "auto", "argmax")), modes[0])),
+                          "rules_per_mode": {m: strata_replay(rows, m) for m in modes
+                                             if m not in ("greedy", "auto", "argmax")}}}
     out.with_suffix(".json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     print(json.dumps({k: v for k, v in summary.items() if k != "instances"}, indent=2, default=str))
     return 0
