@@ -425,3 +425,20 @@ def test_a_summary_made_again_names_the_model_that_made_the_rows(tmp_path):
     assert sb.rows_model([{}], smol, summary) == smol  # nothing recorded: this run's
     summary.write_text(json.dumps({"model": qwen}), encoding="utf-8")
     assert sb.rows_model([{}], smol, summary) == qwen  # old rows: the earlier summary's
+
+
+def test_separation_reports_auc_and_the_best_threshold_ceiling():
+    """AUC is 1 when every positive's P(TRUE) beats every negative's and 0.5 when all tie; the
+    ceiling is the accuracy of the best threshold per stratum, 1.0 when one separates."""
+    assert sb.auc([(True, 0.9), (True, 0.6), (False, 0.55), (False, 0.1)]) == 1.0
+    assert sb.auc([(True, 0.5), (False, 0.5)]) == 0.5
+    assert sb.auc([(True, 0.5)]) is None
+    rows = [{"stratum": "<=10%", "mode": "argmax",
+             "labelled": [[1, True, True, 0.7], [2, True, False, 0.6], [3, False, False, 0.2]]},
+            {"stratum": ">=60%", "mode": "argmax",
+             "labelled": [[4, True, True, 0.9], [5, False, True, 0.4], [6, True, False, 0.6]]}]
+    sep = sb.separation(rows, rounds=50)
+    assert sep["reviews"] == 6 and sep["positives"] == 3
+    assert sep["best_threshold_per_stratum_accuracy"] == {"<=10%": 1.0, ">=60%": round(2 / 3, 4)}
+    assert sep["best_threshold_worst_stratum"] == round(2 / 3, 4)
+    assert 0.0 <= sep["auc_ci95"][0] <= sep["auc"] <= sep["auc_ci95"][1] <= 1.0
