@@ -206,13 +206,20 @@ def test_unrelated_turn_is_refused_when_the_model_is_sure():
     assert "BlendSQL:" not in s.kinds()  # no parse was attempted
 
 
-def test_a_turn_naming_nothing_is_parsed_when_the_model_is_not_sure():
+def test_a_turn_naming_nothing_is_parsed_only_when_the_model_is_sure():
+    """No word of it names anything in ``games``: answered below the sure threshold
+    (halfway from the highest schema anchor, 0.1, to the threshold, 0.5), declined above it."""
     q = "Who did best in the year Obama was elected?"
-    s = Script(acts={q: "not_related"}, unanswerable={q: 0.45},
-               programs={q: "SELECT games.team FROM games WHERE games.season = 2009 ORDER BY games.wins DESC LIMIT 1"})
+    program = "SELECT games.team FROM games WHERE games.season = 2009 ORDER BY games.wins DESC LIMIT 1"
+    s = Script(acts={q: "not_related"}, unanswerable={q: 0.2}, programs={q: program})
     turn = make_conv(s).ask(q)
     assert turn.act == "inform_sql" and turn.answer == "Giants"
-    assert "judges it answerable" in turn.reason
+    assert "the model is sure it is answerable" in turn.reason
+    s = Script(acts={q: "not_related"}, unanswerable={q: 0.45}, programs={q: program})
+    turn = make_conv(s).ask(q)
+    assert turn.act == "not_related" and turn.program is None
+    assert "none of its words names anything in these tables" in turn.reason
+    assert "answered only below 0.30" in turn.reason
 
 
 def test_uninformative_model_refuses_only_turns_naming_nothing():

@@ -407,3 +407,45 @@ def test_filters_and_rows_resolve_columns_in_their_own_scope_and_any_case():
     lower = "SELECT name FROM country ORDER BY surfacearea DESC LIMIT 1"
     state = record(db, bsql.parse(lower), lower, [("Russian Federation",)], ["name"], tables)
     assert [e.key_value for e in state.rows] == ["RUS"]
+
+
+# ---------------------------------------------------------------- a question naming nothing here
+
+CONCERT = Path(__file__).parents[1] / "data" / "spider" / "concert_singer" / "concert_singer.sqlite"
+UNDECIDED = ["Who won it last year, the Super Bowl?", "Please translate 'good morning' into Japanese.",
+             "What year did the Berlin Wall fall?"]
+
+
+@pytest.mark.parametrize("question", UNDECIDED)
+def test_a_question_naming_nothing_here_needs_a_sure_model(question):
+    """The two questions the evaluation model left undecided (0.58 under a threshold of
+    0.59) and one naming a column only by a common word: here P 0.45 under the threshold
+    0.5 but over the sure threshold 0.275; declined at turn 1 and after an answer alike."""
+    s = Script({"How many singers are there?": "SELECT COUNT(*) FROM singer"}, {question: 0.45})
+    first = world_conv(s, CONCERT).ask(question)
+    conv = world_conv(s, CONCERT)
+    assert conv.ask("How many singers are there?").answer == 6
+    later = conv.ask(question)
+    for turn in (first, later):
+        assert turn.act == "not_related" and turn.program is None, turn.reason
+    assert "answered only below 0.28" in first.reason or "declined from" in first.reason
+
+
+def test_a_sure_model_answers_a_question_naming_nothing_and_a_follow_up_needs_no_judge():
+    q = "Who is the eldest performer?"  # no word of it names a table or column of concert_singer
+    s = Script({q: "SELECT Name FROM singer ORDER BY Age DESC LIMIT 1"}, {q: 0.1})
+    conv = world_conv(s, CONCERT)
+    turn = conv.ask(q)
+    assert turn.answer == "Joe Sharp" and "but the model is sure" in turn.reason
+    again = conv.ask("How many are there?")  # only words of counting: a follow-up
+    assert again.act == "infer_sql" and s.judged.count("How many are there?") == 0
+
+
+def test_grounding_tells_a_word_of_a_name_from_a_word_naming_nothing():
+    db = as_backend(str(CONCERT))
+    g = ground(db, "Please translate 'good morning' into Japanese.")
+    assert g.names_nothing and not g.weakly_named
+    year = ground(db, "What year did the Berlin Wall fall?")
+    assert year.named == ["concert.Year"] and year.weakly_named and year.proper == ["Berlin", "Wall"]
+    assert not ground(db, "Which concerts were held in 2014 and in which stadium?").weakly_named
+    assert not ground(db, "Show the distinct years sorted in decreasing order.").ungrounded
