@@ -128,6 +128,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                              max(args.interactions, args.answerable_interactions), args.seed)
     model_path = protocol.model_arg(args.model)
     model = LlamaCpp(model_path, n_ctx=4096, timeout=900) if model_path else LlamaCpp()
+    header = protocol.run_record("dialogue_declines.py", args.argv, model_path)  # the tree the run started from
     rows: list[dict[str, Any]] = []
     done: list[int] = []
     for n, (idx, it) in enumerate(chosen):
@@ -150,20 +151,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         bsql.close()
         print(f"interaction {idx} ({it['database_id']}): {len(rows)} decisions so far", flush=True)
         done.append(idx)
-        args.out.write_text(json.dumps(summarise(args, model_path, done, rows), indent=1) + "\n")
-    return summarise(args, model_path, done, rows)
+        args.out.write_text(json.dumps(summarise(header, done, rows), indent=1) + "\n")
+    return summarise(header, done, rows)
 
 
-def summarise(args: argparse.Namespace, model_path: str | None, done: list[int],
-              rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarise(header: dict[str, Any], done: list[int], rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The results so far (written after every interaction: a long run can be read midway)."""
     summary: dict[str, Any] = {}
     for name in ("off_schema_turn1", "off_schema_turn5", "answerable"):
         part = [r for r in rows if r["set"] == name]
         summary[name] = {"new_declined": protocol.accuracy([r["declined"] for r in part]),
                          "old_declined": protocol.accuracy([r["old_declined"] for r in part])}
-    return {**protocol.run_record("dialogue_declines.py", args.argv, model_path),
-            "interactions": done, "off_schema": list(OFF_SCHEMA),
+    return {**header, "interactions": done, "off_schema": list(OFF_SCHEMA),
             "summary": summary, "rows": rows}
 
 
