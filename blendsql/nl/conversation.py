@@ -591,7 +591,7 @@ class Conversation:
         turn.reason = f"{turn.reason}; resolved: {res.note}"
         self._steps.append(TraceStep("plan", f"dialogue state: {res.note}", sql=res.program,
                                      details={"source": "nl", "resolution": res.kind,
-                                              "referent": res.entity.describe() if res.entity else None}))
+                                              "referent": res.referent}))
 
     def _clarification(self, turn: Turn) -> Turn | None:
         """A vague ranking word answered from the schema, or asked back.
@@ -703,7 +703,7 @@ class Conversation:
             tree = self.bsql.parse(program)
             df = smoothie.df
             self.state = record(self.db, tree, program, df.head(10).to_numpy().tolist(),
-                                [str(c) for c in df.columns], list_tables(self.db))
+                                [str(c) for c in df.columns], list_tables(self.db), total=len(df))
         except BlendSQLError:
             self.state = DialogueState(program)
 

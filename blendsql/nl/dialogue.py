@@ -11,6 +11,12 @@ against them *before* a program is written (:func:`resolve`):
 - ``"and its population?"``, ``"the second one's capital?"`` (a pronoun or an
   ordinal with columns of the referent's table): a lookup of those columns on the
   referent's key (``WHERE Code = 'RUS'``);
+- ``"what are their populations?"``, ``"which of those are in Asia?"``, ``"how many of
+  them are there?"`` (a plural pronoun, or "these countries"): the rows of the previous
+  answer, by their keys: ``Code IN ('AUS', 'PNG')`` when the answer's every row is
+  recorded, else ``Code IN (SELECT ...)``, the previous query itself giving the keys
+  (also for the rows it only counted); asked columns of them, those of them with a
+  stored value, or how many;
 - any other reference to one entity: the question handed to the parser says what
   the pronoun stands for (``[its = country with Code = 'RUS' (Name: Russian Federation)]``).
 
@@ -20,6 +26,7 @@ Nothing here calls a model.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +43,8 @@ from blendsql.nl.grounding import (
     _STOP,
     _WORD,
     Grounding,
+    ValueMention,
+    content_words,
     label_column,
     name_words,
     singular,
@@ -92,6 +101,7 @@ class DialogueState:
     tree: exp.Expression | None = field(default=None, repr=False)
     entities: list[Entity] = field(default_factory=list)
     filters: list[Filter] = field(default_factory=list)
+    total: int | None = None  # how many rows the answer had (None: not known)
 
     @property
     def rows(self) -> list[Entity]:
@@ -109,6 +119,11 @@ class Resolution:
     program: str | None = None
     question: str | None = None
     entity: Entity | None = None
+    referent: str | None = None  # what the reference stands for, in words
+
+    def __post_init__(self) -> None:
+        if self.referent is None and self.entity is not None:
+            self.referent = self.entity.describe()
 
 
 def _literal(v: Any) -> str:
@@ -142,9 +157,10 @@ def _table_of(col: exp.Column, aliases: dict[str, str], tables: dict[str, TableI
 
 
 def record(db: Backend, tree: exp.Expression, program: str, rows: Sequence[Sequence[Any]],
-           columns: Sequence[str], tables: Sequence[TableInfo]) -> DialogueState:
-    """The dialogue state after ``program`` (``tree``) answered with ``rows``."""
-    state = DialogueState(program, tree)
+           columns: Sequence[str], tables: Sequence[TableInfo], total: int | None = None) -> DialogueState:
+    """The dialogue state after ``program`` (``tree``) answered with ``rows`` (the first
+    rows of ``total``; None: ``rows`` are all)."""
+    state = DialogueState(program, tree, total=len(rows) if total is None else total)
     if not isinstance(tree, exp.Select):
         return state
     by_name = {t.name: t for t in tables}
@@ -281,6 +297,114 @@ def _lookup(db: Backend | None, t: TableInfo, cols: list[str], entity: Entity,
     return None
 
 
+#: "which of those ...": a narrowing of the previous rows, not a new value in a filter's place
+_AMONG = re.compile(r"\b(of|among) (those|them|these|the ones)\b", re.I)
+#: verbs that link a plural referent to a stored value ("which of those are located in Asia?")
+_LINKING = frozenset({"located", "based", "situated", "found", "lie", "belong", "come", "held", "made",
+                      "which", "what", "many", "are", "is", "of"})
+
+
+def plural_word(utterance: str) -> str | None:
+    """The words of a turn that point at several rows ("those", "them", "these countries"), or None."""
+    words = _words(utterance)
+    for i, w in enumerate(words):
+        if w in PLURAL:
+            nxt = words[i + 1] if i + 1 < len(words) else ""
+            return f"{w} {nxt}" if w in ("these", "those") and nxt and nxt not in _STOP else w
+    return None
+
+
+def _own_tables(tree: exp.Select) -> list[exp.Table]:
+    """The tables of ``tree``'s own FROM and JOINs (not its subqueries')."""
+    source = tree.args.get("from_") or tree.args.get("from")
+    parts = [source, *(tree.args.get("joins") or [])]
+    return [p.this for p in parts if p is not None and isinstance(p.this, exp.Table)]
+
+
+def rows_table(state: DialogueState, tables: dict[str, TableInfo]) -> TableInfo | None:
+    """The table whose rows the previous answer gave (its named rows' table), or counted
+    (the first table of a query that projects no row, ``SELECT COUNT(*) FROM city ...``)."""
+    named = {e.table for e in state.rows}
+    if len(named) == 1:
+        return tables.get(named.pop())
+    if named or not isinstance(state.tree, exp.Select):
+        return None
+    own = _own_tables(state.tree)
+    return tables.get(own[0].name) if own else None
+
+
+def key_condition(state: DialogueState, t: TableInfo, key: str) -> tuple[str, str] | None:
+    """The condition that selects the previous answer's rows of ``t`` by ``key`` and how to
+    say it: its keys listed when every row was recorded, else the previous query's rows
+    as a subquery (None: it is not a plain SELECT over ``t`` once)."""
+    rows = [e for e in state.rows if e.table == t.name]
+    if rows and len(rows) == state.total and all(e.key == key for e in rows):
+        keys = ", ".join(dict.fromkeys(_literal(e.key_value) for e in rows))
+        return f"{quote(key)} IN ({keys})", f"the {len(rows)} {t.name} rows of the previous answer"
+    tree = state.tree
+    if not isinstance(tree, exp.Select) or any(tree.args.get(k) for k in ("group", "having", "distinct", "with")):
+        return None
+    own = [x for x in _own_tables(tree) if x.name == t.name]
+    if len(own) != 1:
+        return None
+    sub = tree.copy()
+    sub.set("expressions", [exp.Column(this=exp.to_identifier(key, quoted=True),
+                                       table=exp.to_identifier(own[0].alias_or_name))])
+    if sub.args.get("limit") is None:
+        sub.set("order", None)
+    said = "rows" if rows else "rows it counted"
+    return f"{quote(key)} IN ({to_blendsql(sub)})", f"the {t.name} {said} of the previous query"
+
+
+def _plural(state: DialogueState, utterance: str, g: Grounding, tables: dict[str, TableInfo],
+            db: Backend) -> Resolution | None:
+    """A plural reference resolved against the previous answer's rows (see module docstring)."""
+    said = plural_word(utterance)
+    t = rows_table(state, tables) if said else None
+    if said is None or t is None:
+        return None
+    noun = said.split()[1:]
+    if noun and singular(noun[0]) not in name_words(t.name).split():
+        return None  # "those cities" after an answer about countries
+    pk = primary_key(db, t)
+    if len(pk) != 1:
+        return None
+    cond = key_condition(state, t, pk[0])
+    if cond is None:
+        return None
+    where, rows = cond
+    label = label_column(t) or pk[0]
+    note = f"'{said}' = {rows} ({where})"
+    count = utterance.strip().lower().startswith("how many")
+    words = _words(utterance)
+    cols = None if count else _asked_columns(g, utterance, t)
+    if not count and not cols and ("name" in words or "names" in words) and not g.values and not g.ungrounded:
+        cols = [label]  # "what are their names?": "name" is no column's whole name, the label is meant
+    if cols:
+        shown = cols if label in cols else [label, *cols]  # each row named beside what was asked
+        program = f"SELECT {', '.join(quote(c) for c in shown)} FROM {quote(t.name)} WHERE {where}"
+        return Resolution("rows", note, program=program, referent=rows)
+    values = [v for v in g.values if v.table == t.name]
+    said_words = {w for v in values for w in content_words(v.phrase)} | set(name_words(t.name).split())
+    rest = [w for w in content_words(utterance) if w not in said_words and w not in _GENERIC
+            and w not in _REFERRING and w not in _LINKING]
+    if rest or g.named and not all(n == t.name for n in g.named) or len(values) != len(g.values):
+        return None  # another word: the parser writes it, with the previous query in its history
+    narrow = "".join(f" AND {_any_column(phrase, values)}" for phrase in dict.fromkeys(v.phrase for v in values))
+    if not count and not narrow:
+        return None
+    select = "COUNT(*)" if count else quote(label)
+    program = f"SELECT {select} FROM {quote(t.name)} WHERE {where}{narrow}"
+    return Resolution("rows", note, program=program, referent=rows)
+
+
+def _any_column(phrase: str, values: Sequence[ValueMention]) -> str:
+    """The condition that a row holds ``phrase``'s value: in any column that stores it
+    ("Micronesia": a ``Region`` and a ``LocalName``)."""
+    conds = [f"{quote(v.column)} = {_literal(v.value)}" for v in values if v.phrase == phrase]
+    return conds[0] if len(conds) == 1 else "(" + " OR ".join(conds) + ")"
+
+
 def resolve(state: DialogueState, utterance: str, g: Grounding,
             tables: Sequence[TableInfo], db: Backend | None = None) -> Resolution | None:
     """Resolve a follow-up's reference against the dialogue state (None: nothing to resolve)."""
@@ -288,7 +412,8 @@ def resolve(state: DialogueState, utterance: str, g: Grounding,
         return None
     by_name = {t.name: t for t in tables}
     # ellipsis: "and in France?" puts a new value in the place of the previous filter's
-    if _FOLLOW_UP_START.match(utterance.strip()) and g.values and not g.named and state.tree is not None:
+    if (_FOLLOW_UP_START.match(utterance.strip()) and g.values and not g.named and state.tree is not None
+            and not _AMONG.search(utterance)):
         for v in g.values:
             same = [f for f in state.filters if f.table == v.table and str(f.value).lower() != v.value.lower()]
             # the filter on the value's own column, else one on another column of its table
@@ -309,7 +434,7 @@ def resolve(state: DialogueState, utterance: str, g: Grounding,
                                   f"{_literal(hit.value)} in the previous query", program=program)
     entity, words = referent(state, utterance)
     if entity is None:
-        return None
+        return _plural(state, utterance, g, by_name, db) if db is not None else None
     t = by_name.get(entity.table)
     if t is None:
         return None
@@ -323,4 +448,5 @@ def resolve(state: DialogueState, utterance: str, g: Grounding,
     return Resolution("hint", note, question=f"{utterance} [{note}]", entity=entity)
 
 
-__all__ = ["DialogueState", "Entity", "Filter", "Resolution", "record", "referent", "resolve"]
+__all__ = ["DialogueState", "Entity", "Filter", "Resolution", "key_condition", "plural_word", "record",
+           "referent", "resolve", "rows_table"]
