@@ -45,6 +45,7 @@ from blendsql.nl.grounding import (
     Grounding,
     ValueMention,
     content_words,
+    implied_columns,
     label_column,
     name_words,
     singular,
@@ -234,7 +235,15 @@ def _entity(db: Backend, t: TableInfo, column: str, value: Any, via: str) -> Ent
 
 
 def _words(utterance: str) -> list[str]:
-    return [w.lower().strip("'") for w in _WORD.findall(utterance)]
+    """Lower-case words, a possessive's ``'s`` dropped ("the third singer's age")."""
+    return [w.lower().removesuffix("'s").strip("'") for w in _WORD.findall(utterance)]
+
+
+def _by_its_noun(column: str, t: TableInfo) -> bool:
+    """A column named only by its table's noun and an id word (``singer.Singer_ID`` when a
+    turn says "those singers"): not asked for."""
+    own = set(name_words(t.name).split()) | {"id", "code", "key", "no"}
+    return all(w in own for w in name_words(column).split())
 
 
 def referent(state: DialogueState, utterance: str) -> tuple[Entity | None, str]:
@@ -264,7 +273,8 @@ def referent(state: DialogueState, utterance: str) -> tuple[Entity | None, str]:
 def _asked_columns(g: Grounding, utterance: str, t: TableInfo) -> list[str] | None:
     """The columns of ``t`` a follow-up asks for ("and its population?"), when every
     content word of it names one (None: it asks for something else too)."""
-    cols = [n.split(".", 1)[1] for n in [*g.named, *g.implied] if n.startswith(f"{t.name}.")]
+    cols = [n.split(".", 1)[1] for n in [*g.named, *g.implied]
+            if n.startswith(f"{t.name}.") and not _by_its_noun(n.split(".", 1)[1], t)]
     if not cols or g.values or g.ungrounded:
         return None
     labels = {c: name_words(c) for c in t.columns}
@@ -273,7 +283,9 @@ def _asked_columns(g: Grounding, utterance: str, t: TableInfo) -> list[str] | No
         if (len(w) < 3 or w in _STOP or w in _GENERIC or w in _REFERRING or w in ORDINALS
                 or w in name_words(t.name).split()):  # "that country"
             continue
-        if not any(w in labels[c].split() or labels[c].replace(" ", "") == w for c in cols):
+        implies = implied_columns(None, w, [t], [w])  # "how old": the age
+        if not any(w in labels[c].split() or labels[c].replace(" ", "") == w or f"{t.name}.{c}" in implies
+                   for c in cols):
             return None  # another word: the parser writes it, with the referent in the question
     return list(dict.fromkeys(cols))
 
@@ -301,7 +313,8 @@ def _lookup(db: Backend | None, t: TableInfo, cols: list[str], entity: Entity,
 _AMONG = re.compile(r"\b(of|among) (those|them|these|the ones)\b", re.I)
 #: verbs that link a plural referent to a stored value ("which of those are located in Asia?")
 _LINKING = frozenset({"located", "based", "situated", "found", "lie", "belong", "come", "held", "made",
-                      "which", "what", "many", "are", "is", "of"})
+                      "live", "living", "work", "working", "born", "which", "what", "many", "are", "is",
+                      "of"})
 
 
 def plural_word(utterance: str) -> str | None:
@@ -388,7 +401,8 @@ def _plural(state: DialogueState, utterance: str, g: Grounding, tables: dict[str
     said_words = {w for v in values for w in content_words(v.phrase)} | set(name_words(t.name).split())
     rest = [w for w in content_words(utterance) if w not in said_words and w not in _GENERIC
             and w not in _REFERRING and w not in _LINKING]
-    if rest or g.named and not all(n == t.name for n in g.named) or len(values) != len(g.values):
+    named = [n for n in g.named if n != t.name and not ("." in n and _by_its_noun(n.split(".", 1)[1], t))]
+    if rest or named or len(values) != len(g.values):
         return None  # another word: the parser writes it, with the previous query in its history
     narrow = "".join(f" AND {_any_column(phrase, values)}" for phrase in dict.fromkeys(v.phrase for v in values))
     if not count and not narrow:

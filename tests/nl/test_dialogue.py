@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -449,3 +450,109 @@ def test_grounding_tells_a_word_of_a_name_from_a_word_naming_nothing():
     assert year.named == ["concert.Year"] and year.weakly_named and year.proper == ["Berlin", "Wall"]
     assert not ground(db, "Which concerts were held in 2014 and in which stadium?").weakly_named
     assert not ground(db, "Show the distinct years sorted in decreasing order.").ungrounded
+
+
+# ---------------------------------------------------------------- plural and ordinal referents, ellipsis
+
+EMPLOYEES = Path(__file__).parents[1] / "data" / "spider" / "employee_hire_evaluation" / "employee_hire_evaluation.sqlite"
+P_FRENCH = "SELECT Name FROM singer WHERE Country = 'France' ORDER BY Age DESC"
+P_BRISTOL = "SELECT Name FROM employee WHERE City = 'Bristol'"
+
+
+def follow(path: Path, first: str, program: str, then: str) -> tuple[Script, Any]:
+    """``then`` asked after ``first`` (answered by ``program``): the script and the turn."""
+    s = Script({first: program})
+    conv = world_conv(s, path)
+    assert conv.ask(first).program == program
+    return s, conv.ask(then)
+
+
+def rows(turn: Any) -> list[list[Any]]:
+    return sorted(turn.result.values.tolist())
+
+
+@pytest.mark.parametrize("then", ["What are their ages?", "Show me the ages of those singers.",
+                                  "How old are they?", "List the age of these singers"])
+def test_a_plural_pronoun_asks_columns_of_the_previous_rows(then):
+    s, turn = follow(CONCERT, "Which singers are from France?", P_FRENCH, then)
+    assert turn.source == "reference:rows", (turn.reason, turn.program)
+    assert '"Singer_ID" IN (5, 4, 3, 6)' in turn.program  # the previous answer's keys, in its order
+    assert rows(turn) == [["John Nizinik", 43], ["Justin Brown", 29], ["Rose White", 41], ["Tribal King", 25]]
+    assert "= the 4 singer rows of the previous answer" in turn.reason
+    assert any(t.details.get("resolution") == "rows" for t in turn.trace)
+    assert s.parsed() == ["Which singers are from France?"]  # no parse for the follow-up
+
+
+@pytest.mark.parametrize("then,answer", [("How many of them are there?", 4),
+                                         ("How many of those singers are there?", 4)])
+def test_how_many_of_them_counts_the_previous_rows(then, answer):
+    _, turn = follow(CONCERT, "Which singers are from France?", P_FRENCH, then)
+    assert turn.source == "reference:rows" and turn.answer == answer, turn.program
+
+
+@pytest.mark.parametrize("then,expected", [("What is the age of the second one?", 41),
+                                           ("And the third singer's age?", 29)])
+def test_an_ordinal_picks_that_row_of_the_previous_answer(then, expected):
+    _, turn = follow(CONCERT, "Which singers are from France?", P_FRENCH, then)
+    assert turn.source == "reference:lookup" and turn.answer == expected, (turn.reason, turn.program)
+
+
+def test_a_plural_reference_to_rows_with_repeated_labels_uses_the_previous_query():
+    """Two concerts are called 'Week 1': their names pick no one row, so the keys come from
+    the previous query itself, as a subquery."""
+    _, turn = follow(CONCERT, "Which concerts were held in 2015?",
+                     "SELECT concert_Name FROM concert WHERE Year = '2015'", "What are their themes?")
+    assert turn.source == "reference:rows", turn.reason
+    assert '"concert_ID" IN (SELECT' in turn.program and "'2015'" in turn.program
+    assert rows(turn) == [["Home Visits", "Bleeding Love"], ["Week 1", "Happy Tonight"],
+                          ["Week 2", "Party All Night"]]
+
+
+@pytest.mark.parametrize("then,expected", [("And in 2014?", 3), ("What about 2014?", 3)])
+def test_ellipsis_swaps_the_filter_value_on_another_database(then, expected):
+    _, turn = follow(CONCERT, "How many concerts were held in 2015?",
+                     "SELECT COUNT(*) FROM concert WHERE Year = '2015'", then)
+    assert turn.source == "reference:substitute" and turn.answer == expected, turn.program
+    assert "'2014'" in turn.program
+
+
+def test_the_rows_a_count_counted_are_what_their_refers_to():
+    _, turn = follow(EMPLOYEES, "How many employees live in Bath?",
+                     "SELECT COUNT(*) FROM employee WHERE City = 'Bath'", "What are their names?")
+    assert turn.source == "reference:rows", turn.reason
+    assert "the employee rows it counted of the previous query" in turn.reason
+    assert rows(turn) == [["Lee Mears"], ["Matt Stevens"], ["Steve Borthwick"]]
+
+
+@pytest.mark.parametrize("then,expected", [
+    ("Which of them live in Bristol?", [["George Chuter"], ["Jason Hobson"]]),
+    ("How many of those are from Bath?", [[0]]),
+])
+def test_which_of_those_narrows_the_previous_rows_by_a_stored_value(then, expected):
+    _, turn = follow(EMPLOYEES, "Which employees are younger than 35?",
+                     "SELECT Name FROM employee WHERE Age < 35 AND City <> 'Bath'", then)
+    assert turn.source == "reference:rows", (turn.reason, turn.program)
+    assert rows(turn) == expected and "Age < 35" not in turn.program  # the keys, not the filter again
+
+
+def test_which_of_those_does_not_replace_the_previous_filter():
+    """'And which of those are in Bath?' narrows the Bristol answer (none), where
+    'And in Bath?' would put Bath in Bristol's place."""
+    _, narrow = follow(EMPLOYEES, "Which employees live in Bristol?", P_BRISTOL, "And which of those are in Bath?")
+    assert narrow.source == "reference:rows" and narrow.result.empty, narrow.program
+    _, swap = follow(EMPLOYEES, "Which employees live in Bristol?", P_BRISTOL, "And in Bath?")
+    assert swap.source == "reference:substitute" and len(swap.result) == 3
+
+
+def test_plural_nouns_and_pronouns_that_do_not_point_at_the_rows():
+    db = as_backend(str(EMPLOYEES))
+    tables = list_tables(db)
+    bsql = BlendSQL(str(EMPLOYEES))
+    state = record(db, bsql.parse(P_BRISTOL), P_BRISTOL, [("George Chuter",), ("Mark Regan",), ("Jason Hobson",)],
+                   ["Name"], tables)
+    for q in ("What are the locations of those shops?",  # another table's noun
+              "Which of them manage a shop with the most products?"):  # more than the rows' columns
+        assert resolve(state, q, ground(db, q), tables, db) is None, q
+    q = "What are their cities?"
+    res = resolve(state, q, ground(db, q), tables, db)
+    assert res is not None and res.kind == "rows" and "\"Employee_ID\" IN (1, 3, 4)" in (res.program or "")
