@@ -13,10 +13,10 @@ against them *before* a program is written (:func:`resolve`):
   referent's key (``WHERE Code = 'RUS'``);
 - ``"what are their populations?"``, ``"which of those are in Asia?"``, ``"how many of
   them are there?"`` (a plural pronoun, or "these countries"): the rows of the previous
-  answer, by their keys: ``Code IN ('AUS', 'PNG')`` when the answer's every row is
-  recorded, else ``Code IN (SELECT ...)``, the previous query itself giving the keys
-  (also for the rows it only counted); asked columns of them, those of them with a
-  stored value, or how many;
+  answer, by their keys: ``Code IN (SELECT Code FROM ...)``, the previous query itself
+  giving them (also the rows it only counted; its filters stay, for a later ellipsis),
+  else ``Code IN ('AUS', 'PNG')`` when the answer's every row is recorded; asked columns
+  of them, those of them with a stored value, or how many;
 - any other reference to one entity: the question handed to the parser says what
   the pronoun stands for (``[its = country with Code = 'RUS' (Name: Russian Federation)]``).
 
@@ -347,26 +347,28 @@ def rows_table(state: DialogueState, tables: dict[str, TableInfo]) -> TableInfo 
 
 
 def key_condition(state: DialogueState, t: TableInfo, key: str) -> tuple[str, str] | None:
-    """The condition that selects the previous answer's rows of ``t`` by ``key`` and how to
-    say it: its keys listed when every row was recorded, else the previous query's rows
-    as a subquery (None: it is not a plain SELECT over ``t`` once)."""
+    """The condition that selects the previous answer's rows of ``t`` by ``key``, and how
+    to say it: the previous query's own rows as a subquery (its filters stay in the
+    program, so a later "and in Bristol?" can put a new value in their place), else, for
+    a query that is no plain SELECT over ``t`` once, the keys of its rows listed when
+    every row was recorded (None: neither)."""
     rows = [e for e in state.rows if e.table == t.name]
+    n = f"{state.total} " if rows and state.total == len(rows) else ""
+    said = f"the {n}{t.name} rows of the previous answer" if rows else f"the {t.name} rows the previous query counted"
+    tree = state.tree
+    own = [x for x in _own_tables(tree) if x.name == t.name] if isinstance(tree, exp.Select) else []
+    if isinstance(tree, exp.Select) and len(own) == 1 and not any(
+            tree.args.get(k) for k in ("group", "having", "distinct", "with")):
+        sub = tree.copy()
+        sub.set("expressions", [exp.Column(this=exp.to_identifier(key, quoted=True),
+                                           table=exp.to_identifier(own[0].alias_or_name))])
+        if sub.args.get("limit") is None:
+            sub.set("order", None)
+        return f"{quote(key)} IN ({to_blendsql(sub)})", said
     if rows and len(rows) == state.total and all(e.key == key for e in rows):
         keys = ", ".join(dict.fromkeys(_literal(e.key_value) for e in rows))
-        return f"{quote(key)} IN ({keys})", f"the {len(rows)} {t.name} rows of the previous answer"
-    tree = state.tree
-    if not isinstance(tree, exp.Select) or any(tree.args.get(k) for k in ("group", "having", "distinct", "with")):
-        return None
-    own = [x for x in _own_tables(tree) if x.name == t.name]
-    if len(own) != 1:
-        return None
-    sub = tree.copy()
-    sub.set("expressions", [exp.Column(this=exp.to_identifier(key, quoted=True),
-                                       table=exp.to_identifier(own[0].alias_or_name))])
-    if sub.args.get("limit") is None:
-        sub.set("order", None)
-    said = "rows" if rows else "rows it counted"
-    return f"{quote(key)} IN ({to_blendsql(sub)})", f"the {t.name} {said} of the previous query"
+        return f"{quote(key)} IN ({keys})", said
+    return None
 
 
 def _plural(state: DialogueState, utterance: str, g: Grounding, tables: dict[str, TableInfo],
