@@ -22,7 +22,7 @@ the same model scores (the judge's prompt is the question alone in both). Rates 
 95% Wilson intervals.
 
     export BLENDSQL_EVAL_MODEL=$(python -m benchmarks.envs build eval-model)
-    python benchmarks/dialogue_declines.py --interactions 3 --answerable-interactions 20 \
+    python benchmarks/dialogue_declines.py --interactions 3 --answerable-interactions 12 \
         --out benchmarks/results/dialogue_declines_dev.json
 """
 
@@ -87,6 +87,14 @@ OLD_THRESHOLD = 0.75
 REFUSALS = ("not_related", "cannot_answer", "cannot_understand")
 
 
+class DecisionOnly(Conversation):
+    """The decision alone: a decline's kind (unrelated, not held, not understood: one more
+    model call per declined question) is not asked; every decline counts as one."""
+
+    def _decline(self, utterance: str) -> str:
+        return "not_related"
+
+
 def old_rule(conv: Conversation, utterance: str, p: float | None, informative: bool) -> bool:
     """Declined under the rule before issue 43 (same scores)."""
     if schema_mentions(conv.db, utterance, tables=list_tables(conv.db)):
@@ -136,7 +144,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         path = data / "spider" / "database" / it["database_id"] / f"{it['database_id']}.sqlite"
         bsql = BlendSQL(str(path), model=model, cache=False)
         bsql.registry = type(bsql.registry)()  # plain SQL: Spider questions
-        conv = Conversation(bsql)
+        conv = DecisionOnly(bsql)
         for q in OFF_SCHEMA if off else ():
             rows.append({"interaction": idx, "db": it["database_id"], "set": "off_schema_turn1",
                          **decide(conv, q)})
