@@ -41,7 +41,9 @@ from blendsql.nl.grounding import (
     _GENERIC,
     _REFERRING,
     _STOP,
+    _VAGUE_SUPERLATIVES,
     _WORD,
+    IMPLIED_MEASURES,
     Grounding,
     ValueMention,
     content_words,
@@ -309,8 +311,20 @@ def _lookup(db: Backend | None, t: TableInfo, cols: list[str], entity: Entity,
     return None
 
 
+#: words that make a plural follow-up more than the previous rows' columns, a count or a
+#: narrowing by a stored value: an aggregate, a sort, a ranking, a comparison, a
+#: complement, a grouping (the parser writes it, the previous query in its history)
+_OPERATIONS = frozenset({
+    "average", "avg", "mean", "total", "sum", "minimum", "maximum", "min", "max", "distinct",
+    "different", "unique", "order", "ordered", "sort", "sorted", "rank", "ranked", "each", "per",
+    "other", "others", "except", "not", "without", "than", "most", "least", "top", "number",
+    "count", "group", "grouped", "between", "above", "below", "over", "under", "before", "after",
+    *_VAGUE_SUPERLATIVES, *(w for w in IMPLIED_MEASURES if w.endswith("est")),
+})
 #: "which of those ...": a narrowing of the previous rows, not a new value in a filter's place
 _AMONG = re.compile(r"\b(of|among) (those|them|these|the ones)\b", re.I)
+#: "also show their ...": the previous columns and the new ones
+_ALSO = re.compile(r"\b(also|too|as well|along with|in addition)\b", re.I)
 #: verbs that link a plural referent to a stored value ("which of those are located in Asia?")
 _LINKING = frozenset({"located", "based", "situated", "found", "lie", "belong", "come", "held", "made",
                       "live", "living", "work", "working", "born", "which", "what", "many", "are", "is",
@@ -371,6 +385,18 @@ def key_condition(state: DialogueState, t: TableInfo, key: str) -> tuple[str, st
     return None
 
 
+def _projected(state: DialogueState, t: TableInfo) -> list[str]:
+    """The previous query's plain projected columns that are ``t``'s (for "also show ...")."""
+    if not isinstance(state.tree, exp.Select):
+        return []
+    out = []
+    for p in state.tree.expressions:
+        col = p.unalias()
+        if isinstance(col, exp.Column) and not isinstance(col.this, exp.Star):
+            out += [c for c in t.columns if c.lower() == col.name.lower()]
+    return out
+
+
 def _plural(state: DialogueState, utterance: str, g: Grounding, tables: dict[str, TableInfo],
             db: Backend) -> Resolution | None:
     """A plural reference resolved against the previous answer's rows (see module docstring)."""
@@ -392,12 +418,15 @@ def _plural(state: DialogueState, utterance: str, g: Grounding, tables: dict[str
     note = f"'{said}' = {rows} ({where})"
     count = utterance.strip().lower().startswith("how many")
     words = _words(utterance)
+    if any(w in _OPERATIONS for w in words[2 if count else 0:]) or re.search(r"\d", utterance):
+        return None
     cols = None if count else _asked_columns(g, utterance, t)
-    if not count and not cols and ("name" in words or "names" in words) and not g.values and not g.ungrounded:
-        cols = [label]  # "what are their names?": "name" is no column's whole name, the label is meant
+    if not count and ("name" in words or "names" in words) and not g.values and not g.ungrounded:
+        # "what are their names?": "name" is no column's whole name, the label is meant
+        cols = [label, *(c for c in cols or [] if c != label)]
     if cols:
-        shown = cols if label in cols else [label, *cols]  # each row named beside what was asked
-        program = f"SELECT {', '.join(quote(c) for c in shown)} FROM {quote(t.name)} WHERE {where}"
+        shown = [*_projected(state, t), *cols] if _ALSO.search(utterance) else cols
+        program = f"SELECT {', '.join(quote(c) for c in dict.fromkeys(shown))} FROM {quote(t.name)} WHERE {where}"
         return Resolution("rows", note, program=program, referent=rows)
     values = [v for v in g.values if v.table == t.name]
     said_words = {w for v in values for w in content_words(v.phrase)} | set(name_words(t.name).split())

@@ -477,7 +477,7 @@ def test_a_plural_pronoun_asks_columns_of_the_previous_rows(then):
     s, turn = follow(CONCERT, "Which singers are from France?", P_FRENCH, then)
     assert turn.source == "reference:rows", (turn.reason, turn.program)
     assert "\"Singer_ID\" IN (SELECT" in turn.program and "'France'" in turn.program  # the previous rows' keys
-    assert rows(turn) == [["John Nizinik", 43], ["Justin Brown", 29], ["Rose White", 41], ["Tribal King", 25]]
+    assert rows(turn) == [[25], [29], [41], [43]]  # what was asked, as a gold query gives it
     assert "= the 4 singer rows of the previous answer" in turn.reason
     assert any(t.details.get("resolution") == "rows" for t in turn.trace)
     assert s.parsed() == ["Which singers are from France?"]  # no parse for the follow-up
@@ -504,8 +504,7 @@ def test_a_plural_reference_to_rows_with_repeated_labels_uses_the_previous_query
                      "SELECT concert_Name FROM concert WHERE Year = '2015'", "What are their themes?")
     assert turn.source == "reference:rows", turn.reason
     assert '"concert_ID" IN (SELECT' in turn.program and "'2015'" in turn.program
-    assert rows(turn) == [["Home Visits", "Bleeding Love"], ["Week 1", "Happy Tonight"],
-                          ["Week 2", "Party All Night"]]
+    assert rows(turn) == [["Bleeding Love"], ["Happy Tonight"], ["Party All Night"]]
 
 
 @pytest.mark.parametrize("then,expected", [("And in 2014?", 3), ("What about 2014?", 3)])
@@ -556,6 +555,10 @@ def test_plural_nouns_and_pronouns_that_do_not_point_at_the_rows():
     q = "What are their cities?"
     res = resolve(state, q, ground(db, q), tables, db)
     assert res is not None and res.kind == "rows" and "\"Employee_ID\" IN (SELECT" in (res.program or "")
+    for q in ("What is the average age of them?", "Sort them by age.", "Which of those is the oldest?",
+              "Which of them are older than 30?", "Show the names of the other employees."):
+        assert resolve(state, q, ground(db, q), tables, db) is None, q  # more than their rows: the parser
+    q = "What are their cities?"
     grouped = "SELECT DISTINCT Name FROM employee WHERE City = 'Bristol'"  # no plain SELECT: the keys listed
     state = record(db, bsql.parse(grouped), grouped, [("George Chuter",), ("Mark Regan",), ("Jason Hobson",)],
                    ["Name"], tables)
@@ -571,11 +574,13 @@ def test_a_chain_of_plural_ellipsis_and_ordinal_follow_ups_keeps_the_producing_f
     conv.ask(first)
     assert conv.ask("How many of them are there?").answer == 3
     ages = conv.ask("How old are they?")  # the rows the count counted
-    assert sorted(r[1] for r in ages.result.values.tolist()) == [29, 29, 32], ages.program
+    assert rows(ages) == [[29], [29], [32]], ages.program
     bristol = conv.ask("What about Bristol?")  # Bath's place, inside the nested key subqueries
     assert bristol.source == "reference:substitute", bristol.reason
-    assert sorted(bristol.result.values.tolist()) == [["George Chuter", 23], ["Jason Hobson", 30], ["Mark Regan", 43]]
-    shown = bristol.result.values.tolist()[1]
-    second = conv.ask("What is the age of the second one?")
-    assert second.source == "reference:lookup" and second.answer == shown[1], second.reason
+    assert rows(bristol) == [[23], [30], [43]]
+    names = conv.ask("Also show their names.")  # the previous columns and the label
+    assert rows(names) == [[23, "George Chuter"], [30, "Jason Hobson"], [43, "Mark Regan"]], names.program
+    second = conv.ask("What is the city of the second one?")
+    assert second.source == "reference:lookup" and second.answer == "Bristol", second.reason
+    assert "'the second one' = the employee with Employee_ID = " in second.reason
     assert s.parsed() == [first]
