@@ -450,6 +450,46 @@ def _any_column(phrase: str, values: Sequence[ValueMention]) -> str:
     return conds[0] if len(conds) == 1 else "(" + " OR ".join(conds) + ")"
 
 
+#: how a follow-up says a comparison ("how about at least 4?"), longest phrase first
+_COMPARISONS: tuple[tuple[str, type[exp.Expression]], ...] = (
+    ("at least", exp.GTE), ("no less than", exp.GTE), ("or more", exp.GTE), ("at most", exp.LTE),
+    ("no more than", exp.LTE), ("or less", exp.LTE), ("or fewer", exp.LTE), ("more than", exp.GT),
+    ("greater than", exp.GT), ("larger than", exp.GT), ("higher than", exp.GT), ("over", exp.GT),
+    ("above", exp.GT), ("less than", exp.LT), ("fewer than", exp.LT), ("smaller than", exp.LT),
+    ("lower than", exp.LT), ("under", exp.LT), ("below", exp.LT), ("exactly", exp.EQ),
+    ("equal to", exp.EQ))
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+
+
+def _number_ellipsis(state: DialogueState, utterance: str, g: Grounding) -> Resolution | None:
+    """"How about at least 4?", "what about 2010?": the one number of an ellipsis in the
+    place of the previous query's one number compared with a column (and the comparison the
+    words say in place of its operator). None: not such a turn, or not one such number."""
+    text = utterance.strip()
+    numbers = _NUMBER.findall(text)
+    if (not _FOLLOW_UP_START.match(text) or len(numbers) != 1 or g.named or g.values
+            or not isinstance(state.tree, exp.Select)):
+        return None
+    rest = [w for w in content_words(_NUMBER.sub(" ", text)) if w not in _GENERIC and w not in _REFERRING
+            and w not in ("least", "most", "exactly", "equal", "fewer", "greater", "larger", "higher",
+                          "lower", "smaller", "no", "or", "than")]
+    if rest:
+        return None  # another word: the parser writes it
+    tree = state.tree.copy()
+    compared = [c for c in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ)
+                if isinstance(c.expression, exp.Literal) and not c.expression.is_string
+                and isinstance(c.this, (exp.Column, exp.Count, exp.AggFunc))]
+    if len(compared) != 1:
+        return None
+    old = compared[0]
+    lowered = " " + re.sub(r"[^\w\s]", " ", text.lower()) + " "
+    op = next((kind for phrase, kind in _COMPARISONS if f" {phrase} " in lowered), type(old))
+    value = exp.Literal.number(numbers[0])
+    old.replace(op(this=old.this.copy(), expression=value))
+    return Resolution("substitute", f"{numbers[0]} takes the place of {old.sql(dialect='sqlite')} "
+                      "in the previous query", program=to_blendsql(tree))
+
+
 def resolve(state: DialogueState, utterance: str, g: Grounding,
             tables: Sequence[TableInfo], db: Backend | None = None) -> Resolution | None:
     """Resolve a follow-up's reference against the dialogue state (None: nothing to resolve)."""
@@ -477,6 +517,9 @@ def resolve(state: DialogueState, utterance: str, g: Grounding,
                 program = to_blendsql(tree)
                 return Resolution("substitute", f"'{v.phrase}' takes the place of {hit.table}.{hit.column} = "
                                   f"{_literal(hit.value)} in the previous query", program=program)
+    number = _number_ellipsis(state, utterance, g)
+    if number is not None:
+        return number
     entity, words = referent(state, utterance)
     if entity is None:
         return _plural(state, utterance, g, by_name, db) if db is not None else None

@@ -584,3 +584,23 @@ def test_a_chain_of_plural_ellipsis_and_ordinal_follow_ups_keeps_the_producing_f
     assert second.source == "reference:lookup" and second.answer == "Bristol", second.reason
     assert "'the second one' = the employee with Employee_ID = " in second.reason
     assert s.parsed() == [first]
+
+
+@pytest.mark.parametrize("then,expected", [("What about over 30?", 4), ("And at most 25?", 1),
+                                           ("How about 40 or more?", 2), ("What about 28?", 8)])
+def test_a_number_ellipsis_swaps_the_compared_number_and_its_comparison(then, expected):
+    _, turn = follow(EMPLOYEES, "How many employees are older than 35?",
+                     "SELECT COUNT(*) FROM employee WHERE Age > 35", then)
+    assert turn.source == "reference:substitute" and turn.answer == expected, (turn.program, turn.reason)
+    assert "takes the place of Age > 35" in turn.reason
+
+
+def test_a_number_ellipsis_needs_one_compared_number_and_no_other_word():
+    db = as_backend(str(EMPLOYEES))
+    tables = list_tables(db)
+    bsql = BlendSQL(str(EMPLOYEES))
+    two = "SELECT Name FROM employee WHERE Age > 35 AND Employee_ID < 9"
+    state = record(db, bsql.parse(two), two, [("Mark Regan",)], ["Name"], tables)
+    for q in ("What about over 30?",  # two numbers compared: which one is meant?
+              "And what about the shops with over 30 products?"):  # more than a number
+        assert resolve(state, q, ground(db, q), tables, db) is None, q
