@@ -12,7 +12,8 @@ on SParC **dev** interactions (``dev_ids.txt``, spread round-robin over their da
   turns were answered (their gold SQL run through the conversation, so the dialogue
   state holds their rows and filters);
 - ``answerable``: every turn of the interaction at its own position (earlier turns
-  answered with gold SQL): the rate wrongly declined.
+  answered with gold SQL): the rate wrongly declined; over ``--answerable-interactions``
+  interactions (the off-schema questions are asked in the first ``--interactions``).
 
 Each decision is reported under the rule of this commit (``new``) and under the rule
 before issue 43 (``old``: a turn naming a table or column is answered; a follow-up word
@@ -21,7 +22,8 @@ the same model scores (the judge's prompt is the question alone in both). Rates 
 95% Wilson intervals.
 
     export BLENDSQL_EVAL_MODEL=$(python -m benchmarks.envs build eval-model)
-    python benchmarks/dialogue_declines.py --interactions 6 --out benchmarks/results/dialogue_declines_dev.json
+    python benchmarks/dialogue_declines.py --interactions 3 --answerable-interactions 12 \
+        --out benchmarks/results/dialogue_declines_dev.json
 """
 
 from __future__ import annotations
@@ -43,7 +45,10 @@ from blendsql.nl.conversation import Turn  # noqa: E402
 from blendsql.nl.grounding import is_follow_up, schema_mentions  # noqa: E402
 from blendsql.nl.serialize import list_tables  # noqa: E402
 
-#: off-schema questions (dev set, written for this benchmark): nothing a Spider database holds
+#: off-schema questions (dev set, written for this benchmark): nothing a Spider database holds.
+#: The first twelve are the first round's set; the rest were added when two of them still
+#: slipped through (weather, news, opinions, how-to, trivia, requests to act; none about a
+#: topic of a SParC dev database)
 OFF_SCHEMA = (
     "What is the weather tomorrow in Paris?",
     "Who won the football world cup in 2018?",
@@ -57,9 +62,37 @@ OFF_SCHEMA = (
     "Please translate 'good morning' into Japanese.",
     "How many calories are in a banana?",
     "What is the stock price of Apple today?",
+    "Will it rain in London on Saturday?",
+    "What's the latest news about the elections in Brazil?",
+    "Do you think pineapple belongs on pizza?",
+    "How do I bake sourdough bread at home?",
+    "Which is better, Python or JavaScript?",
+    "Who painted the Mona Lisa?",
+    "How far is the Moon from the Earth?",
+    "Book me a table for two at an Italian restaurant tonight.",
+    "What's the score of the Lakers game?",
+    "How many goals did Messi score last season?",
+    "Set an alarm for 7 am tomorrow.",
+    "Summarize the plot of Hamlet for me.",
+    "What is the exchange rate from euros to yen?",
+    "How do I fix a flat bicycle tire?",
+    "Is coffee bad for your health?",
+    "What's the traffic like on the highway right now?",
+    "Explain quantum entanglement in simple terms.",
+    "What year did the Berlin Wall fall?",
+    "Can you recommend a podcast about ancient Rome?",
+    "How many bones are in the human body?",
 )
 OLD_THRESHOLD = 0.75
 REFUSALS = ("not_related", "cannot_answer", "cannot_understand")
+
+
+class DecisionOnly(Conversation):
+    """The decision alone: a decline's kind (unrelated, not held, not understood: one more
+    model call per declined question) is not asked; every decline counts as one."""
+
+    def _decline(self, utterance: str) -> str:
+        return "not_related"
 
 
 def old_rule(conv: Conversation, utterance: str, p: float | None, informative: bool) -> bool:
@@ -99,51 +132,55 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     raw = json.loads((data / "sparc" / "dev.json").read_text())
     dev = {int(x) for x in (data / "sparc" / "dev_ids.txt").read_text().split()}
     picked = [(i, it) for i, it in enumerate(raw) if i in dev and len(it["interaction"]) >= 4]
-    chosen = protocol.spread(picked, lambda p: p[1]["database_id"], args.interactions, args.seed)
+    chosen = protocol.spread(picked, lambda p: p[1]["database_id"],
+                             max(args.interactions, args.answerable_interactions), args.seed)
     model_path = protocol.model_arg(args.model)
     model = LlamaCpp(model_path, n_ctx=4096, timeout=900) if model_path else LlamaCpp()
+    header = protocol.run_record("dialogue_declines.py", args.argv, model_path)  # the tree the run started from
     rows: list[dict[str, Any]] = []
     done: list[int] = []
-    for idx, it in chosen:
+    for n, (idx, it) in enumerate(chosen):
+        off = n < args.interactions  # the off-schema questions in the first interactions only
         path = data / "spider" / "database" / it["database_id"] / f"{it['database_id']}.sqlite"
         bsql = BlendSQL(str(path), model=model, cache=False)
         bsql.registry = type(bsql.registry)()  # plain SQL: Spider questions
-        conv = Conversation(bsql)
-        for q in OFF_SCHEMA:
+        conv = DecisionOnly(bsql)
+        for q in OFF_SCHEMA if off else ():
             rows.append({"interaction": idx, "db": it["database_id"], "set": "off_schema_turn1",
                          **decide(conv, q)})
         for k, t in enumerate(it["interaction"]):
             rows.append({"interaction": idx, "db": it["database_id"], "set": "answerable", "turn": k + 1,
                          **decide(conv, t["utterance"])})
             answer_with_gold(conv, t["utterance"], protocol.fix_tokenised(t["query"]))
-            if k == 3:
+            if k == 3 and off:
                 for q in OFF_SCHEMA:
                     rows.append({"interaction": idx, "db": it["database_id"], "set": "off_schema_turn5",
                                  **decide(conv, q)})
         bsql.close()
         print(f"interaction {idx} ({it['database_id']}): {len(rows)} decisions so far", flush=True)
         done.append(idx)
-        args.out.write_text(json.dumps(summarise(args, model_path, done, rows), indent=1) + "\n")
-    return summarise(args, model_path, done, rows)
+        args.out.write_text(json.dumps(summarise(header, done, rows), indent=1) + "\n")
+    return summarise(header, done, rows)
 
 
-def summarise(args: argparse.Namespace, model_path: str | None, done: list[int],
-              rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarise(header: dict[str, Any], done: list[int], rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The results so far (written after every interaction: a long run can be read midway)."""
     summary: dict[str, Any] = {}
     for name in ("off_schema_turn1", "off_schema_turn5", "answerable"):
         part = [r for r in rows if r["set"] == name]
         summary[name] = {"new_declined": protocol.accuracy([r["declined"] for r in part]),
                          "old_declined": protocol.accuracy([r["old_declined"] for r in part])}
-    return {**protocol.run_record("dialogue_declines.py", args.argv, model_path),
-            "interactions": done, "off_schema": list(OFF_SCHEMA),
+    return {**header, "interactions": done, "off_schema": list(OFF_SCHEMA),
             "summary": summary, "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", help="GGUF path (default: $BLENDSQL_EVAL_MODEL)")
-    ap.add_argument("--interactions", type=int, default=6)
+    ap.add_argument("--interactions", type=int, default=6,
+                    help="interactions the off-schema questions are asked in (turn 1 and turn 5)")
+    ap.add_argument("--answerable-interactions", type=int, default=0,
+                    help="interactions whose own turns are decided (at least --interactions)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)

@@ -3,7 +3,8 @@
 On SParC / CoSQL **dev** interactions (``dev_ids.txt``), every turn after the first is
 replayed with the earlier turns answered by their gold SQL (so the dialogue state holds
 what a right answer named). For each such turn the conversation's model-free step runs
-(``grounding.ground`` then ``dialogue.resolve``): a ``substitute`` (ellipsis) or a
+(``grounding.ground`` then ``dialogue.resolve``): a ``substitute`` (ellipsis), a ``rows``
+(a plural reference: the previous rows by their keys) or a
 ``lookup`` (pronoun / ordinal) writes the turn's program itself; it is right when its
 result rows equal the gold SQL's (as multisets, values normalised, column order kept, as
 ``benchmarks/conversation.py`` scores). A ``hint`` only rewrites the parser's question
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     kinds = Counter(r["kind"] for r in items)
     scored = [r for r in items if r["match"] is not None]
     by_kind = {k: protocol.accuracy([bool(r["match"]) for r in scored if r["kind"] == k])
-               for k in ("substitute", "lookup")}
+               for k in ("substitute", "lookup", "rows")}
     return {**protocol.run_record("dialogue_resolution.py", args.argv, None, "no model"),
             "dataset": args.dataset, "split": "dev", "dependent_turns": len(items),
             "resolutions": {str(k): v for k, v in kinds.items()},

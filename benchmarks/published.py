@@ -1159,6 +1159,24 @@ BENCHES = (*BENCHES, *(
           "seconds"),
 )
 
+_DECLINE_SETS = (("off_schema_turn1", "off-schema questions at turn 1"),
+                 ("off_schema_turn5", "off-schema questions at turn 5"),
+                 ("answerable", "answerable turns (wrongly declined)"))
+
+BENCHES = (*BENCHES,
+    Bench("dialogue-declines", "declining in a dialogue (issue 43): off-schema questions declined at "
+          "turn 1 and at turn 5 of SParC dev interactions, answerable turns wrongly declined; this rule "
+          "and the rule before issue 43, from the same model scores",
+          "benchmarks/README.md (Declining in a dialogue)",
+          (one(cmd("dialogue_declines.py", "--interactions", "3", "--answerable-interactions", "12",
+                   "--out", "benchmarks/results/dialogue_declines_dev.json")),),
+          "benchmarks/results/dialogue_declines_dev.json",
+          tuple(Number(f"{label}: {rule} rule, declined (95% CI)",
+                       fn=_right(f"summary.{key}.{rule}_declined", pct=True))
+                for key, label in _DECLINE_SETS for rule in ("new", "old")),
+          "~1 h (one process, 2 shared cores)", ("eval-model", "data:sparc", "data:spider")),
+)
+
 REGISTRY: dict[str, Bench] = {b.name: b for b in BENCHES}
 
 

@@ -481,9 +481,12 @@ class Conversation:
         Decided on the question itself (``grounding.ground``), never on how many turns
         came before: a turn that names or implies a table or column is a question; so is
         one whose every content word is grounded (a stored value, a reference to an
-        earlier answer that exists, a generic word of counting or ranking). Any other
+        earlier answer that exists, a generic word of counting or ranking). A turn naming
+        one column by a common word among words naming nothing is judged. Any other
         turn goes to the model (``RelevanceJudge``: the question alone against anchors
-        scored once) and is declined from the calibrated threshold on; the decline's
+        scored once) and is declined from the calibrated threshold on; a turn none of
+        whose words names anything here (and that refers to no earlier answer) is
+        answered only when the model is sure, below ``sure_threshold``; the decline's
         kind (unrelated, not held, not understood) is the model's act choice among the
         three, also on the question alone.
         """
@@ -496,7 +499,7 @@ class Conversation:
         g = self._grounding = ground(self.db, utterance, tables)  # also for resolving references
         if not self.classify_acts:
             return asked, "every turn is a question (classify_acts=False)"
-        if g.named:
+        if g.named and not g.weakly_named:
             return asked, f"it names {', '.join(g.named[:4])}"
         if g.implied and not g.ungrounded:
             return asked, f"its words imply {', '.join(g.implied[:4])}"
@@ -505,15 +508,39 @@ class Conversation:
         if g.values and not g.ungrounded:
             return asked, "it names stored values: " + ", ".join(
                 f"'{v.phrase}' ({v.label})" for v in g.values[:3])
+        if not g.ungrounded and self.state.program is not None:
+            return asked, "every word of it is one of counting, ranking or referring back"
         rel = self._relevance_judge(tables).judge(utterance)
+        missing = f" ({', '.join(g.ungrounded[:4])} name nothing here)" if g.ungrounded else ""
+        if self._names_nothing(g):
+            if rel.surely_answerable:
+                return asked, (f"its words name little or nothing here, but the model is sure it is "
+                               f"answerable: {rel.note}; sure below {rel.sure_threshold:.2f}")
+            judged = (f"the model is not sure it is answerable: {rel.note}; answered only below "
+                      f"{rel.sure_threshold:.2f}" if rel.informative else f"the model cannot judge it: {rel.note}")
+            little = f"it names only {g.named[0]}" if g.named else "none of its words names anything in these tables"
+            return self._decline(utterance), f"{little}{missing}, and {judged}"
         if rel.answerable:
             return asked, f"it names nothing in the schema, but the model judges it answerable: {rel.note}"
-        missing = f" ({', '.join(g.ungrounded[:4])} name nothing here)" if g.ungrounded else ""
         why = (f"it names no table or column{missing}, and the model is sure the tables cannot answer it: "
                f"{rel.note}" if rel.informative else
                f"it names no table or column{missing}, and the model cannot judge it: {rel.note}")
+        return self._decline(utterance), why
+
+    def _names_nothing(self, g: Grounding) -> bool:
+        """A question that names nothing in the tables (``Grounding.names_nothing``), or
+        one column only by a common word (``weakly_named``), and refers to no earlier
+        answer; a referring word counts only after an answer, and not beside a named thing
+        the database holds no value for ("Who won it last year, the Super Bowl?")."""
+        if not (g.names_nothing or g.weakly_named):
+            return False
+        return not (g.referring and self.state.program is not None and not g.proper)
+
+    def _decline(self, utterance: str) -> str:
+        """The decline's kind (unrelated, not held, not understood): the model's act choice
+        among the three, on the question alone."""
         act = classify_act(self.bsql.model, utterance, schema_overview(self.db), [])
-        return (act if act in _REFUSALS else "not_related"), why
+        return act if act in _REFUSALS else "not_related"
 
     def _relevance_judge(self, tables: Sequence[Any]) -> RelevanceJudge:
         """The judge of this conversation's database (its anchors scored once)."""
@@ -564,7 +591,7 @@ class Conversation:
         turn.reason = f"{turn.reason}; resolved: {res.note}"
         self._steps.append(TraceStep("plan", f"dialogue state: {res.note}", sql=res.program,
                                      details={"source": "nl", "resolution": res.kind,
-                                              "referent": res.entity.describe() if res.entity else None}))
+                                              "referent": res.referent}))
 
     def _clarification(self, turn: Turn) -> Turn | None:
         """A vague ranking word answered from the schema, or asked back.
@@ -676,7 +703,7 @@ class Conversation:
             tree = self.bsql.parse(program)
             df = smoothie.df
             self.state = record(self.db, tree, program, df.head(10).to_numpy().tolist(),
-                                [str(c) for c in df.columns], list_tables(self.db))
+                                [str(c) for c in df.columns], list_tables(self.db), total=len(df))
         except BlendSQLError:
             self.state = DialogueState(program)
 

@@ -174,11 +174,18 @@ class Relevance:
     informative: bool
     note: str = ""
     threshold: float = DEFAULT_THRESHOLD
+    sure_threshold: float = DEFAULT_THRESHOLD / 2
 
     @property
     def answerable(self) -> bool:
         """The model judges the question answerable (and its judgement counts)."""
         return self.informative and self.p_unanswerable is not None and self.p_unanswerable < self.threshold
+
+    @property
+    def surely_answerable(self) -> bool:
+        """The model puts the question nearer the schema's anchors than halfway to the
+        threshold: what a question naming nothing here needs to be answered."""
+        return self.informative and self.p_unanswerable is not None and self.p_unanswerable < self.sure_threshold
 
 
 @dataclass
@@ -198,6 +205,7 @@ class RelevanceJudge:
     _separation: float | None = field(default=None, init=False)
     _unscored: str | None = field(default=None, init=False)
     _threshold: float | None = field(default=None, init=False)
+    _answerable_max: float | None = field(default=None, init=False)
     _scores: dict[str, float | None] = field(default_factory=dict, init=False, repr=False)
 
     def p_unanswerable(self, question: str) -> float | None:
@@ -230,6 +238,7 @@ class RelevanceJudge:
             if not yes or any(p is None for p in [*yes, *no]):
                 return None
             self._separation = min(no) - max(yes)  # type: ignore[type-var, operator]
+            self._answerable_max = max(yes)  # type: ignore[type-var]
             self._threshold = calibrated_threshold(max(yes), min(no))  # type: ignore[type-var, arg-type]
         return self._separation
 
@@ -240,6 +249,17 @@ class RelevanceJudge:
         on questions alone, so no turn of the dialogue moves it); see :func:`calibrated_threshold`."""
         self.separation()
         return self._threshold if self._threshold is not None else DEFAULT_THRESHOLD
+
+    @property
+    def sure_threshold(self) -> float:
+        """Halfway between the highest-scored schema anchor and :attr:`threshold`: a
+        question whose words name nothing in the tables is answered only below it (the
+        evaluation model put "Please translate 'good morning' into Japanese." at 0.58
+        under a threshold of 0.59: undecided, and nothing in the question points here)."""
+        self.separation()
+        if self._answerable_max is None:
+            return self.threshold / 2
+        return (self._answerable_max + self.threshold) / 2
 
     def judge(self, question: str) -> Relevance:
         sep = self.separation()
@@ -256,7 +276,7 @@ class RelevanceJudge:
             note += f" (a separation under {MIN_SEPARATION}: not informative)"
         else:
             note += f"; declined from {self.threshold:.2f}"
-        return Relevance(p, informative, note, self.threshold)
+        return Relevance(p, informative, note, self.threshold, self.sure_threshold)
 
 
 def anchor_questions(tables: Sequence[TableInfo]) -> tuple[str, ...]:
@@ -530,6 +550,12 @@ _GENERIC = frozenset({
     "information", "detail", "data", "database", "table", "column", "then", "now", "instead",
     "again", "too", "whole", "overall", "respectively", "per", "ever", "currently", "known",
     "lot", "much", "many", "few", "several", "rank", "ranked", "top", "bottom", "item",
+    # the query's own operations: sorting, filtering, comparing, combining (no subject)
+    "id", "ids", "increasing", "decreasing", "alphabetical", "alphabetically", "limit", "filter",
+    "duplicate", "unique", "among", "below", "above", "after", "before", "earliest", "latest",
+    "none", "not", "add", "intersect", "union", "except", "common", "popular", "time", "once",
+    "twice", "include", "including", "exclude", "excluding", "without", "were", "been", "being",
+    "over", "under",
 })
 
 
@@ -563,11 +589,29 @@ class Grounding:
     values: list[ValueMention] = field(default_factory=list)
     referring: bool = False
     ungrounded: list[str] = field(default_factory=list)
+    matched: list[str] = field(default_factory=list)
+    proper: list[str] = field(default_factory=list)
 
     @property
     def schema_grounded(self) -> bool:
         """It names or implies a table or column."""
         return bool(self.named or self.implied)
+
+    @property
+    def names_nothing(self) -> bool:
+        """Some of its words name nothing here and none names anything: no table, column,
+        word of one, implied measure or stored value ("Please translate 'good morning'
+        into Japanese."). A referring word alone does not ground it."""
+        return bool(self.ungrounded) and not (self.named or self.implied or self.values or self.matched)
+
+    @property
+    def weakly_named(self) -> bool:
+        """It names one column by a single common word ("year", "score", "price") and
+        nothing else here, among two or more words that name nothing ("What year did the
+        Berlin Wall fall?"): not enough to answer without the model's judgement."""
+        if len(self.named) != 1 or "." not in self.named[0] or self.values or len(self.ungrounded) < 2:
+            return False
+        return len(name_words(self.named[0].split(".", 1)[1]).split()) == 1
 
 
 def implied_columns(db: Any, utterance: str, tables: Sequence[TableInfo] | None = None,
@@ -650,12 +694,17 @@ def ground(db: Any, utterance: str, tables: Sequence[TableInfo] | None = None) -
     values = value_mentions(db, utterance, tables)
     value_words = {singular(w.lower()) for v in values for w in _WORD.findall(v.phrase)}
     labels = [name_words(t.name) for t in tables] + [name_words(c) for t in tables for c in t.columns]
-    ungrounded = []
+    ungrounded, matched = [], []
     for w in content_words(utterance.replace("'s ", " ")):
         if (w in value_words or w in _GENERIC or w in _REFERRING or w in _VAGUE_SUPERLATIVES
-                or w in IMPLIED_MEASURES or w.isdigit()
-                or any(_names(lab, [w], 85.0) or w in lab.split() for lab in labels)):
+                or w in IMPLIED_MEASURES or w.isdigit()):
+            continue
+        if any(_names(lab, [w], 85.0) or w in lab.split() for lab in labels):
+            matched.append(w)
             continue
         ungrounded.append(w)
     referring = bool(_FOLLOW_UP_START.match(utterance.strip())) or any(w in _REFERRING for w in words)
-    return Grounding(named, implied, values, referring, list(dict.fromkeys(ungrounded)))
+    said = _WORD.findall(utterance)[1:]  # the first word is capitalised as a sentence's
+    proper = [w for w in said if w[0].isupper() and singular(w.lower().strip("'")) in ungrounded]
+    return Grounding(named, implied, values, referring, list(dict.fromkeys(ungrounded)),
+                     list(dict.fromkeys(matched)), list(dict.fromkeys(proper)))

@@ -105,15 +105,16 @@ def test_empty_result_says_nothing_found_and_invents_no_value():
 
 
 def test_context_dependent_parse_sees_history_in_prompt():
-    q1, q2 = "How many wins did the Giants have in 2009?", "What about in 2010?"
+    # (a bare "what about in 2010?" is resolved without the parser: a number ellipsis)
+    q1, q2 = "How many wins did the Giants have in 2009?", "And how many losses did they have in 2010?"
     p1 = "SELECT games.wins FROM games WHERE games.team = 'Giants' AND games.season = 2009"
-    p2 = "SELECT games.wins FROM games WHERE games.team = 'Giants' AND games.season = 2010"
+    p2 = "SELECT games.losses FROM games WHERE games.team = 'Giants' AND games.season = 2010"
     s = Script(programs={q1: p1, q2: p2})
     conv = make_conv(s)
     assert conv.ask(q1).answer == 88
     turn = conv.ask(q2)
     assert turn.act == "infer_sql" or turn.act == "inform_sql"
-    assert turn.answer == 92
+    assert turn.program == p2 and turn.source == "parser"
     second_prompt = [r.prompt for r in s.requests if r.prompt.rstrip().endswith("BlendSQL:")][1]
     assert f"Earlier question: {q1}" in second_prompt
     assert f"Earlier query: {p1};" in second_prompt
@@ -206,13 +207,20 @@ def test_unrelated_turn_is_refused_when_the_model_is_sure():
     assert "BlendSQL:" not in s.kinds()  # no parse was attempted
 
 
-def test_a_turn_naming_nothing_is_parsed_when_the_model_is_not_sure():
+def test_a_turn_naming_nothing_is_parsed_only_when_the_model_is_sure():
+    """No word of it names anything in ``games``: answered below the sure threshold
+    (halfway from the highest schema anchor, 0.1, to the threshold, 0.5), declined above it."""
     q = "Who did best in the year Obama was elected?"
-    s = Script(acts={q: "not_related"}, unanswerable={q: 0.45},
-               programs={q: "SELECT games.team FROM games WHERE games.season = 2009 ORDER BY games.wins DESC LIMIT 1"})
+    program = "SELECT games.team FROM games WHERE games.season = 2009 ORDER BY games.wins DESC LIMIT 1"
+    s = Script(acts={q: "not_related"}, unanswerable={q: 0.2}, programs={q: program})
     turn = make_conv(s).ask(q)
     assert turn.act == "inform_sql" and turn.answer == "Giants"
-    assert "judges it answerable" in turn.reason
+    assert "the model is sure it is answerable" in turn.reason
+    s = Script(acts={q: "not_related"}, unanswerable={q: 0.45}, programs={q: program})
+    turn = make_conv(s).ask(q)
+    assert turn.act == "not_related" and turn.program is None
+    assert "none of its words names anything in these tables" in turn.reason
+    assert "answered only below 0.30" in turn.reason
 
 
 def test_uninformative_model_refuses_only_turns_naming_nothing():
