@@ -1129,6 +1129,15 @@ def _stratum_row(mode: str, stratum: str) -> Callable[[Any], Any]:
 
 
 _STRATA = ("<=10%", "10-40%", "40-60%", ">=60%")
+#: the decision modes per split: tune compares framings; report measures the chosen default
+_STRATA_MODES = {"tune": "auto,argmax,labels-argmax,yesno-argmax", "report": "auto,argmax"}
+
+
+def _separation(mode: str) -> Callable[[dict[str, Any]], Any]:
+    def read(d: dict[str, Any]) -> Any:
+        sep = d["modes"][mode]["separation"]
+        return [sep["auc"], *sep["auc_ci95"], sep["best_threshold_per_stratum_accuracy"]]
+    return read
 _TOUCHED = tuple(f"benchmarks/results/sembench_{name}" for name in (
     "report.json", "report_1.json", "report_1.jsonl", "report_2.json", "report_2.jsonl",
     "report_proxy.json", "report_proxy.jsonl", "lotus_report.json", "lotus_report.jsonl",
@@ -1140,13 +1149,16 @@ BENCHES = (*BENCHES, *(
           f"yes/no maps per stratum of the positive rate on the {split.upper()} split "
           "(issue 38): accuracy, FPR, FNR with intervals, counts; decision modes side by side",
           "benchmarks/README.md (SemBench)",
-          (one(cmd("sembench.py", "--strata", "--split", split, "--strata-modes", "auto,argmax",
+          (one(cmd("sembench.py", "--strata", "--split", split, "--strata-modes", _STRATA_MODES[split],
                    "--threads", "2", "--data", "sembench", "--strata-cache", "strata_cache.sqlite",
                    *(("--exclude-touched", *_TOUCHED) if split == "report" else ()),
                    "--out", f"benchmarks/results/sembench_strata_{split}.jsonl")),),
           f"benchmarks/results/sembench_strata_{split}.json",
-          tuple(Number(f"{mode}, stratum {stratum}", fn=_stratum_row(mode, stratum))
-                for mode in ("auto", "argmax") for stratum in _STRATA),
+          (*(Number(f"{mode}, stratum {stratum}", fn=_stratum_row(mode, stratum))
+             for mode in _STRATA_MODES[split].split(",") for stratum in _STRATA),
+           *(Number(f"{mode}: AUC of P(TRUE) and the best-threshold ceiling per stratum",
+                    fn=_separation(mode)) for mode in _STRATA_MODES[split].split(",")
+             if split == "tune")),
           "~40 min (one process)", ("eval-model", "data:sembench"))
     for split in ("tune", "report")),
     Bench("rank-calls", "LLMRank's model calls against n and k with a deterministic comparator "
