@@ -74,7 +74,7 @@ class RunContext(Protocol):
         """The run's metered model (``execute.metering.MeteredModel``)."""
 
     @property
-    def hooks(self) -> Mapping[str, tuple[Any, ...]]:
+    def hooks(self) -> Mapping[Any, tuple[Any, ...]]:
         """The call rules switched on for this run, by hook (``plan.rules.rules_for``)."""
 
     rule_name: str  # the rule being applied ("" outside one; plan.rules.apply_hook sets it)
@@ -97,11 +97,6 @@ class RunContext(Protocol):
 
     def readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
         """The candidate query a call would run now."""
-
-    def compute(self, tree: exp.Expression, call: IngredientCall,
-                ing: Any = None) -> exp.Expression:
-        """Compute one ready call (``ing``: its ingredient, when known); the tree with
-        its lookup."""
 
     def map_runner(self, ing: MapIngredient, call: IngredientCall) -> MapRunner:
         """Bind a map call's arguments; its runner."""

@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from sqlglot import exp
 
+from blendsql.errors import ExecutionError
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.calls import (
     effective_scope,
@@ -40,8 +41,16 @@ from blendsql.plan.candidates import (
     outer_tables,
 )
 from blendsql.plan.context import RunContext
-from blendsql.plan.lookup import inside, null_passes_statically, null_test, temp_table, with_call_as
+from blendsql.plan.lookup import (
+    filter_atom,
+    inside,
+    null_passes_statically,
+    null_test,
+    temp_table,
+    with_call_as,
+)
 from blendsql.plan.relax import relax_scope
+from blendsql.plan.steps import MapDecision, Strategy, planned_in
 from blendsql.plan.values import outputs_to_sqlite
 from blendsql.smoothie import TraceStep
 
@@ -277,34 +286,59 @@ def null_passes(run: RunContext, atom: exp.Expression, call: IngredientCall) -> 
     return bool(r and r[0][0])
 
 
-def lazy_pairs(run: RunContext, call: IngredientCall, value: exp.Expression,
-               atom: exp.Expression | None, question: Any, kw: dict[str, Any],
-               compute: Compute) -> tuple[list[Any], list[Any]] | None:
+def lazy_atom(call: IngredientCall) -> exp.Expression | None:
+    """The condition a lazy scan tests each row's output with: the call's filter atom,
+    else its top-level conjunct (``WHERE NOT {{M(x)}}``)."""
+    return filter_atom(call) or conjunct_atom(call)
+
+
+def lazy_strategy(run: RunContext, tree: exp.Expression, call: IngredientCall,
+                  value: exp.Expression) -> MapDecision | None:
     """Under LIMIT a filter is evaluated in batches, stopping once enough rows qualify.
 
     Why: LIMIT 5 over 10,000 candidates needs the model for a handful of
     values, not all of them; batch sizes and the stop are decided from the
     rows seen so far and traced.
 
-    Returns (values, raw outputs) computed so, or None when lazy evaluation
-    does not apply. ``compute(values) -> outputs`` invokes the ingredient (metered, traced);
-    ``kw``: the call's engine-level kwargs (``prefilter=``).
-    With ``prefilter`` on (session option or the call's kwarg), values are
-    verified best-ranked first instead of in scan order.
+    The decision (taken when the plan is made): LAZY when :func:`lazy_plan`
+    applies and, for a conjunct that is not a set-membership filter
+    (``WHERE NOT {{M(x)}}``), a NULL output fails the condition (else every
+    row may qualify). :func:`lazy_pairs` applies it.
     """
+    atom = filter_atom(call)
+    conjunct = atom is None
     if atom is None:  # e.g. WHERE NOT {{M(x)}}: lazy when a NULL output fails it
         atom = conjunct_atom(call)
-        if atom is None:
+    if atom is None or lazy_plan(call, value, atom) is None:
+        return None
+    if conjunct:
+        if planned_in(atom):  # its NULL test cannot run before the plan does
             return None
         if null_passes(run, atom, call):
-            if lazy_plan(call, value, atom) is not None:  # a runtime decision: traced
-                run.decided(f"lazy {call.name} skipped: a NULL output "
-                            "passes its condition, so every row may qualify",
-                            outcome="skipped", call=run.call_text(call))
+            run.decided(f"lazy {call.name} skipped: a NULL output "
+                        "passes its condition, so every row may qualify",
+                        outcome="skipped", call=run.call_text(call))
             return None
+    return MapDecision(Strategy.LAZY, note="stops once LIMIT rows qualify (upper bound: "
+                       "every candidate)")
+
+
+def lazy_pairs(run: RunContext, call: IngredientCall, value: exp.Expression,
+               question: Any, kw: dict[str, Any], compute: Compute,
+               ) -> tuple[list[Any], list[Any]]:
+    """Apply a LAZY decision: (values, raw outputs) gathered in batches under LIMIT.
+
+    ``compute(values) -> outputs`` invokes the ingredient (metered, traced);
+    ``kw``: the call's engine-level kwargs (``prefilter=``). With ``prefilter``
+    on (session option or the call's kwarg), values are verified best-ranked
+    first instead of in scan order.
+    """
+    atom = lazy_atom(call)
     plan = lazy_plan(call, value, atom)
     if plan is None or atom is None:
-        return None
+        raise ExecutionError(f"the plan's lazy scan of {call.name} no longer applies",
+                             hint="the query changed between planning and running; "
+                             "plan it again")
     t0 = time.perf_counter()
     from blendsql.retrieval.prefilter import method_of
 

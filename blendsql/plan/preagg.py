@@ -70,6 +70,7 @@ from blendsql.plan.context import RunContext
 from blendsql.plan.lookup import replace_node
 from blendsql.plan.lookup import temp_table as temp_table_node
 from blendsql.plan.render import render
+from blendsql.plan.steps import MapDecision, Strategy, planned_in
 from blendsql.plan.values import outputs_to_sqlite
 from blendsql.smoothie import TraceStep
 
@@ -504,37 +505,58 @@ def preagg_final(tree: exp.Expression, plan: PreaggPlan, table: str,
 # query. ``BlendSQL(..., preaggregate=False)`` turns the rule off.
 
 
-def preaggregate(run: RunContext, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
-                 ) -> exp.Expression | None:
+def preaggregate(run: RunContext, tree: exp.Expression, call: IngredientCall,
+                 value: exp.Expression) -> MapDecision | None:
     """A map that is a GROUP BY key runs on the group keys of one partial-aggregate scan.
 
     Why: grouping first means the map sees each key once and SQLite scans
-    once; skipped at run time when a sample of the rows is nearly all
-    distinct (the partial table would be as large as the input).
+    once; skipped when a sample of the rows is nearly all distinct (the
+    partial table would be as large as the input).
 
-    Returns the tree after computing ``call`` so, or None to compute it as
-    usual. When the rule would apply but ingredient predicates of the same WHERE
-    are still uncomputed, one of them is computed first (in the order the
-    engine would pick among them) and that tree is returned; the loop then
-    comes back to this call with a plain WHERE, whose rows the map sees.
+    The decision, taken when the plan is made: GROUPED (with the source
+    columns it was decided on), or None to compute the call as usual. When
+    the rule would apply but ingredient predicates of the same WHERE are
+    still uncomputed, the decision names one of them to compute ``first``
+    (in the order the engine would pick among them); the walk then comes
+    back to this call with those filters computed. When the sample's rows
+    depend on such an earlier step it cannot be taken before running, and
+    the rule decides GROUPED (exact either way; the sample only saves time).
     """
-    t0 = time.perf_counter()
     decided = decide(run, tree, call)
     if decided is None:
         return None
-    plan, others = decided
+    plan, others, sources = decided
     if others:
-        return _compute_first(run, tree, call, others)
+        first = _first_of(run, tree, call, others)
+        return MapDecision(Strategy.PLAIN, first=first) if first is not None else None
+    if planned_in(plan.inner):
+        return MapDecision(Strategy.GROUPED, sources, note="the near-unique sample was not "
+                           "taken: the rows depend on an earlier step")
     if near_unique(run, plan, call):
         return None
+    return MapDecision(Strategy.GROUPED, sources)
+
+
+def apply_grouped(run: RunContext, tree: exp.Expression, ing: MapIngredient,
+                  call: IngredientCall, value: exp.Expression, sources: frozenset[str],
+                  ) -> exp.Expression | None:
+    """Apply a GROUPED decision: the partial-aggregate scan, one map run on its keys and
+    the outer query. None when the database refuses the partial scan (e.g. a correlated
+    reference): the call is then computed from its candidate values."""
+    t0 = time.perf_counter()
+    plan = plan_preagg(call, value, sources)
+    if plan is None:
+        raise ExecutionError(f"the plan's pre-aggregation of {call.name} no longer applies",
+                             hint="the query changed between planning and running; "
+                             "plan it again")
     return _apply(run, tree, ing, call, plan, time.perf_counter() - t0)
 
 
 def decide(run: RunContext, tree: exp.Expression, call: IngredientCall,
-           ) -> tuple[PreaggPlan, list[IngredientCall]] | None:
-    """(plan, ingredient calls of the WHERE still to compute first) when the rule
-    applies to ``call``, else None. The near-unique sample (:func:`near_unique`)
-    is the caller's last check; ``BlendSQL.plan`` asks the same questions."""
+           ) -> tuple[PreaggPlan, list[IngredientCall], frozenset[str]] | None:
+    """(plan, ingredient calls of the WHERE still to compute first, the sources' column
+    names) when the rule applies to ``call``, else None. The near-unique sample
+    (:func:`near_unique`) is the caller's last check."""
     scope = grouped_scope(call)
     if scope is None:
         return None
@@ -550,7 +572,7 @@ def decide(run: RunContext, tree: exp.Expression, call: IngredientCall,
     plan = plan_preagg(call, value, sources, pending_ok=bool(others))
     if plan is None:
         return None
-    return plan, others
+    return plan, others, sources
 
 
 def _source_columns(run: RunContext, scope: exp.Select) -> frozenset[str] | None:
@@ -613,9 +635,9 @@ def near_unique(run: RunContext, plan: PreaggPlan, call: IngredientCall) -> bool
     return False
 
 
-def _compute_first(run: RunContext, tree: exp.Expression, call: IngredientCall,
-                   others: list[IngredientCall]) -> exp.Expression | None:
-    """Compute the WHERE call the engine would pick next were ``call`` not ready."""
+def _first_of(run: RunContext, tree: exp.Expression, call: IngredientCall,
+              others: list[IngredientCall]) -> IngredientCall | None:
+    """The WHERE call the engine would pick next were ``call`` not ready."""
     def candidate(c: IngredientCall) -> exp.Expression | None:
         if c.call_id == call.call_id:
             return None  # not ready: wait for the filters
@@ -626,7 +648,7 @@ def _compute_first(run: RunContext, tree: exp.Expression, call: IngredientCall,
     nxt = next_call(tree, run.registry, candidate, cost=cost)
     if nxt is None or nxt.call_id not in {c.call_id for c in others}:
         return None
-    return run.compute(tree, nxt)
+    return nxt
 
 
 def _apply(run: RunContext, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
