@@ -13,6 +13,7 @@ and reads the run only through :class:`~blendsql.plan.context.RunContext`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
@@ -22,8 +23,11 @@ from blendsql.db.spark_calls import map_on_executors, values_on_executors
 from blendsql.errors import BlendSQLError, IngredientError
 from blendsql.execute.collect import json_shaped
 from blendsql.execute.evaluate import Evaluator, _describe, decode_tuple, value_key
+from blendsql.execute.lazy_scan import lazy_pairs
 from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, call_user
 from blendsql.execute.optimise import call_cost
+from blendsql.execute.preaggregate import apply_grouped
+from blendsql.execute.statistics import Statistics
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients._llm import as_list as option_list
 from blendsql.ingredients.base import Ingredient, JoinIngredient, MapIngredient, QAIngredient
@@ -32,7 +36,7 @@ from blendsql.plan.bind import bind_map, map_args
 from blendsql.plan.calls import effective_scope, map_value
 from blendsql.plan.candidates import DECIDED_META, join_side_candidate, map_candidate
 from blendsql.plan.infer import Hint, infer_hint, order_limit
-from blendsql.plan.lazy import ENGINE_KWARGS, lazy_pairs, lazy_strategy
+from blendsql.plan.lazy import ENGINE_KWARGS, lazy_strategy
 from blendsql.plan.lookup import (
     filter_atom,
     filter_lookup,
@@ -46,7 +50,7 @@ from blendsql.plan.lookup import (
     replace_node,
 )
 from blendsql.plan.order import CallOrder
-from blendsql.plan.preagg import apply_grouped, preaggregate
+from blendsql.plan.preagg import preaggregate
 from blendsql.plan.relax import AtomTexts, ClauseTexts
 from blendsql.plan.rules import Hook, Rule, apply_hook, rule_of
 from blendsql.plan.steps import CallStep, JoinCall, MapCall, QACall, Strategy
@@ -59,6 +63,11 @@ LAZY = rule_of(lazy_strategy)
 
 class StepRunner(Evaluator):
     """An evaluator that computes ready calls, one step at a time."""
+
+    @cached_property
+    def statistics(self) -> Statistics:
+        """The measurements the planning rules decide on (``plan.context.RunStatistics``)."""
+        return Statistics(self)
 
     def call_order(self) -> CallOrder | None:
         """The first ``order`` rule's way of choosing the next ready call (None: none on)."""
