@@ -213,8 +213,29 @@ class BlendSQL:
         started = time.perf_counter()
         run_options = self.options.merged(options, "execute()") if options else dict(self.options)
         _check_query(query, run_options)
-        run = self._new_run(run_options, bind_params(params))
-        return self._in_session(run, lambda: self._run(run, query, params, started))
+        rules = self._rules(run_options)
+        run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
+                  bind_params(params), run_options, rules)
+        run.model.budget = run_options.get("budget")  # enforced around every request batch
+        run.model.request_timeout = run_options.get("model_timeout")  # None: each backend's
+        # a timeout the user set limits the whole query: past it no model request starts,
+        # those in flight are abandoned (blendsql.cancel); an enclosing token (the web
+        # page's request) stops it too
+        token = CancelToken(run_options.get("timeout"), parent=current_token())
+        # one thread at a time; every statement under the time limit; a borrowed
+        # connection is guarded only inside and given back as it came
+        # every statement traced into run.trace; the executors option for Spark's calls
+        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT),
+                             tracer=run.statements,
+                             executors=run.options.get("executors") or "auto"), \
+                cancel_scope(token):
+            try:
+                return self._run(run, query, params, started)
+            except BaseException as e:
+                err = self._stopped(run, token, e)
+                if err is e:
+                    raise
+                raise err from e
 
     def run(self, plan: Plan) -> Smoothie:
         """Run a :class:`~blendsql.plan.steps.Plan` as it is (``execute(q)`` is
@@ -227,31 +248,18 @@ class BlendSQL:
                                  hint="make one with BlendSQL.plan(query), or call "
                                  "execute(query)")
         started = time.perf_counter()
-        run = self._new_run(dict(plan.options), dict(plan.params))
-        return self._in_session(run, lambda: self._run_plan(run, plan, started))
-
-    def _new_run(self, run_options: dict[str, Any], params: dict[str, Any]) -> Run:
+        run_options = dict(plan.options)
         run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
-                  params, run_options, self._rules(run_options))
-        run.model.budget = run_options.get("budget")  # enforced around every request batch
-        run.model.request_timeout = run_options.get("model_timeout")  # None: each backend's
-        return run
-
-    def _in_session(self, run: Run, body: Callable[[], Smoothie]) -> Smoothie:
-        """``body()`` inside the database session of ``run``, under its time limit."""
-        # a timeout the user set limits the whole query: past it no model request starts,
-        # those in flight are abandoned (blendsql.cancel); an enclosing token (the web
-        # page's request) stops it too
-        token = CancelToken(run.options.get("timeout"), parent=current_token())
-        # one thread at a time; every statement under the time limit; a borrowed
-        # connection is guarded only inside and given back as it came
-        # every statement traced into run.trace; the executors option for Spark's calls
+                  dict(plan.params), run_options, self._rules(run_options))
+        run.model.budget = run_options.get("budget")
+        run.model.request_timeout = run_options.get("model_timeout")
+        token = CancelToken(run_options.get("timeout"), parent=current_token())
         with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT),
                              tracer=run.statements,
                              executors=run.options.get("executors") or "auto"), \
-                cancel_scope(token):
+                cancel_scope(token):  # as execute's
             try:
-                return body()
+                return self._run_plan(run, plan, started)
             except BaseException as e:
                 err = self._stopped(run, token, e)
                 if err is e:
@@ -300,10 +308,10 @@ class BlendSQL:
             start = len(run.trace)
             plan = self._walk(run, tree, text, memo=isinstance(query, str),
                               estimate=self._priced(run))
-            for step in run.trace[start:] if plan.estimated else ():
-                step.kind = "plan" if step.kind == "sql" else step.kind  # the estimates'
-
-            self._check_budget(run, plan)
+            if plan.estimated:  # priced for a budget: the estimates' statements are the plan's
+                for step in run.trace[start:]:
+                    step.kind = "plan" if step.kind == "sql" else step.kind
+                self._check_budget(run, plan)
             df = run_plan(run, plan, owned=True)
             return to_smoothie(run, df, text, started, plan)
         except BlendSQLError as e:

@@ -30,6 +30,7 @@ from blendsql.execute.project import apply_late_maps, bind_late_maps
 from blendsql.execute.session import _RUN_IDS
 from blendsql.execute.steps import StepRunner
 from blendsql.execute.walk import plan_query
+from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.plan.calls import find_calls
 from blendsql.plan.render import render
@@ -81,11 +82,13 @@ def run_plan(run: Run, plan: Plan, owned: bool = False) -> pd.DataFrame:
         raise ExecutionError("this plan has run already and cannot run again",
                              hint="make a new one with BlendSQL.plan(query)")
     late, late_plan = bind_late_maps(run, plan.late)
+    calls: dict[int, IngredientCall] | None = None  # a copy's calls (owned: the steps')
     if any(isinstance(s, CallStep) for s in plan.steps):
-        tree = plan.tree if owned else plan.tree.copy()
-        if owned:
-            plan.tree = None  # the lookups replace its calls: it cannot run again
-    calls = {c.call_id: c for c in find_calls(tree)}
+        if owned:  # the lookups replace its calls: it cannot run again
+            plan.tree = None
+        else:
+            tree = tree.copy()
+            calls = {c.call_id: c for c in find_calls(tree)}
     columns: list[str] = []
     rows: list[tuple[Any, ...]] = []
     for number, step in enumerate(plan.steps, 1):
@@ -93,7 +96,7 @@ def run_plan(run: Run, plan: Plan, owned: bool = False) -> pd.DataFrame:
         before = _Meter(run)
         match step:
             case CallStep():
-                call = calls.pop(step.call_id)
+                call = step.node if calls is None else calls[step.call_id]
                 tree = run.compute(tree, call, step)
             case Unordered():
                 raise ExecutionError("could not order the ingredient calls of this query",
@@ -116,14 +119,21 @@ def run_plan(run: Run, plan: Plan, owned: bool = False) -> pd.DataFrame:
     return rows_to_frame(columns, rows)
 
 
+_TRACED = {FinalQuery: "final", LateMap: "late_map", Unordered: "unordered"}
+
+
 def _record(run: Run, step: Step, number: int) -> None:
-    details: dict[str, Any] = {"step": "call" if isinstance(step, CallStep) else step.kind,
-                               "condition": step.condition}
-    what = step.kind
-    if isinstance(step, (CallStep, LateMap)):
-        details["call"] = what = step.call
-    if isinstance(step, MapCall):
-        details["strategy"] = step.strategy.name.lower()
+    """The trace step announcing ``step`` (``details['step']``: ``call`` for every call)."""
+    if isinstance(step, CallStep):
+        what = step.call
+        details: dict[str, Any] = {"step": "call", "condition": step.condition, "call": what}
+        if isinstance(step, MapCall):
+            details["strategy"] = step.strategy.name.lower()
+    else:
+        what = _TRACED.get(type(step)) or step.kind
+        details = {"step": what, "condition": step.condition}
+        if isinstance(step, LateMap):
+            details["call"] = what = step.call
     run.trace.append(TraceStep("plan", f"step {number}: {what}", details=details))
 
 

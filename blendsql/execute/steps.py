@@ -157,7 +157,8 @@ class StepRunner(Evaluator):
         """
         self.memo["tree_version"] = self.memo.get("tree_version", 0) + 1
         try:
-            return self._compute(tree, call, self.registry.get(call.key_name), step)
+            ing = step.ing if step.ing is not None else self.registry.get(call.key_name)
+            return self._compute(tree, call, ing, step)
         finally:  # the tree changed: readiness candidates are built afresh
             self.memo["tree_version"] += 1
 

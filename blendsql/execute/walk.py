@@ -29,7 +29,7 @@ from blendsql.execute.planning import plan_tree
 from blendsql.execute.steps import StepRunner
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
-from blendsql.plan.calls import find_calls, map_value, next_call
+from blendsql.plan.calls import find_calls, next_call
 from blendsql.plan.rules import Hook, apply_hook
 from blendsql.plan.steps import (
     CallStep,
@@ -107,7 +107,8 @@ class _Walk:
                     plan.notes.append("the remaining calls cannot be ordered (a correlated "
                                       "argument?); the query will fail when run")
                     break
-                run.trace_order(call)
+                if len(calls) > 1:  # the ORDER rule compared ready calls: traced
+                    run.trace_order(call)
                 condition = (f"ready; {len(calls)} call(s) left"
                              + ("; cheapest ready call (cost_order)" if cost is not None else ""))
                 done = self.step(tree, call, condition)
@@ -138,6 +139,7 @@ class _Walk:
         else:  # the run reports the kind that cannot be computed
             step = CallStep(call_id=call.call_id, call=text)
         step.condition = condition
+        step.node, step.ing = call, ing
         step.ingredient = call.name
         step.summary = summary(step, call.name)
         step.details.update(call=text, call_id=call.call_id)
@@ -149,10 +151,7 @@ class _Walk:
 
     def strategy(self, tree: exp.Expression, call: IngredientCall) -> MapDecision:
         """The ``STRATEGY`` rules' decision for a map call (none: PLAIN)."""
-        value = map_value(call, self.run.registry)
-        if value is None:  # no value argument: the run reports it
-            return MapDecision(Strategy.PLAIN)
-        decided = apply_hook(self.run, Hook.STRATEGY, tree, call, value)
+        decided = apply_hook(self.run, Hook.STRATEGY, tree, call)
         return decided if isinstance(decided, MapDecision) else MapDecision(Strategy.PLAIN)
 
     def mark(self, call: IngredientCall) -> None:

@@ -28,6 +28,7 @@ from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.calls import (
     effective_scope,
     find_calls,
+    map_value,
     scope_of,
     visible_ctes,
 )
@@ -236,7 +237,7 @@ def lazy_atom(call: IngredientCall) -> exp.Expression | None:
 
 
 def lazy_strategy(run: RunContext, tree: exp.Expression, call: IngredientCall,
-                  value: exp.Expression) -> MapDecision | None:
+                  ) -> MapDecision | None:
     """Under LIMIT a filter is evaluated in batches, stopping once enough rows qualify.
 
     Why: LIMIT 5 over 10,000 candidates needs the model for a handful of
@@ -246,8 +247,14 @@ def lazy_strategy(run: RunContext, tree: exp.Expression, call: IngredientCall,
     The decision (taken when the plan is made): LAZY when :func:`lazy_plan`
     applies and, for a conjunct that is not a set-membership filter
     (``WHERE NOT {{M(x)}}``), a NULL output fails the condition (else every
-    row may qualify). :func:`lazy_pairs` applies it.
+    row may qualify). ``execute.lazy_scan.lazy_pairs`` applies it.
     """
+    scope = scope_of(call)
+    if scope is None or limit_of(scope) is None:  # the cheap test first: no LIMIT, no scan
+        return None
+    value = map_value(call, run.registry)
+    if value is None:
+        return None
     atom = filter_atom(call)
     conjunct = atom is None
     if atom is None:  # e.g. WHERE NOT {{M(x)}}: lazy when a NULL output fails it

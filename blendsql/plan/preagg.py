@@ -502,7 +502,7 @@ def preagg_final(tree: exp.Expression, plan: PreaggPlan, table: str,
 
 
 def preaggregate(run: RunContext, tree: exp.Expression, call: IngredientCall,
-                 value: exp.Expression) -> MapDecision | None:
+                 ) -> MapDecision | None:
     """A map that is a GROUP BY key runs on the group keys of one partial-aggregate scan.
 
     Why: grouping first means the map sees each key once and SQLite scans

@@ -271,7 +271,7 @@ class Hook(Enum):
       chosen;
     - ``SHARE``: ``fn(run, call, key) -> str | None``: the key identical calls share
       (none: each call is evaluated on its own);
-    - ``STRATEGY`` (planning): ``fn(run, tree, call, value) -> MapDecision | None``: how
+    - ``STRATEGY`` (planning): ``fn(run, tree, call) -> MapDecision | None``: how
       a map call gathers its values (lazily under LIMIT, pre-aggregated), decided once
       when the plan is made; the executor applies the decision its step carries;
     - ``STORE`` (running): ``fn(run, tree, call, atom, value, values, stored) -> tree |

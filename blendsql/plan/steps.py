@@ -191,6 +191,10 @@ class CallStep(Step):
 
     call_id: int = -1
     call: str = ""  # the call's BlendSQL text
+    #: the walk's references (the call node in ``Plan.tree``, its ingredient), so a run
+    #: of the plan's own tree finds them without a search
+    node: Any = field(default=None, repr=False, compare=False)
+    ing: Any = field(default=None, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
