@@ -113,6 +113,7 @@ def test_a_step_type_the_engine_does_not_know_fails_loudly(tmp_path: Any) -> Non
 @pytest.mark.parametrize("qid, query, twin, kinds", QUERIES, ids=[q[0] for q in QUERIES])
 def test_execute_runs_the_steps_plan_returned(backend: str, qid: str, query: str, twin: str,
                                               kinds: list[str]) -> None:
+    want, _ = run_sql(DB, twin, backend=backend)  # before the session (Spark: one view name)
     b = _session(backend)
     try:
         planned = b.plan(query)
@@ -130,7 +131,6 @@ def test_execute_runs_the_steps_plan_returned(backend: str, qid: str, query: str
         assert strategies == [s.strategy.name.lower() if isinstance(s, MapCall) else None
                               for s in planned.steps if isinstance(s, CallStep)]
         # the plan runs as it is, twice, with the rows of execute and of the twin
-        want, _ = run_sql(DB, twin, backend=backend)
         ordered = "ORDER BY" in query
         for got in (ran, b.run(planned), b.run(planned)):
             rows = df_rows(got.df)
