@@ -27,14 +27,19 @@ def apply_grouped(run: RunContext, tree: exp.Expression, ing: MapIngredient,
                   call: IngredientCall, value: exp.Expression, sources: frozenset[str],
                   ) -> exp.Expression | None:
     """Apply a GROUPED decision: the partial-aggregate scan, one map run on its keys and
-    the outer query. None when the database refuses the partial scan (e.g. a correlated
-    reference): the call is then computed from its candidate values."""
+    the outer query. None when it cannot be applied here, and the call is then computed
+    from its candidate values (the same rows): the database refuses the partial scan
+    (e.g. a correlated reference), or an earlier step's lookup took a shape the
+    pre-aggregated query cannot hold (a borrowed connection gets no lookup functions, so
+    a lookup in the SELECT list is a scalar subquery). Traced as
+    ``preaggregate_not_applied``."""
     t0 = time.perf_counter()
     plan = plan_preagg(call, value, sources)
     if plan is None:
-        raise ExecutionError(f"the plan's pre-aggregation of {call.name} no longer applies",
-                             hint="the query changed between planning and running; "
-                             "plan it again")
+        run.decided(f"pre-aggregation of {call.name} not applied: an earlier step's lookup "
+                    "is a subquery here; computed from its candidate values",
+                    outcome="not_applied", call=run.call_text(call))
+        return None
     return _apply(run, tree, ing, call, plan, time.perf_counter() - t0)
 
 
