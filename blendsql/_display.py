@@ -58,6 +58,7 @@ CSS = """
 .blendsql-smoothie .bsql-kind-collect{background:rgba(56,132,244,.22)}
 .blendsql-smoothie .bsql-range{background:rgba(120,90,220,.3)}
 .blendsql-smoothie .bsql-plan .bsql-bar{margin-right:0;min-width:0}
+.blendsql-smoothie .bsql-plan .bsql-actual{background:rgba(46,125,50,.07)}
 .blendsql-smoothie .bsql-plan .bsql-tokbox{margin-right:6px;white-space:nowrap}
 .blendsql-smoothie .bsql-bound{opacity:.75;font-size:12px}
 """
@@ -277,14 +278,22 @@ def _range_bar(bound: Any, most: float) -> str:
 
 
 def plan_html(plan: Any) -> str:
-    """A plan as a reader wants it before running: totals as chips, then one row per step
-    (kind, what it does, values, model calls, a prompt-token bar; SQL and the reason a size
-    is a bound, when it is one, under the step)."""
+    """A plan as a reader wants it: totals as chips, then one row per step (kind, what it
+    does, values, model calls, a prompt-token bar; SQL and the reason a size is a bound,
+    when it is one, under the step); after a run, each step's actual values, calls,
+    tokens, rows and milliseconds beside its estimate (EXPLAIN ANALYZE)."""
     total = plan.total
+    analyzed = plan.analyzed
     chips = [(_count(total.values), "values"), (_count(total.model_calls), "model calls"),
-             (_count(total.prompt_tokens), "prompt tokens (estimate)")]
-    if total.dollars is not None:
+             (_count(total.prompt_tokens), "prompt tokens (estimate)")] if plan.estimated else []
+    if total.dollars is not None and plan.estimated:
         chips.append(("$" + _count(total.dollars, 4), "estimate"))
+    if analyzed:
+        act = plan.actual
+        chips += [(f"{act.values:,}", "values (actual)"),
+                  (f"{act.model_calls:,}", "model calls (actual)"),
+                  (f"{act.prompt_tokens:,}", "prompt tokens (actual)"),
+                  (f"{act.seconds * 1000:.1f} ms", "(actual)")]
     meta = "<div class='bsql-meta'>" + "".join(
         f"<span class='bsql-chip'><b>{html.escape(v)}</b> {html.escape(label)}</span>"
         for v, label in chips) + "</div>"
@@ -302,19 +311,36 @@ def plan_html(plan: Any) -> str:
         what = (f"<details class='bsql-step'><summary>{esc(step.summary, 300)}</summary>{extra}"
                 f"</details>" if extra else esc(step.summary, 300))
         est = step.estimate
+        priced = bool(step.ingredient) and plan.estimated
         rows.append(
             f"<tr><td class='num'>{i}</td><td><span class='bsql-kind bsql-kind-{kind}'>{kind}"
             f"</span></td><td>{what}</td><td>{esc(step.ingredient or '')}</td>"
-            f"<td class='num'>{_count(est.values) if step.ingredient else ''}</td>"
-            f"<td class='num'>{_count(est.model_calls) if step.ingredient else ''}</td>"
-            f"<td class='bsql-time'>{_range_bar(est.prompt_tokens, most)}</td></tr>")
+            f"<td class='num'>{_count(est.values) if priced else ''}</td>"
+            f"<td class='num'>{_count(est.model_calls) if priced else ''}</td>"
+            f"<td class='bsql-time'>{_range_bar(est.prompt_tokens, most) if priced else ''}"
+            f"</td>{_actual_cells(step.actual) if analyzed else ''}</tr>")
     head = ("<tr><th>#</th><th>kind</th><th>step</th><th>ingredient</th><th>values</th>"
-            "<th>calls</th><th>prompt tokens</th></tr>")
+            "<th>calls</th><th>prompt tokens</th>"
+            + ("<th class='bsql-actual'>actual values</th><th class='bsql-actual'>calls</th>"
+               "<th class='bsql-actual'>tokens</th><th class='bsql-actual'>rows</th>"
+               "<th class='bsql-actual'>ms</th>" if analyzed else "") + "</tr>")
     notes = "".join(f"<p class='bsql-note'>note: {esc(n, 500)}</p>" for n in plan.notes)
-    return wrap(f"<p class='bsql-note'><b>Plan</b> (nothing has run yet) for "
+    state = ("estimate vs actual, after the run" if analyzed else "nothing has run yet")
+    return wrap(f"<p class='bsql-note'><b>Plan</b> ({state}) for "
                 f"<code>{esc(' '.join(plan.query.split()), 300)}</code></p>{meta}"
                 f"<table class='bsql-steps bsql-plan'><thead>{head}</thead><tbody>{''.join(rows)}"
                 f"</tbody></table>{notes}")
+
+
+def _actual_cells(actual: Any) -> str:
+    """A step's actual figures (EXPLAIN ANALYZE), beside its estimate."""
+    if actual is None:
+        return "<td class='bsql-actual' colspan='5'>did not run</td>"
+    return (f"<td class='num bsql-actual'>{actual.values:,}</td>"
+            f"<td class='num bsql-actual'>{actual.model_calls:,}</td>"
+            f"<td class='num bsql-actual'>{actual.prompt_tokens:,}</td>"
+            f"<td class='num bsql-actual'>{actual.rows:,}</td>"
+            f"<td class='num bsql-actual'>{actual.seconds * 1000:.1f}</td>")
 
 
 class NotebookProgress:

@@ -30,8 +30,7 @@ from blendsql.errors import (
     TooManyRowsError,
     UnsafeQueryError,
 )
-from blendsql.execute.engine import Run, bind_params, execute_tree, to_smoothie
-from blendsql.execute.explain import build_plan
+from blendsql.execute.engine import Run, bind_params, plan_query, run_plan, to_smoothie
 from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.grammar.parser import READ_DIALECT, check_query_size, check_query_type, parse
@@ -238,6 +237,35 @@ class BlendSQL:
                     raise
                 raise err from e
 
+    def run(self, plan: Plan) -> Smoothie:
+        """Run a :class:`~blendsql.plan.steps.Plan` as it is (``execute(q)`` is
+        ``run(plan(q))``): its steps in its order, each as it says, with the params and
+        options it was made with. A budget is checked against the plan's estimate first.
+        The Smoothie's ``plan`` is ``plan``, each step now with its actual figures.
+        """
+        if not isinstance(plan, Plan):
+            raise ExecutionError(f"run() takes a Plan, not {type(plan).__name__}",
+                                 hint="make one with BlendSQL.plan(query), or call "
+                                 "execute(query)")
+        started = time.perf_counter()
+        run_options = dict(plan.options)
+        run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
+                  dict(plan.params), run_options, self._rules(run_options))
+        run.model.budget = run_options.get("budget")
+        run.model.request_timeout = run_options.get("model_timeout")
+        token = CancelToken(run_options.get("timeout"), parent=current_token())
+        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT),
+                             tracer=run.statements,
+                             executors=run.options.get("executors") or "auto"), \
+                cancel_scope(token):  # as execute's
+            try:
+                return self._run_plan(run, plan, started)
+            except BaseException as e:
+                err = self._stopped(run, token, e)
+                if err is e:
+                    raise
+                raise err from e
+
     @staticmethod
     def _stopped(run: Run, token: CancelToken, e: BaseException) -> BaseException:
         """What a failed query raises: ``e``, or, when its work was stopped (time-out,
@@ -276,13 +304,34 @@ class BlendSQL:
             if (isinstance(query, str) and tree.find(IngredientCall) is None
                     and not rule_on(run.options, ENUM_MATCH)):
                 df = self._plain(run, query, params)
-            else:
-                self._check_budget(run, query)
-                df = execute_tree(run, tree, self._parse_expr, memo=isinstance(query, str))
-            return to_smoothie(run, df, text, started)
+                return to_smoothie(run, df, text, started)
+            start = len(run.trace)
+            plan = self._walk(run, tree, text, memo=isinstance(query, str),
+                              estimate=self._priced(run))
+            if plan.estimated:  # priced for a budget: the estimates' statements are the plan's
+                for step in run.trace[start:]:
+                    step.kind = "plan" if step.kind == "sql" else step.kind
+                self._check_budget(run, plan)
+            df = run_plan(run, plan, owned=True)
+            return to_smoothie(run, df, text, started, plan)
         except BlendSQLError as e:
             if e.trace is None:
                 e.trace = list(run.trace)  # what ran before the failure, for explaining it
+            raise
+        except _INTERNAL as e:
+            raise internal_error("running", e) from e
+        finally:
+            run.cleanup()
+
+    def _run_plan(self, run: Run, plan: Plan, started: float) -> Smoothie:
+        """``run``'s body, inside the session: temp objects cleaned up on any exit."""
+        try:
+            self._check_budget(run, plan)
+            df = run_plan(run, plan)
+            return to_smoothie(run, df, plan.query, started, plan)
+        except BlendSQLError as e:
+            if e.trace is None:
+                e.trace = list(run.trace)
             raise
         except _INTERNAL as e:
             raise internal_error("running", e) from e
@@ -294,12 +343,13 @@ class BlendSQL:
     def plan(self, query: str | exp.Expression,
              params: Sequence[Any] | Mapping[str, Any] | None = None,
              **options: Any) -> Plan:
-        """The query's plan: ordered steps with SQL and estimates, no model called.
+        """The query's plan: ordered typed steps with SQL and estimates, no model called.
 
         Runs the query's plain candidate queries on the database to count the
         values each ingredient call would receive (see
-        :mod:`blendsql.execute.explain`). ``str(plan)`` prints it; in Jupyter
-        it renders as a table. Options as for :meth:`execute`.
+        :mod:`blendsql.execute.estimate`). ``str(plan)`` prints it; in Jupyter
+        it renders as a table; :meth:`run` runs it as it is. Options as for
+        :meth:`execute`.
         """
         run_options = self.options.merged(options, "plan()")
         _check_query(query, run_options)
@@ -309,21 +359,25 @@ class BlendSQL:
                              tracer=run.statements,
                              executors=run.options.get("executors") or "auto"):
             try:
-                return self._build_plan(run, query)
+                text = query if isinstance(query, str) else query.sql(dialect="sqlite")
+                tree = self._parse_cached(query) if isinstance(query, str) else query
+                plan = self._walk(run, tree, text, memo=isinstance(query, str), estimate=True)
+                plan.trace = run.trace
+                return plan
             finally:
                 run.cleanup()
 
-    def _build_plan(self, run: Run, query: str | exp.Expression) -> Plan:
-        text = query if isinstance(query, str) else query.sql(dialect="sqlite")
-        tree = self._parse_cached(query) if isinstance(query, str) else query
+    def _walk(self, run: Run, tree: exp.Expression, text: str, memo: bool,
+              estimate: bool) -> Plan:
+        """The one walk that makes a query's plan (``execute.walk.plan_query``)."""
         try:
-            plan = build_plan(run, tree, self._parse_expr, text, self._declared_prices())
+            plan = plan_query(run, tree, self._parse_expr, text, memo=memo, estimate=estimate,
+                              prices=self._declared_prices() if estimate else None)
         except BlendSQLError:
             raise
         except _INTERNAL as e:
             raise internal_error("planning", e) from e
-        plan.trace = run.trace
-        if rule_on(run.options, ENUM_MATCH):
+        if estimate and rule_on(run.options, ENUM_MATCH):
             plan.notes.append("enum_match may rewrite literals (and call the model) before "
                               "these steps; not estimated")
         return plan
@@ -333,30 +387,26 @@ class BlendSQL:
         model = self._model if self._model is not None else self._model_arg
         return prices_of(model) if isinstance(model, Model) else None
 
-    def _check_budget(self, run: Run, query: str | exp.Expression) -> None:
+    @staticmethod
+    def _priced(run: Run) -> bool:
+        """Whether the run has a budget of model calls to check its plan against."""
+        budget: Budget | None = run.options.get("budget")
+        return budget is not None and budget.model_calls is not None
+
+    def _check_budget(self, run: Run, plan: Plan) -> None:
         """Before the first model call: refuse a plan whose estimate exceeds the budget.
 
-        Model calls are checked against the plan's lower bound (what the query
-        certainly costs); prompt tokens and dollars are rough estimates here and
-        are enforced exactly before each request batch instead (``MeteredModel``).
+        The plan priced is the plan that runs. Model calls are checked against its
+        lower bound (what the query certainly costs); prompt tokens and dollars are
+        rough estimates here and are enforced exactly before each request batch
+        instead (``MeteredModel``).
         """
-        budget: Budget | None = run.options.get("budget")
-        if budget is None or budget.model_calls is None:
+        if not self._priced(run) or not plan.estimated:
             return
-        planner = Run(self.db, self.registry, run.model, dict(run.params), run.options)
-        t0 = time.perf_counter()
-        with self.db.tracing(planner.statements):
-            try:
-                plan = self._build_plan(planner, query)
-            finally:
-                planner.cleanup()
-        for step in planner.trace:  # the planning statements, in this run's trace too
-            step.kind = "plan" if step.kind == "sql" else step.kind
-            run.trace.append(step)
+        budget: Budget = run.options["budget"]
         total = plan.total
         run.trace.append(TraceStep("plan", f"budget check ({budget.describe()}): "
-                                   f"{total.describe()}", seconds=time.perf_counter() - t0,
-                                   details={"plan": str(plan)}))
+                                   f"{total.describe()}", details={"plan": str(plan)}))
         dollars = total.dollars.low if total.dollars is not None else None
         budget.check_estimate(int(total.model_calls.low), int(total.prompt_tokens.low), dollars,
                               str(plan))

@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_arguments(run)
 
     explain = sub.add_parser("explain", help="show a query's plan and estimated cost "
-                             "(values, model calls, prompt tokens) without calling a model")
+                             "(values, model calls, prompt tokens) without calling a model; "
+                             "--analyze runs it and adds the actual figures")
     explain.add_argument("db", help="SQLite file, CSV file, or 'example'")
     explain.add_argument("query", help="query text, '@file.sql' to read a file, or '-' for stdin")
     explain.add_argument("--params", metavar="JSON",
@@ -92,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="register a custom ingredient class (repeatable)")
     explain.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                          help="an option, as for run (repeatable)")
+    explain.add_argument("--analyze", action="store_true",
+                         help="run the plan (calling the model) and show each step's "
+                         "estimate beside its actual values, calls, tokens, rows and time, "
+                         "as PostgreSQL's EXPLAIN ANALYZE")
+    add_model_arguments(explain)
 
     schema = sub.add_parser("schema", help="list the tables and columns of a database")
     schema.add_argument("db", help="SQLite / DuckDB file, Parquet / CSV file, postgresql:// URL, "
@@ -477,13 +483,18 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO, *, model: Any = 
 
 def cmd_explain(args: argparse.Namespace, out: TextIO, *, model: Any = None,
                 ingredients: Sequence[Any] = ()) -> int:
-    """``blendsql explain``: print ``BlendSQL.plan(query)`` (no model is loaded or called)."""
+    """``blendsql explain``: print ``BlendSQL.plan(query)`` (no model is loaded or called);
+    with ``--analyze``, run that plan and print it with each step's actual figures."""
     db = open_source(args.db)
+    if args.analyze and model is None:
+        model = resolve_model(args)
     engine = _make_engine(db, model, [*ingredients, *(load_ingredient(s) for s in args.ingredient)],
                           False, None)
     try:
         plan = engine.plan(read_query(args.query), params=parse_params(args.params),
                            **parse_options(args.option))
+        if args.analyze:
+            engine.run(plan)
     finally:
         engine.close()
     print(plan, file=out)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from blendsql._display import NotebookProgress, meta_html, smoothie_html, wrap
+
+if TYPE_CHECKING:
+    from blendsql.plan.steps import Plan
 
 HTML_MAX_ROWS = 20  # rows in the Jupyter table (the counters give the full count)
 TEXT_MAX_ROWS = 30  # rows in str(smoothie)
@@ -86,12 +89,19 @@ class TraceStep:
 
 @dataclass
 class Smoothie:
-    """``df`` (the rows), ``meta`` (counters) and ``trace`` (ordered steps)."""
+    """``df`` (the rows), ``meta`` (counters), ``trace`` (ordered steps) and ``plan``.
+
+    ``plan``: the :class:`~blendsql.plan.steps.Plan` that ran, each step with its
+    estimate (when the run priced it: ``BlendSQL.run(BlendSQL.plan(q))`` or a budget)
+    and its actual values, model calls, prompt tokens, rows and seconds, as
+    PostgreSQL's ``EXPLAIN ANALYZE`` shows them (None for a query without ingredients).
+    """
 
     df: pd.DataFrame
     meta: Meta
     trace: list[TraceStep] = field(default_factory=list)
     query: str = ""
+    plan: Plan | None = None
 
     def confidence(self, ingredient: str | None = None) -> pd.DataFrame:
         """One row per value an ingredient decided from the model's probabilities.

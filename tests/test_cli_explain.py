@@ -1,4 +1,5 @@
-"""``blendsql explain DB QUERY``: the plan, printed without loading or calling a model."""
+"""``blendsql explain DB QUERY``: the plan, printed without loading or calling a model;
+``--analyze`` runs it and prints each step's estimate beside its actual figures."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import io
 import sqlite3
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from blendsql.cli import main
 from blendsql.models.base import FunctionModel, Request
@@ -45,3 +48,34 @@ def test_explain_reports_user_errors(tmp_path: Path) -> None:
     rc = main(["explain", db, "SELECT 1", "--option", "lazzy=false"],
               stdout=out, stderr=err)
     assert rc == 2 and "did you mean 'lazy'" in err.getvalue()
+
+
+def _answer(req: Request) -> Any:
+    return "true" if "k1" in (req.prompt or str(req.messages)) else "false"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "duckdb"])
+def test_explain_analyze_shows_estimate_beside_actual(tmp_path: Path, backend: str) -> None:
+    db = _db(tmp_path)
+    if backend == "duckdb":
+        pytest.importorskip("duckdb")
+        from blendsql.db.transfer import sqlite_to_duckdb
+
+        db = sqlite_to_duckdb(db, tmp_path / "e.duckdb")
+    out, err = io.StringIO(), io.StringIO()
+    q = "SELECT id FROM t WHERE id > 3 AND {{LLMMap('Is it rare?', t.kind)}} = TRUE"
+    calls: list[Request] = []
+
+    def answer(req: Request) -> Any:
+        calls.append(req)
+        return _answer(req)
+
+    rc = main(["explain", "--analyze", str(db), q], model=FunctionModel(answer),
+              stdout=out, stderr=err)
+    text = out.getvalue()
+    assert rc == 0, err.getvalue()
+    assert text.startswith("plan (analyzed) for:")
+    assert "[call] call LLMMap on 4 value(s)" in text and "model calls=4" in text
+    assert "actual: values=4  model calls=" in text  # the estimate, then what ran
+    assert text.count("      actual: ") == 2 and "\nactual: values=4" in text
+    assert calls, "--analyze runs the plan"

@@ -3,7 +3,8 @@
 One path to the data: the plain-language layer reads through the ``Backend``
 interface only (no driver, no ``.conn``), so each of its statements is traced,
 guarded and time-limited on every backend; ``db/backend.py`` imports none of its
-implementations, and the engine none of them either. For these checks every
+implementations, and the engine none of them either. The rules (``plan/``) import
+neither the databases nor the models, and run no statement. For these checks every
 import statement counts, wherever it stands (module level, a ``TYPE_CHECKING``
 block, a function body).
 
@@ -111,6 +112,30 @@ def test_the_spark_check_knows_the_spark_modules_and_sees_an_import(tmp_path: Pa
     assert spark_imports(imported(src)) == {
         "pyspark.sql", "pyspark.sql.types", "blendsql.db.spark_calls",
         "blendsql.db.spark_calls.ExecutorModel", "blendsql.db.spark_extra"}
+
+
+PLAN_MODULES = sorted((ROOT / "plan").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", PLAN_MODULES, ids=lambda p: p.name)
+def test_the_rules_import_neither_the_databases_nor_the_models(path: Path) -> None:
+    """``plan/`` holds pure decisions: statistics come in as data (``run.statistics``),
+    and the SQL, temp tables and model calls of a step are ``execute/``'s."""
+    bad = _under(imported(path), ("blendsql.db", "blendsql.models") + DRIVERS)
+    assert not bad, f"blendsql/plan/{path.name} imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("path", PLAN_MODULES, ids=lambda p: p.name)
+def test_the_rules_run_no_statement_and_read_no_backend(path: Path) -> None:
+    """No ``run.sql(...)`` / ``run.db`` / ``run.model`` in ``plan/`` (the protocol
+    ``plan/context.py`` declares them for ``execute/``'s helpers)."""
+    if path.name == "context.py":
+        return
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    uses = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+            and n.attr in ("sql", "db", "model") and isinstance(n.value, ast.Name)
+            and n.value.id == "run"]
+    assert not uses, f"blendsql/plan/{path.name} reaches the database on lines {uses}"
 
 
 def test_the_checks_would_see_a_violation(tmp_path: Path) -> None:

@@ -1,45 +1,53 @@
-"""Running a planned query: the engine's runners for the interpreter's steps.
+"""Running a plan: one ``match`` on the type of each step the walk decided.
 
-The steps (see docs/ARCHITECTURE.md, "Execution in layers"): ``prepare``
-applies the tree rules (``blendsql.plan.rules``); each ``call`` step computes
-the next ready call (inner scopes first) with a step runner
-(``execute.steps``), which replaces the call in the AST by a lookup of its
-outputs; when no call is left, ``final`` renders and runs the plain SQLite
-query, and ``late_maps`` fills in projection-only map columns. Which step
-comes next is decided by ``execute.interpreter.next_step``, shared with
-``BlendSQL.plan()``.
+The steps (see docs/ARCHITECTURE.md, "Execution in layers") come from
+``execute.walk.plan_query``: each call step computes one ingredient call
+with a step runner (``execute.steps``), as its strategy says, and the call
+in the AST becomes a lookup of its outputs; ``FinalQuery`` renders and runs
+the plain query left; ``LateMap`` fills in projection-only map columns on
+the final rows. Nothing here chooses a call or a strategy: :func:`run_plan`
+runs the steps in the plan's order and measures each one (its
+:class:`~blendsql.plan.steps.Actual`, the plan's EXPLAIN ANALYZE).
 
 Layers, each importing only those below it: ``session`` (database, trace,
 temp objects) < ``evaluate`` (arguments, constraints, invocation) <
-``steps`` (map / QA / join runners) < ``interpreter`` (step kinds, the loop)
-< ``engine`` (:class:`Run`, :class:`Executor`).
+``steps`` (map / QA / join runners) < ``estimate`` < ``walk`` (the plan)
+< ``engine`` (:class:`Run`, :func:`run_plan`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import pandas as pd
 from sqlglot import exp
 
 from blendsql.db.frames import rows_to_frame
 from blendsql.errors import ExecutionError
-from blendsql.execute.interpreter import ExecStep, Interpreter, WalkState, interpret
-from blendsql.execute.planning import plan_tree
-from blendsql.execute.project import LateMap, apply_late_maps, bind_late_maps
+from blendsql.execute.project import apply_late_maps, bind_late_maps
 from blendsql.execute.session import _RUN_IDS
 from blendsql.execute.steps import StepRunner
+from blendsql.execute.walk import plan_query
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.plan.calls import find_calls
-from blendsql.plan.project import LatePlan
 from blendsql.plan.render import render
+from blendsql.plan.steps import (
+    Actual,
+    CallStep,
+    FinalQuery,
+    LateMap,
+    MapCall,
+    Plan,
+    Step,
+    Unordered,
+)
 from blendsql.smoothie import Smoothie, TraceStep
 
 Parser = Callable[[str, IngredientRegistry], exp.Expression]
-__all__ = ["Executor", "Run", "bind_params", "execute_tree", "to_smoothie", "_RUN_IDS"]
+__all__ = ["Run", "bind_params", "plan_query", "run_plan", "to_smoothie", "_RUN_IDS"]
 
 
 class Run(StepRunner):
@@ -58,111 +66,99 @@ def bind_params(params: Sequence[Any] | Mapping[str, Any] | None) -> dict[str, A
     return {f"p{i}": v for i, v in enumerate(params)}
 
 
-def execute_tree(run: Run, tree: exp.Expression, parse_expr: Callable[[str], exp.Expression],
-                 memo: bool = False) -> pd.DataFrame:
-    """Plan and run an AST: interpret its steps; the caller owns cleanup of ``run``'s temp tables.
+def run_plan(run: Run, plan: Plan, owned: bool = False) -> pd.DataFrame:
+    """Run ``plan``'s steps in order, each as it says; every step is measured.
 
-    ``memo``: ``tree`` is a session-cached parse that nobody changes, so
-    planning work may be memoised on it (``blendsql.plan.memo``).
+    ``owned``: the plan was made for this run only (``execute``), so its tree is the
+    run's working copy; otherwise the tree is copied and the plan can run again.
+    Every step is traced before it runs (a ``plan`` step with ``details['step']``,
+    its kind, and ``details['condition']``), so the trace reads as the list of
+    steps, each followed by what it ran.
     """
-    executor = Executor(run, tree, parse_expr, memo)
-    interpret(executor, WalkState(tree))
-    return rows_to_frame(executor.columns, executor.rows)
-
-
-class Executor(Interpreter):
-    """The engine's step runners: each step does its work on the database and the model.
-
-    Every step is traced before it runs (a ``plan`` step with
-    ``details['step']``, its kind, and ``details['condition']``), so the
-    trace reads as the list of steps, each followed by what it ran.
-    """
-
-    runners: ClassVar[dict[str, str]] = {
-        "prepare": "run_prepare", "call": "run_call", "unordered": "run_unordered",
-        "final": "run_final", "late_map": "run_late_maps"}
-
-    def __init__(self, run: Run, given: exp.Expression,
-                 parse_expr: Callable[[str], exp.Expression], memo: bool) -> None:
-        super().__init__(run)
-        self.engine = run
-        self.given = given
-        self.parse_expr = parse_expr
-        self.memo = memo
-        self.late: list[LateMap] = []
-        self.late_plan: LatePlan | None = None
-        self.columns: list[str] = []
-        self.rows: list[tuple[Any, ...]] = []
-        self.owned = False  # the walk's tree is this run's own copy (see run_prepare)
-
-    def ordering_cost(self) -> Callable[[IngredientCall], float] | None:
-        return self.engine.ordering_cost()
-
-    def record(self, state: WalkState, step: ExecStep) -> None:
-        details: dict[str, Any] = {"step": step.kind, "condition": step.condition}
-        what = step.kind
-        if step.call is not None:
-            details["call"] = what = self.engine.call_text(step.call)
-        self.engine.trace.append(TraceStep("plan", f"step {len(state.steps) + 1}: {what}",
-                                           details=details))
-
-    def run_prepare(self, state: WalkState, step: ExecStep) -> None:
-        """The tree rules, then the late maps bound while their calls are in the tree."""
-        run = self.engine
-        t0 = time.perf_counter()
+    if not owned:  # else the walk that made the plan for this run noted them
         run.note_rules_off()
-        planned = plan_tree(run, self.given, self.parse_expr, self.memo)
-        self.late, self.late_plan = bind_late_maps(run, planned)
-        tree, calls = planned.tree, find_calls(planned.tree)
-        # texts and keys read on the planned tree, whose nodes keep them (meta) for the
-        # next run of a cached query; by call id for this run's copy
-        texts = [run.call_text(c) for c in calls]
-        for c in calls:
-            run.call_key(c)
-        if calls:  # the one copy of the query: every call step replaces its call in place
-            tree = tree.copy()
-            calls = find_calls(tree)
-            self.owned = True
-        state.replace_tree(tree)
-        state.calls = calls
-        state.prepared = True
-        state.late_pending = bool(self.late)
-        run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to compute",
-                                   seconds=time.perf_counter() - t0,
-                                   details={"calls": texts}))
-
-    def run_call(self, state: WalkState, step: ExecStep) -> None:
-        """Compute one ready call; the tree holds a lookup of its outputs instead."""
-        assert step.call is not None
-        self.engine.trace_order(step.call)
-        done: list[int] = self.engine.memo.setdefault("computed", [])
-        before = len(done)
-        tree = self.engine.compute(state.tree, step.call, step.ingredient)
-        state.computed(tree, set(done[before:]))  # the call, and any computed first
-
-    def run_unordered(self, state: WalkState, step: ExecStep) -> None:
-        raise ExecutionError("could not order the ingredient calls of this query",
-                             hint="an ingredient argument may refer to an outer query; "
-                             "rewrite it without the correlation")
-
-    def run_final(self, state: WalkState, step: ExecStep) -> None:
-        """The plain SQLite query left once every call is computed."""
-        tree, late_plan = state.tree, self.late_plan
-        if late_plan is not None and tree is late_plan.projected:  # nothing else was computed
-            late_plan.sql = late_plan.sql or render(tree)
-            self.columns, self.rows = self.engine.sql(late_plan.sql, "final query")
+    tree = plan.tree
+    if tree is None:
+        raise ExecutionError("this plan has run already and cannot run again",
+                             hint="make a new one with BlendSQL.plan(query)")
+    late, late_plan = bind_late_maps(run, plan.late)
+    calls: dict[int, IngredientCall] | None = None  # a copy's calls (owned: the steps')
+    if any(isinstance(s, CallStep) for s in plan.steps):
+        if owned:  # the lookups replace its calls: it cannot run again
+            plan.tree = None
         else:
-            self.columns, self.rows = self.engine.sql(render(tree, copy=not self.owned),
-                                                      "final query")
-        state.final_done = True
+            tree = tree.copy()
+            calls = {c.call_id: c for c in find_calls(tree)}
+    columns: list[str] = []
+    rows: list[tuple[Any, ...]] = []
+    for number, step in enumerate(plan.steps, 1):
+        _record(run, step, number)
+        before = _Meter(run)
+        match step:
+            case CallStep():
+                call = step.node if calls is None else calls[step.call_id]
+                tree = run.compute(tree, call, step)
+            case Unordered():
+                raise ExecutionError("could not order the ingredient calls of this query",
+                                     hint="an ingredient argument may refer to an outer "
+                                     "query; rewrite it without the correlation")
+            case FinalQuery():
+                if late_plan is not None and tree is late_plan.projected:  # nothing computed
+                    late_plan.sql = late_plan.sql or render(tree)
+                    columns, rows = run.sql(late_plan.sql, "final query")
+                else:
+                    columns, rows = run.sql(render(tree, copy=not owned), "final query")
+            case LateMap():
+                one = next(m for m in late if m.call.call_id == step.call_id)
+                rows = apply_late_maps([one], rows)
+            case _:
+                raise ExecutionError(f"no runner for the plan step {type(step).__name__}",
+                                     hint="a step type the engine does not know; plan the "
+                                     "query with this version of blendsql")
+        step.actual = before.actual(run, step, rows)
+    return rows_to_frame(columns, rows)
 
-    def run_late_maps(self, state: WalkState, step: ExecStep) -> None:
-        """Fill in the projection-only map columns on the final rows."""
-        self.rows = apply_late_maps(self.late, self.rows)
-        state.late_pending = False
+
+_TRACED = {FinalQuery: "final", LateMap: "late_map", Unordered: "unordered"}
 
 
-def to_smoothie(run: Run, df: pd.DataFrame, query: str, started: float) -> Smoothie:
-    """Package the result with counters and trace."""
+def _record(run: Run, step: Step, number: int) -> None:
+    """The trace step announcing ``step`` (``details['step']``: ``call`` for every call)."""
+    if isinstance(step, CallStep):
+        what = step.call
+        details: dict[str, Any] = {"step": "call", "condition": step.condition, "call": what}
+        if isinstance(step, MapCall):
+            details["strategy"] = step.strategy.name.lower()
+    else:
+        what = _TRACED.get(type(step)) or step.kind
+        details = {"step": what, "condition": step.condition}
+        if isinstance(step, LateMap):
+            details["call"] = what = step.call
+    run.trace.append(TraceStep("plan", f"step {number}: {what}", details=details))
+
+
+class _Meter:
+    """The run's counters when a step starts; :meth:`actual` is the step's share."""
+
+    def __init__(self, run: Run) -> None:
+        m = run.meta
+        self.values, self.calls, self.tokens = m.values_passed, m.model_calls, m.prompt_tokens
+        self.trace = len(run.trace)
+        self.t0 = time.perf_counter()
+
+    def actual(self, run: Run, step: Step, rows: list[tuple[Any, ...]]) -> Actual:
+        m = run.meta
+        if isinstance(step, (FinalQuery, LateMap)):
+            n_rows = len(rows)
+        else:  # the rows the step's statements returned
+            n_rows = sum(t.rows_out or 0 for t in run.trace[self.trace:]
+                         if t.kind in ("sql", "temp_table"))
+        return Actual(m.values_passed - self.values, m.model_calls - self.calls,
+                      m.prompt_tokens - self.tokens, n_rows, time.perf_counter() - self.t0)
+
+
+def to_smoothie(run: Run, df: pd.DataFrame, query: str, started: float,
+                plan: Plan | None = None) -> Smoothie:
+    """Package the result with counters, trace and the plan that ran."""
     run.meta.seconds = time.perf_counter() - started
-    return Smoothie(df=df, meta=run.meta, trace=run.trace, query=query)
+    return Smoothie(df=df, meta=run.meta, trace=run.trace, query=query, plan=plan)

@@ -42,6 +42,7 @@ from blendsql.models.gguf import loads_since
 from blendsql.plan.calls import scope_of, source_names
 from blendsql.plan.infer import Hint, Uses, identical_uses, infer_hint, literal_value
 from blendsql.plan.render import attach_ctes
+from blendsql.plan.rules import Hook
 from blendsql.plan.values import lossy_notes
 from blendsql.smoothie import TraceStep
 
@@ -203,7 +204,7 @@ class Evaluator(Session):
                 uses if uses is not None else identical_uses(call, *self.uses_inputs(call)))
             self.memo["call_groups"] = (root, groups)
             entry = memo[key] = SharedCall(hint=hint, uses=len(found))
-            for rule in self.hooks["share"][:1] if len(found) > 1 else ():
+            for rule in self.hooks[Hook.SHARE][:1] if len(found) > 1 else ():
                 with self.applying(rule):
                     self.decided(f"{rule.name}: {len(found)} identical uses of {call.name} "
                                  "share one evaluation", call=self.call_text(call),

@@ -1,7 +1,7 @@
 """Applying the tree rules of ``blendsql.plan.rules`` for a run (shared with ``plan()``).
 
-Why its own module: the engine and the planner (``execute.explain``) must
-see the same tree, so both call :func:`plan_tree`; the rules reach the
+Why its own module: the walk (``execute.walk``) calls :func:`plan_tree` first,
+so the plan's steps are decided on the tree the engine computes on; the rules reach the
 database only through :class:`RuleEnv` (a rule's ``RuleContext``).
 """
 
@@ -86,8 +86,8 @@ def plan_tree(run: RunContext, given: exp.Expression, parse_expr: Callable[[str]
               memo: bool = False) -> PlanState:
     """Every tree rule, in list order: ``prepare`` (memoised), then ``rewrite``.
 
-    Shared by :func:`execute_tree` and the planner (``execute.explain``), so
-    ``plan()`` sees the tree the engine will compute on.
+    The walk's first move (``execute.walk.plan_query``): the plan's steps are decided
+    on this tree.
     """
     tree = prepare(run, given, parse_expr, memo)
     return apply_stage("rewrite", PlanState(tree, memo=memo), RuleEnv(run, parse_expr))

@@ -10,8 +10,8 @@ from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import MapIngredient
 from blendsql.plan.context import RunContext
 from blendsql.plan.project import LatePlan
-from blendsql.plan.rules import PlanState, rule_of
 from blendsql.plan.rules import late_maps as late_maps_rule
+from blendsql.plan.rules import rule_of
 from blendsql.plan.values import outputs_to_sqlite
 from blendsql.smoothie import TraceStep
 
@@ -25,14 +25,15 @@ class LateMap:
     run_values: Callable[[list[Any]], list[Any]]
 
 
-def bind_late_maps(run: RunContext, state: PlanState) -> tuple[list[LateMap], LatePlan | None]:
-    """Bind the maps the ``late_maps`` rule deferred: (late maps, their plan).
+def bind_late_maps(run: RunContext, plan: LatePlan | None,
+                   ) -> tuple[list[LateMap], LatePlan | None]:
+    """Bind the maps the ``late_maps`` rule deferred (``plan``, None: none): (late maps,
+    their plan).
 
     Their arguments are evaluated now, while the calls are in the tree
-    (``state.late.named``); the outputs are filled in after the final query.
+    (``plan.named``); the outputs are filled in after the final query.
     """
-    plan = state.late
-    if not state.deferred or plan is None:
+    if plan is None:
         return [], None
     late = []
     for index, call in plan.deferred:

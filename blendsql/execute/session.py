@@ -38,7 +38,7 @@ from blendsql.models.gguf import load_count
 from blendsql.plan.calls import call_key
 from blendsql.plan.lookup import map_lookup
 from blendsql.plan.render import render
-from blendsql.plan.rules import Rule, RunRules, apply_hook, rules_for
+from blendsql.plan.rules import Hook, Rule, RunRules, apply_hook, rules_for
 from blendsql.plan.values import first_column
 from blendsql.smoothie import Meta, TraceStep
 
@@ -299,7 +299,7 @@ class Session:
     def shared_key(self, call: IngredientCall, key: str) -> str:
         """The key ``call`` shares with identical calls under the ``share`` rules
         (none on: its own, so every call is evaluated on its own)."""
-        shared = apply_hook(self, "share", call, key)
+        shared = apply_hook(self, Hook.SHARE, call, key)
         return str(shared) if shared is not None else f"{key}#{call.call_id}"
 
     def call_key(self, call: IngredientCall) -> str:

@@ -2,15 +2,18 @@
 
 Why its own module: a map, a QA and a join each run differently (candidate
 values, lazy scans, pre-aggregation; one answer; two value sets) but all
-end the same way, with the call replaced by data, never SQL text. The call
-rules apply at this module's hooks (``plan.rules.apply_hook``: ``compute``,
-``values``, ``store``; ``order`` in :meth:`StepRunner.call_order`); their code is in
-``plan/`` and reads the run only through :class:`~blendsql.plan.context.RunContext`.
+end the same way, with the call replaced by data, never SQL text. Each
+call runs as its plan step says (a map's :class:`~blendsql.plan.steps.Strategy`
+was decided once, when the plan was made); only the ``STORE`` hook, a decision
+on the outputs, applies here (``SHARE`` in ``execute.session``, ``ORDER`` in
+:meth:`StepRunner.call_order`, for the walk). The rules' code is in ``plan/``
+and reads the run only through :class:`~blendsql.plan.context.RunContext`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
@@ -19,8 +22,11 @@ from sqlglot import exp
 from blendsql.errors import BlendSQLError, IngredientError
 from blendsql.execute.collect import json_shaped
 from blendsql.execute.evaluate import Evaluator, _describe, decode_tuple, value_key
+from blendsql.execute.lazy_scan import lazy_pairs
 from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, call_user
 from blendsql.execute.optimise import call_cost
+from blendsql.execute.preaggregate import apply_grouped
+from blendsql.execute.statistics import Statistics
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients._llm import as_list as option_list
 from blendsql.ingredients.base import Ingredient, JoinIngredient, MapIngredient, QAIngredient
@@ -29,7 +35,7 @@ from blendsql.plan.bind import bind_map, map_args
 from blendsql.plan.calls import effective_scope, map_value
 from blendsql.plan.candidates import DECIDED_META, join_side_candidate, map_candidate
 from blendsql.plan.infer import Hint, infer_hint, order_limit
-from blendsql.plan.lazy import ENGINE_KWARGS
+from blendsql.plan.lazy import ENGINE_KWARGS, lazy_strategy
 from blendsql.plan.lookup import (
     filter_atom,
     filter_lookup,
@@ -43,21 +49,31 @@ from blendsql.plan.lookup import (
     replace_node,
 )
 from blendsql.plan.order import CallOrder
+from blendsql.plan.preagg import preaggregate
 from blendsql.plan.relax import AtomTexts, ClauseTexts
-from blendsql.plan.rules import Rule, apply_hook
+from blendsql.plan.rules import Hook, Rule, apply_hook, rule_of
+from blendsql.plan.steps import CallStep, JoinCall, MapCall, QACall, Strategy
 from blendsql.plan.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.smoothie import TraceStep
+
+PREAGGREGATE = rule_of(preaggregate)  # the rules whose decisions a map step applies
+LAZY = rule_of(lazy_strategy)
 
 
 class StepRunner(Evaluator):
     """An evaluator that computes ready calls, one step at a time."""
+
+    @cached_property
+    def statistics(self) -> Statistics:
+        """The measurements the planning rules decide on (``plan.context.RunStatistics``)."""
+        return Statistics(self)
 
     def call_order(self) -> CallOrder | None:
         """The first ``order`` rule's way of choosing the next ready call (None: none on)."""
         memo = self.memo
         if "call_order" not in memo:
             memo["call_order"] = None
-            for rule in self.hooks["order"]:
+            for rule in self.hooks[Hook.ORDER]:
                 order = rule.fn(self)  # decides nothing yet: its choices are traced by chosen
                 if order is not None:
                     memo["call_order"] = (rule, order)
@@ -130,38 +146,36 @@ class StepRunner(Evaluator):
             return exp.select(exp.Literal.number(1))
         return exp.select(exp.Literal.number(1))
 
-    def compute(self, tree: exp.Expression, call: IngredientCall,
-                ing: Ingredient | None = None) -> exp.Expression:
-        """Compute one ready call; return ``tree`` with it replaced by a lookup.
+    def compute(self, tree: exp.Expression, call: IngredientCall, step: CallStep,
+                ) -> exp.Expression:
+        """Compute one ready call as its plan step says; return ``tree`` with it replaced
+        by a lookup.
 
-        ``tree`` is the run's own working copy (``Executor.run_prepare`` copies
-        the planned tree once per query): the lookup replaces the call in place.
+        ``tree`` is the run's own working copy (``execute.engine.run_plan`` copies
+        the plan's tree once per run): the lookup replaces the call in place.
         """
         self.memo["tree_version"] = self.memo.get("tree_version", 0) + 1
-        done: list[int] = self.memo.setdefault("computed", [])  # see Executor.run_call
-        before = len(done)
         try:
-            out = self._compute(tree, call, ing or self.registry.get(call.key_name))
+            ing = step.ing if step.ing is not None else self.registry.get(call.key_name)
+            return self._compute(tree, call, ing, step)
         finally:  # the tree changed: readiness candidates are built afresh
             self.memo["tree_version"] += 1
-        if len(done) == before:  # else pre-aggregation computed a WHERE call first, not this
-            done.append(call.call_id)
-        return out
 
     def _compute(self, tree: exp.Expression, call: IngredientCall, ing: Ingredient | None,
-                 ) -> exp.Expression:
-        if isinstance(ing, MapIngredient):
-            return self.compute_map(tree, ing, call)
-        if isinstance(ing, QAIngredient):
-            repl = self.compute_qa(ing, call)
-        elif isinstance(ing, JoinIngredient):
-            repl = self.compute_join(ing, call)
-        else:
-            raise IngredientError(
-                f"{call.name} is a {getattr(ing, 'kind', 'unknown')} ingredient, which "
-                "cannot be computed here",
-                hint="map, qa and join ingredients run in queries; alias and string "
-                "ingredients expand before planning")
+                 step: CallStep) -> exp.Expression:
+        match step:
+            case MapCall() if isinstance(ing, MapIngredient):
+                return self.compute_map(tree, ing, call, step)
+            case QACall() if isinstance(ing, QAIngredient):
+                repl = self.compute_qa(ing, call)
+            case JoinCall() if isinstance(ing, JoinIngredient):
+                repl = self.compute_join(ing, call)
+            case _:
+                raise IngredientError(
+                    f"{call.name} is a {getattr(ing, 'kind', 'unknown')} ingredient, which "
+                    "cannot be computed here",
+                    hint="map, qa and join ingredients run in queries; alias and string "
+                    "ingredients expand before planning")
         return replace_call(tree, call.call_id, repl, in_place=True)
 
     def map_runner(self, ing: MapIngredient, call: IngredientCall,
@@ -228,27 +242,30 @@ class StepRunner(Evaluator):
         return value_node, question, engine_kw, run_values
 
     def compute_map(self, tree: exp.Expression, ing: MapIngredient, call: IngredientCall,
-                    ) -> exp.Expression:
-        """Map: the candidate query's distinct values -> one run -> temp table lookup.
+                    step: MapCall) -> exp.Expression:
+        """Map: its values gathered as the step's strategy says -> one run -> a lookup.
 
         In a positive filter (``WHERE {{M(x)}} = TRUE``) the lookup is a set
         membership test on an unindexed table; elsewhere an indexed probe.
         """
-        done = apply_hook(self, "compute", tree, ing, call)  # e.g. a GROUP BY key
-        if done is not None:
-            return done  # type: ignore[no-any-return]
+        if step.strategy is Strategy.GROUPED:
+            value = map_value(call, self.registry)
+            assert value is not None and step.sources is not None
+            with self.applying(PREAGGREGATE):
+                done = apply_grouped(self, tree, ing, call, value, step.sources)
+            if done is not None:
+                return done
         value_node, question, engine_kw, run_values = self.map_runner(ing, call)
         atom = filter_atom(call)
-        # e.g. under LIMIT: stop once enough rows qualify
-        gathered = apply_hook(self, "values", call, value_node, atom, question, engine_kw,
-                              run_values)
-        if gathered is not None:
-            values, outputs = gathered
+        if step.strategy is Strategy.LAZY:  # stop once enough rows qualify
+            with self.applying(LAZY):
+                values, outputs = lazy_pairs(self, call, value_node, question, engine_kw,
+                                             run_values)
         else:
             values = self.cascade_values(call, value_node)
             outputs = run_values(values) if values else []
         stored = outputs_to_sqlite(outputs)
-        done = apply_hook(self, "store", tree, call, atom, value_node, values, stored)
+        done = apply_hook(self, Hook.STORE, tree, call, atom, value_node, values, stored)
         if done is not None:  # e.g. the filter decided in Python
             return done  # type: ignore[no-any-return]
         pairs = list(zip(values, stored, strict=True))

@@ -1,4 +1,4 @@
-"""What a call rule (and the planner) may use of a run: a Protocol, nothing concrete.
+"""What a call rule may use of a run: a Protocol, nothing concrete.
 
 Why: the call rules (``plan.preagg``, ``plan.lazy``, ``plan.order``,
 ``plan.static_filter``, ``plan.calls.share_identical``) stand before the engine
@@ -15,20 +15,40 @@ from typing import Any, Protocol
 
 from sqlglot import exp
 
-from blendsql.db.backend import Backend
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry, MapIngredient
-from blendsql.models.base import Model
 from blendsql.smoothie import Meta, TraceStep
 
 #: what ``map_runner`` returns: (value node, question, engine kwargs, run_values)
 MapRunner = tuple[exp.Expression, Any, dict[str, Any], Callable[[list[Any]], list[Any]]]
 
 
-class RunContext(Protocol):
-    """The session, evaluator and step-runner operations a helper may call."""
+class RunStatistics(Protocol):
+    """The measurements a rule decides on, taken by the executor
+    (:class:`blendsql.execute.statistics.Statistics`): ``plan/`` receives them as data
+    and runs no statement itself."""
 
-    db: Backend
+    def source_columns(self, query: exp.Select) -> frozenset[str] | None:
+        """Lower-case column names a ``SELECT * ... LIMIT 0`` returns (None: unknown)."""
+
+    def declares_collation(self, tree: exp.Expression) -> bool:
+        """Whether a table the tree names declares a COLLATE (True when unsure)."""
+
+    def distinct_sample(self, query: exp.Select, summary: str) -> tuple[int, int] | None:
+        """(rows, distinct values) a counting query returns (None: it cannot run)."""
+
+    def null_passes(self, test: exp.Expression, name: str) -> bool:
+        """Whether a NULL test (``SELECT <condition with NULL>``) holds."""
+
+
+class RunContext(Protocol):
+    """The session, evaluator and step-runner operations a helper may call.
+
+    ``db`` and ``model`` are the run's backend and metered model, for the executor's
+    helpers (``execute/``); ``plan/`` reads neither (and imports neither package).
+    """
+
+    db: Any
     registry: IngredientRegistry
     options: dict[str, Any]
     params: dict[str, Any]  # the run's bound parameters (names start __bsql_<kind><run_id>)
@@ -70,11 +90,15 @@ class RunContext(Protocol):
         """The key identical calls share."""
 
     @property
-    def model(self) -> Model:
+    def model(self) -> Any:
         """The run's metered model (``execute.metering.MeteredModel``)."""
 
     @property
-    def hooks(self) -> Mapping[str, tuple[Any, ...]]:
+    def statistics(self) -> RunStatistics:
+        """The measurements the rules decide on."""
+
+    @property
+    def hooks(self) -> Mapping[Any, tuple[Any, ...]]:
         """The call rules switched on for this run, by hook (``plan.rules.rules_for``)."""
 
     rule_name: str  # the rule being applied ("" outside one; plan.rules.apply_hook sets it)
@@ -97,11 +121,6 @@ class RunContext(Protocol):
 
     def readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
         """The candidate query a call would run now."""
-
-    def compute(self, tree: exp.Expression, call: IngredientCall,
-                ing: Any = None) -> exp.Expression:
-        """Compute one ready call (``ing``: its ingredient, when known); the tree with
-        its lookup."""
 
     def map_runner(self, ing: MapIngredient, call: IngredientCall) -> MapRunner:
         """Bind a map call's arguments; its runner."""

@@ -12,15 +12,13 @@ the (positive, set-membership) filter; every such value's rows come *after*
 the first ``LIMIT + OFFSET`` qualifying rows in the scan order, so the final
 rows equal the unoptimised plan's rows for the same scan order.
 
-The first part decides whether a call qualifies and builds the ordered row
-query (pure); the second runs the loop through the run (:func:`lazy_pairs`, the
-rule's function at the executor's ``values`` hook).
+This module decides whether a call qualifies and builds the ordered row query
+(pure; :func:`lazy_strategy` is the rule's function at the ``STRATEGY`` hook);
+``execute.lazy_scan`` runs the loop when a plan's step says LAZY.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -30,6 +28,7 @@ from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.calls import (
     effective_scope,
     find_calls,
+    map_value,
     scope_of,
     visible_ctes,
 )
@@ -40,10 +39,15 @@ from blendsql.plan.candidates import (
     outer_tables,
 )
 from blendsql.plan.context import RunContext
-from blendsql.plan.lookup import inside, null_passes_statically, null_test, temp_table, with_call_as
+from blendsql.plan.lookup import (
+    filter_atom,
+    inside,
+    null_passes_statically,
+    null_test,
+    with_call_as,
+)
 from blendsql.plan.relax import relax_scope
-from blendsql.plan.values import outputs_to_sqlite
-from blendsql.smoothie import TraceStep
+from blendsql.plan.steps import MapDecision, Strategy, planned_in
 
 
 @dataclass(frozen=True)
@@ -213,191 +217,60 @@ def atom_condition(atom: exp.Expression, call: IngredientCall) -> exp.Expression
 # The lazy-evaluation loop and its prefiltered variant. When :func:`lazy_pairs`
 # returns None the executor's ordinary "all candidate values at once" path runs.
 
-Compute = Callable[[list[Any]], list[Any]]
 PREFILTER_OPTION = "prefilter"
 ENGINE_KWARGS = ("prefilter",)  # per-call kwargs the engine consumes (never passed to run())
 
 
-def enabled(run: RunContext, name: str, default: Any, kw: dict[str, Any] | None = None) -> Any:
-    """A per-call kwarg wins over the session option, which wins over ``default``."""
-    if kw is not None and name in kw:
-        return kw[name]
-    return run.options.get(name, default)
-
-
-class _Walk:
-    """State of one lazy evaluation: row values, outputs so far, which pass."""
-
-    def __init__(self, run: RunContext, call: IngredientCall, atom: exp.Expression,
-                 row_values: list[Any], null_passes: bool) -> None:
-        self.run = run
-        self.call = call
-        self.cond = atom_condition(atom, call)
-        self.row_values = row_values
-        self.null_passes = null_passes
-        self.passes: dict[Any, bool] = {}
-        self.pairs: list[tuple[Any, Any]] = []
-
-    def add(self, values: list[Any], outputs: list[Any]) -> None:
-        """Record a batch; which values pass is decided by SQLite on the atom itself."""
-        self.pairs.extend(zip(values, outputs, strict=True))
-        pairs = list(zip(values, outputs_to_sqlite(outputs), strict=True))
-        name = self.run.temp_table("lz", pairs, index=False)
-        q = exp.select(exp.column("k")).from_(temp_table(name), copy=False).where(
-            self.cond.copy(), copy=False)
-        _, rows = self.run.sql(q, f"which values pass {self.call.name} (batch)")
-        good = {r[0] for r in rows}
-        for v in values:
-            self.passes[v] = v in good
-
-    def qualified_prefix(self) -> tuple[int, Any]:
-        """(rows qualified, first uncomputed value or None) walking in scan order."""
-        n = 0
-        for v in self.row_values:
-            if v is None:
-                n += int(self.null_passes)
-                continue
-            if v not in self.passes:
-                return n, v
-            n += int(self.passes[v])
-        return n, None
-
-    def qualified_anywhere(self) -> int:
-        """Rows (anywhere in scan order) whose value is computed and passes."""
-        return sum(int(self.null_passes) if v is None else int(self.passes.get(v, False))
-                   for v in self.row_values)
-
-
 def null_passes(run: RunContext, atom: exp.Expression, call: IngredientCall) -> bool:
-    """Whether a NULL output satisfies the atom (statically, else asked of SQLite)."""
+    """Whether a NULL output satisfies the atom (statically, else a statistic the run
+    measures: ``run.statistics.null_passes``)."""
     static = null_passes_statically(atom, call)
     if static is not None:
         return static
-    _, r = run.sql(null_test(atom, call), f"does a NULL output pass for {call.name}")
-    return bool(r and r[0][0])
+    return run.statistics.null_passes(null_test(atom, call), call.name)
 
 
-def lazy_pairs(run: RunContext, call: IngredientCall, value: exp.Expression,
-               atom: exp.Expression | None, question: Any, kw: dict[str, Any],
-               compute: Compute) -> tuple[list[Any], list[Any]] | None:
+def lazy_atom(call: IngredientCall) -> exp.Expression | None:
+    """The condition a lazy scan tests each row's output with: the call's filter atom,
+    else its top-level conjunct (``WHERE NOT {{M(x)}}``)."""
+    return filter_atom(call) or conjunct_atom(call)
+
+
+def lazy_strategy(run: RunContext, tree: exp.Expression, call: IngredientCall,
+                  ) -> MapDecision | None:
     """Under LIMIT a filter is evaluated in batches, stopping once enough rows qualify.
 
     Why: LIMIT 5 over 10,000 candidates needs the model for a handful of
     values, not all of them; batch sizes and the stop are decided from the
     rows seen so far and traced.
 
-    Returns (values, raw outputs) computed so, or None when lazy evaluation
-    does not apply. ``compute(values) -> outputs`` invokes the ingredient (metered, traced);
-    ``kw``: the call's engine-level kwargs (``prefilter=``).
-    With ``prefilter`` on (session option or the call's kwarg), values are
-    verified best-ranked first instead of in scan order.
+    The decision (taken when the plan is made): LAZY when :func:`lazy_plan`
+    applies and, for a conjunct that is not a set-membership filter
+    (``WHERE NOT {{M(x)}}``), a NULL output fails the condition (else every
+    row may qualify). ``execute.lazy_scan.lazy_pairs`` applies it.
     """
+    scope = scope_of(call)
+    if scope is None or limit_of(scope) is None:  # the cheap test first: no LIMIT, no scan
+        return None
+    value = map_value(call, run.registry)
+    if value is None:
+        return None
+    atom = filter_atom(call)
+    conjunct = atom is None
     if atom is None:  # e.g. WHERE NOT {{M(x)}}: lazy when a NULL output fails it
         atom = conjunct_atom(call)
-        if atom is None:
+    if atom is None or lazy_plan(call, value, atom) is None:
+        return None
+    if conjunct:
+        if planned_in(atom):  # its NULL test cannot run before the plan does
             return None
         if null_passes(run, atom, call):
-            if lazy_plan(call, value, atom) is not None:  # a runtime decision: traced
-                run.decided(f"lazy {call.name} skipped: a NULL output "
-                            "passes its condition, so every row may qualify",
-                            outcome="skipped", call=run.call_text(call))
+            run.decided(f"lazy {call.name} skipped: a NULL output "
+                        "passes its condition, so every row may qualify",
+                        outcome="skipped", call=run.call_text(call))
             return None
-    plan = lazy_plan(call, value, atom)
-    if plan is None or atom is None:
-        return None
-    t0 = time.perf_counter()
-    from blendsql.retrieval.prefilter import method_of
-
-    method = method_of(enabled(run, PREFILTER_OPTION, None, kw))
-    scan = _Scan(run, call, plan)
-    if method is not None and question is not None:
-        scan.pull_all()  # ranking needs every candidate value
-    walk = _Walk(run, call, atom, scan.row_values, null_passes(run, atom, call))
-    if method is not None and question is not None:
-        _prefiltered(run, call, plan, walk, scan.distinct, str(question), method, compute, t0)
-    else:
-        _in_scan_order(run, call, plan, walk, scan, compute, t0)
-    return [p[0] for p in walk.pairs], [p[1] for p in walk.pairs]
-
-
-class _Scan:
-    """The lazy plan's rows, read in scan order a page at a time.
-
-    Why pages: the source may be huge or endless (``WITH RECURSIVE c(x) AS
-    (SELECT 1 UNION ALL SELECT x + 1 FROM c)``); reading every row first
-    never ends, although LIMIT makes the answer finite. Each page re-runs
-    the rows query with a doubled ``LIMIT`` and keeps the rows past the
-    ones already read, so the total work stays within twice the rows read.
-    With an ORDER BY the rows are read at once: a sort must see every row
-    anyway, and a top-N sort need not order ties as the full sort does.
-    """
-
-    FIRST_PAGE = 256
-
-    def __init__(self, run: RunContext, call: IngredientCall, plan: LazyPlan) -> None:
-        self.run, self.call, self.plan = run, call, plan
-        self.row_values: list[Any] = []
-        self.distinct: list[Any] = []
-        self.position: dict[Any, int] = {}
-        self.done = False
-        self.pages = 0
-        self._limit = 0
-
-    def pull(self) -> bool:
-        """Read the next page; False when the source had no more rows."""
-        if self.done:
-            return False
-        q = self.plan.rows
-        if q.args.get("order") is None:
-            self._limit = max(self.FIRST_PAGE, self._limit * 2)
-            q = q.copy()
-            q.set("limit", exp.Limit(expression=exp.Literal.number(self._limit)))
-        else:
-            self._limit = 0
-        _, rows = self.run.sql(q, f"rows in scan order for lazy {self.call.name}"
-                               + (f" (first {self._limit})" if self._limit else ""))
-        self.pages += 1
-        new = rows[len(self.row_values):]
-        self.done = not self._limit or len(rows) < self._limit
-        for r in new:
-            v = r[-1]
-            self.row_values.append(v)
-            if v is not None and v not in self.position:
-                self.position[v] = len(self.distinct)
-                self.distinct.append(v)
-        return bool(new)
-
-    def pull_all(self) -> None:
-        while self.pull():
-            pass
-
-
-def _in_scan_order(run: RunContext, call: IngredientCall, plan: LazyPlan, walk: _Walk,
-                   scan: _Scan, compute: Compute, t0: float) -> None:
-    """Batches of the next new values in scan order; stop when the answer is fixed.
-
-    Rows are read page by page (:class:`_Scan`) only as far as the walk needs.
-    """
-    size, rounds = max(1, plan.needed), 0
-    scan.pull()
-    while True:
-        qualified, first_missing = walk.qualified_prefix()
-        if qualified >= plan.needed:
-            break
-        if first_missing is None:
-            if scan.pull():
-                continue
-            break
-        if rounds:
-            size = next_batch_size(size, len(walk.passes), qualified, plan.needed)
-        start = scan.position[first_missing]
-        batch = [v for v in scan.distinct[start:] if v not in walk.passes][:size]
-        while len(batch) < size and scan.pull():  # fill the batch from further pages
-            batch = [v for v in scan.distinct[start:] if v not in walk.passes][:size]
-        walk.add(batch, compute(batch))
-        rounds += 1
-    _trace(run, call, plan, walk, len(scan.distinct), rounds,
-           "scan order" + ("" if scan.done else f", {len(scan.row_values)} rows read"), t0)
+    return MapDecision(Strategy.LAZY, note="stops once LIMIT rows qualify (upper bound: "
+                       "every candidate)")
 
 
 def next_batch_size(previous: int, computed: int, qualified: int, needed: int) -> int:
@@ -414,53 +287,3 @@ def next_batch_size(previous: int, computed: int, qualified: int, needed: int) -
     return max(1, int(per_row * (needed - qualified) * 1.1 + 0.999))
 
 
-def _prefiltered(run: RunContext, call: IngredientCall, plan: LazyPlan, walk: _Walk,
-                 distinct: list[Any], question: str, method: str, compute: Compute,
-                 t0: float) -> None:
-    """Verify values best-ranked first; stop when LIMIT + OFFSET rows qualify."""
-    from blendsql.retrieval.prefilter import memo_for, rank_values, session_embedder
-
-    t_rank = time.perf_counter()
-    kind = str(run.options.get("prefilter_embedder", "default"))
-    embedder = session_embedder(kind)
-    disk = run.options.get("prefilter_cache", kind != "hashing" and method != "bm25")
-    ranked = rank_values(question, distinct, method, embedder=embedder,
-                         memo=memo_for(run.db, disk))
-    order = [distinct[i] for i in ranked]
-    rank_seconds = time.perf_counter() - t_rank
-    size, rounds, done = max(1, plan.needed), 0, 0
-    while done < len(order) and walk.qualified_anywhere() < plan.needed:
-        batch = order[done:done + size]
-        walk.add(batch, compute(batch))
-        done += len(batch)
-        rounds += 1
-        size *= 2
-    run.trace.append(TraceStep(
-        "retrieval",
-        f"prefilter for {call.name}: ranked {len(distinct)} value(s) by {method} similarity "
-        f"to {question!r}; verified the top {done} with the model",
-        seconds=rank_seconds, ingredient=call.name, rows_in=len(distinct), rows_out=done,
-        details={"method": method, "ranked": len(distinct), "verified": done,
-                 "embedder": embedder.identity() if method != "bm25" else None,
-                 "top": [str(v)[:80] for v in order[:5]], "call": run.call_text(call)}))
-    _trace(run, call, plan, walk, len(distinct), rounds, f"{method} rank order", t0)
-
-
-def _trace(run: RunContext, call: IngredientCall, plan: LazyPlan, walk: _Walk, total: int,
-           rounds: int, order: str, t0: float) -> None:
-    """One plan step saying how much lazy evaluation saved."""
-    qualified = walk.qualified_anywhere()
-    run.trace.append(TraceStep(
-        "plan",
-        f"lazy {call.name} under LIMIT {plan.limit}"
-        + (f" OFFSET {plan.offset}" if plan.offset else "")
-        + f": computed {len(walk.pairs)} of {total} distinct value(s) in {rounds} batch(es) "
-        f"({order}); {qualified} row(s) qualified, {plan.needed} needed",
-        seconds=time.perf_counter() - t0, ingredient=call.name, rows_in=total,
-        rows_out=len(walk.pairs),
-        details={"rule": run.rule_name, "condition": f"LIMIT {plan.limit}"
-                 + (f" OFFSET {plan.offset}" if plan.offset else "")
-                 + f" needs {plan.needed} row(s); stopped with {qualified} qualified",
-                 "computed": len(walk.pairs), "distinct": total,
-                 "needed": plan.needed, "batches": rounds, "order": order,
-                 "call": run.call_text(call)}))

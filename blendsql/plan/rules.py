@@ -35,6 +35,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any, Protocol
 
 from sqlglot import exp
@@ -131,7 +132,7 @@ class Rule:
     switch: Switch | None = None
     default: bool = True
     required: bool = False
-    hook: str | None = None
+    hook: Hook | None = None
 
 
 # -- prepare: required rewrites -------------------------------------------------------
@@ -261,20 +262,31 @@ def late_maps(state: PlanState, ctx: RuleContext) -> PlanState:
 
 # -- call: decisions the executor makes with runtime information -------------------------
 
-#: where the executor applies call rules, each hook with the signature of its rules' ``fn``
-#: (``run``: :class:`blendsql.plan.context.RunContext`); the enabled rules of a hook are
-#: tried in list order and the first answer that is not None is taken:
-#:
-#: - ``order``: ``fn(run) -> CallOrder | None``: how the next ready call is chosen;
-#: - ``share``: ``fn(run, call, key) -> str | None``: the key identical calls share
-#:   (none: each call is evaluated on its own);
-#: - ``compute``: ``fn(run, tree, ing, call) -> tree | None``: a map call computed another
-#:   way than from its candidate values;
-#: - ``values``: ``fn(run, call, value, atom, question, engine_kwargs, run_values) ->
-#:   (values, outputs) | None``: a map call's values and outputs gathered another way;
-#: - ``store``: ``fn(run, tree, call, atom, value, values, stored) -> tree | None``: the
-#:   computed outputs put in the tree another way than as a (value, output) table.
-CALL_HOOKS = ("order", "share", "compute", "values", "store")
+class Hook(Enum):
+    """Where call rules apply, each with the signature of its rules' ``fn`` (``run``:
+    :class:`blendsql.plan.context.RunContext`); the enabled rules of a hook are tried in
+    list order and the first answer that is not None is taken:
+
+    - ``ORDER`` (planning): ``fn(run) -> CallOrder | None``: how the next ready call is
+      chosen;
+    - ``SHARE``: ``fn(run, call, key) -> str | None``: the key identical calls share
+      (none: each call is evaluated on its own);
+    - ``STRATEGY`` (planning): ``fn(run, tree, call) -> MapDecision | None``: how
+      a map call gathers its values (lazily under LIMIT, pre-aggregated), decided once
+      when the plan is made; the executor applies the decision its step carries;
+    - ``STORE`` (running): ``fn(run, tree, call, atom, value, values, stored) -> tree |
+      None``: the computed outputs put in the tree another way than as a (value,
+      output) table (a decision on the outputs, so taken when they exist).
+    """
+
+    ORDER = "order"
+    SHARE = "share"
+    STRATEGY = "strategy"
+    STORE = "store"
+
+
+#: every hook, in the order a call meets them
+CALL_HOOKS: tuple[Hook, ...] = tuple(Hook)
 
 
 def _why(fn: Callable[..., Any]) -> str:
@@ -289,10 +301,11 @@ def _tree(name: str, fn: Callable[[PlanState, RuleContext], PlanState], stage: s
     return Rule(name, fn, _why(fn), stage, **kw)
 
 
-def call_rule(name: str, fn: Callable[..., Any], hook: str, **kw: Any) -> Rule:
-    """A ``call`` rule applied at ``hook`` (one of :data:`CALL_HOOKS`)."""
-    if hook not in CALL_HOOKS:
-        raise ValueError(f"unknown call-rule hook {hook!r}; hooks: {', '.join(CALL_HOOKS)}")
+def call_rule(name: str, fn: Callable[..., Any], hook: Hook, **kw: Any) -> Rule:
+    """A ``call`` rule applied at ``hook``."""
+    if not isinstance(hook, Hook):
+        raise TypeError(f"a call rule's hook is a Hook, not {hook!r}; hooks: "
+                        f"{', '.join(h.name for h in Hook)}")
     return Rule(name, fn, _why(fn), "call", hook=hook, **kw)
 
 
@@ -311,14 +324,14 @@ RULES: tuple[Rule, ...] = (
     _tree("name_columns", name_columns, "rewrite", required=True),
     _tree("late_maps", late_maps, "rewrite", switch=Switch(
         _ON_OFF, "defer SELECT-list maps until the final rows are known")),
-    call_rule("cost_order", order.cost_order, "order", switch=Switch(
+    call_rule("cost_order", order.cost_order, Hook.ORDER, switch=Switch(
         _ON_OFF, "order ingredient predicates so that cheap ones run first")),
-    call_rule("share_identical", calls.share_identical, "share"),
-    call_rule("preaggregate", preagg.preaggregate, "compute", switch=Switch(
+    call_rule("share_identical", calls.share_identical, Hook.SHARE),
+    call_rule("preaggregate", preagg.preaggregate, Hook.STRATEGY, switch=Switch(
         _ON_OFF, "aggregate before calling ingredients when the query allows it")),
-    call_rule("lazy", lazy.lazy_pairs, "values", switch=Switch(
+    call_rule("lazy", lazy.lazy_strategy, Hook.STRATEGY, switch=Switch(
         _ON_OFF, "evaluate ingredients lazily under LIMIT (stop once enough rows qualify)")),
-    call_rule("static_filter", static_filter.store_passing, "store"),
+    call_rule("static_filter", static_filter.store_passing, Hook.STORE),
 )
 
 #: every rule by name
@@ -354,7 +367,7 @@ def apply_stage(stage: str, state: PlanState, ctx: RuleContext) -> PlanState:
     return state
 
 
-def apply_hook(run: Any, hook: str, *args: Any) -> Any:
+def apply_hook(run: Any, hook: Hook, *args: Any) -> Any:
     """Apply the run's call rules of ``hook`` (``run.hooks``) in list order to ``args``;
     the first answer that is not None, or None. Each rule's decisions are traced under
     its name (``run.rule_name`` while it runs)."""
@@ -380,7 +393,7 @@ class RunRules:
     """What a run reads of the rule list once: the call rules switched on, by hook (in
     list order), and the names of the rules on by default that are switched off."""
 
-    hooks: dict[str, tuple[Rule, ...]]
+    hooks: dict[Hook, tuple[Rule, ...]]
     off: tuple[str, ...]
 
 

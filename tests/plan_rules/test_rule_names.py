@@ -95,8 +95,8 @@ def inline_passing(run: RunContext, tree: exp.Expression, call: IngredientCall,
 @pytest.fixture
 def toy_rule(monkeypatch: pytest.MonkeyPatch) -> rules.Rule:
     """The toy rule as one entry of RULES, before static_filter (same hook, tried first)."""
-    toy = rules.call_rule("inline_passing", inline_passing, "store")
-    at = next(i for i, r in enumerate(rules.RULES) if r.hook == "store")
+    toy = rules.call_rule("inline_passing", inline_passing, rules.Hook.STORE)
+    at = next(i for i, r in enumerate(rules.RULES) if r.hook is rules.Hook.STORE)
     listed = rules.RULES[:at] + (toy,) + rules.RULES[at:]
     # BY_NAME and OPTIONAL are read from RULES when the module loads
     monkeypatch.setattr(rules, "RULES", listed)
@@ -141,5 +141,6 @@ def test_a_toy_rule_name_is_checked_like_the_others(toy_rule: rules.Rule) -> Non
 
 
 def test_a_call_rule_names_a_known_hook() -> None:
-    with pytest.raises(ValueError, match="hooks: order, share"):
-        rules.call_rule("toy", inline_passing, "somewhere")
+    with pytest.raises(TypeError, match="hooks: ORDER, SHARE, STRATEGY, STORE"):
+        rules.call_rule("toy", inline_passing, "store")  # type: ignore[arg-type]
+    assert rules.CALL_HOOKS == tuple(rules.Hook)
