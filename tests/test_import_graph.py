@@ -305,7 +305,7 @@ def test_no_import_cycle_runs_through(folder: str) -> None:
 #: the folders from the bottom up; a folder imports only those of earlier layers (or its own)
 LAYERS: tuple[tuple[str, ...], ...] = (
     # leaves: errors, value rendering, option type checks, text display, the result type
-    ("errors.py", "text_values.py", "option_types.py", "_display.py", "eval"),
+    ("errors.py", "text_values.py", "option_types.py", "_display.py", "plugins.py", "eval"),
     ("budget.py", "smoothie.py", "cancel.py"),
     # below every stage: model clients, retrieval, databases, ingredient classes
     ("models", "retrieval"),

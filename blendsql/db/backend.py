@@ -53,11 +53,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
 from blendsql.errors import BlendSQLError, ExecutionError
+from blendsql.plugins import BUILTIN_DIST as BUILTIN_DIST  # the built-ins' distribution
+from blendsql.plugins import group_points, load_point
 
 if TYPE_CHECKING:
     from blendsql.db.executors import Executors
@@ -504,8 +506,6 @@ def source_module(source: Any) -> str:
 
 #: the entry-point group backends register in (``kind = "module:Class"``)
 GROUP = "blendsql.backends"
-#: the distribution whose backends are the built-ins
-BUILTIN_DIST = "blendsql"
 #: blendsql's own entry points, exactly as ``pyproject.toml`` declares them (a test keeps
 #: the two equal), in the order :func:`open_database` asks them (SQLite, last, takes
 #: whatever no other one accepts); read only when the installed metadata lacks them
@@ -558,14 +558,9 @@ def discover() -> list[BackendEntry]:
     a built-in's name is skipped with a warning (one broken plugin must not break every
     query).
     """
-    points = list(importlib.metadata.entry_points(group=GROUP))
-    own = {p.name: p for p in points if _dist_name(p) == BUILTIN_DIST}
-    if not own:  # metadata without the group (a source tree never installed)
-        own = {name: importlib.metadata.EntryPoint(name, value, GROUP)
-               for name, value in BUILTIN_POINTS.items()}
-    ordered = sorted(own.values(), key=lambda p: list(BUILTIN_POINTS).index(p.name)
-                     if p.name in BUILTIN_POINTS else len(BUILTIN_POINTS))
-    plugins = [p for p in points if _dist_name(p) != BUILTIN_DIST]
+    own_points, plugins = group_points(GROUP, BUILTIN_POINTS)
+    own = {p.name: p for p in own_points}
+    ordered = list(own.values())
     found: list[BackendEntry] = []
     for point in [*plugins, *ordered]:
         if any(e.kind == point.name for e in found) or (
@@ -579,23 +574,10 @@ def discover() -> list[BackendEntry]:
     return found
 
 
-def _dist_name(point: importlib.metadata.EntryPoint) -> str | None:
-    dist = point.dist
-    return None if dist is None else str(dist.metadata["Name"]).lower()
-
-
 def _load_point(point: importlib.metadata.EntryPoint) -> type[Backend] | None:
-    try:
-        obj = point.load()
-    except Exception as e:  # noqa: BLE001 - any failure of a plugin's import
-        warnings.warn(f"backend plugin {point.name!r} ({point.value}) could not be loaded: "
-                      f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=3)
-        return None
-    if not (isinstance(obj, type) and issubclass(obj, Backend)):
-        warnings.warn(f"backend plugin {point.name!r} ({point.value}) is not a subclass of "
-                      "blendsql.db.backend.Backend", RuntimeWarning, stacklevel=3)
-        return None
-    return obj
+    return cast("type[Backend] | None", load_point(
+        point, "backend", lambda obj: isinstance(obj, type) and issubclass(obj, Backend),
+        "a subclass of blendsql.db.backend.Backend"))
 
 
 def backends() -> list[BackendEntry]:

@@ -35,17 +35,17 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from blendsql.errors import ModelError, ModelOptionError
 from blendsql.models.base import Model
 from blendsql.models.hub import resolve_model_path
 from blendsql.option_types import describe_types, has_type, unknown_hint
+from blendsql.plugins import BUILTIN_DIST as BUILTIN_DIST  # the built-ins' distribution
+from blendsql.plugins import group_points, load_point
 
 #: the entry-point group providers register in
 GROUP = "blendsql.models"
-#: the distribution whose providers are the built-ins
-BUILTIN_DIST = "blendsql"
 #: blendsql's own entry points, exactly as ``pyproject.toml`` declares them (a test keeps
 #: the two equal); read only when the installed metadata lacks them
 BUILTIN_POINTS: dict[str, str] = {
@@ -307,13 +307,9 @@ def discover() -> dict[str, Provider]:
     :class:`Provider`, is skipped with a warning (one broken plugin must not
     break every command). A plugin may not take a built-in provider's name.
     """
-    points = list(importlib.metadata.entry_points(group=GROUP))
-    own = [p for p in points if _dist_name(p) == BUILTIN_DIST]
-    if not own:  # metadata without the group (a source tree never installed)
-        own = [importlib.metadata.EntryPoint(name, value, GROUP)
-               for name, value in BUILTIN_POINTS.items()]
+    own, plugins = group_points(GROUP, BUILTIN_POINTS)
     found: dict[str, Provider] = {}
-    for point in [*own, *(p for p in points if _dist_name(p) != BUILTIN_DIST)]:
+    for point in [*own, *plugins]:
         provider = _load_point(point)
         if provider is None:
             continue
@@ -325,23 +321,10 @@ def discover() -> dict[str, Provider]:
     return found
 
 
-def _dist_name(point: importlib.metadata.EntryPoint) -> str | None:
-    dist = getattr(point, "dist", None)
-    return None if dist is None else str(dist.metadata["Name"]).lower()
-
-
 def _load_point(point: importlib.metadata.EntryPoint) -> Provider | None:
-    try:
-        obj = point.load()
-    except Exception as e:  # noqa: BLE001 - any failure of a plugin's import
-        warnings.warn(f"model provider plugin {point.name!r} ({point.value}) could not be "
-                      f"loaded: {type(e).__name__}: {e}", RuntimeWarning, stacklevel=3)
-        return None
-    if not isinstance(obj, Provider):
-        warnings.warn(f"model provider plugin {point.name!r} ({point.value}) is not a "
-                      "blendsql.models.providers.Provider", RuntimeWarning, stacklevel=3)
-        return None
-    return obj
+    return cast("Provider | None", load_point(
+        point, "model provider", lambda obj: isinstance(obj, Provider),
+        "a blendsql.models.providers.Provider"))
 
 
 def providers() -> dict[str, Provider]:
