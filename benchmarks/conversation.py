@@ -386,6 +386,14 @@ def summarize_turns(rows: list[list[dict[str, Any]]]) -> dict[str, Any]:
     return out
 
 
+def turn_position_accuracy(interactions: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Accuracy of first turns and of dependent turns (the second and later of an
+    interaction, which need the dialogue's context), each with its 95% interval."""
+    return {"first_turn_accuracy": protocol.accuracy([r[0]["match"] for r in interactions if r]),
+            "dependent_turn_accuracy": protocol.accuracy(
+                [t["match"] for r in interactions for t in r[1:]])}
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The first mode's scores at top level, every mode's under ``modes`` with its 95%
     interval, each paired with ``parser`` on the questions both ran."""
@@ -395,7 +403,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for m in modes:
         turns = [t for r in rows if m in r.get("modes", {}) for t in r["modes"][m]["turns"]]
         entry = {**summarize_turns([r["modes"][m]["turns"] for r in rows if m in r.get("modes", {})]),
-                 "question_accuracy": protocol.accuracy([t["match"] for t in turns])}
+                 "question_accuracy": protocol.accuracy([t["match"] for t in turns]),
+                 **turn_position_accuracy([r["modes"][m]["turns"] for r in rows
+                                           if m in r.get("modes", {})])}
         # paired on the interactions that ran both (an ablation may cover one shard only)
         both = [r for r in rows if {"parser", m} <= set(r.get("modes", {}))]
         if m != "parser" and "parser" in modes:

@@ -82,6 +82,15 @@ def test_conversation_summary_pairs_modes_with_the_parser(data: Path) -> None:
     assert summary["modes"]["parser"]["question_accuracy"]["correct"] == 2
     assert summary["modes"]["direct"]["parser_vs_this"]["difference"] == 0.0
     assert summary["databases"] == {"concert_singer": 1}
+    parser = summary["modes"]["parser"]
+    assert (parser["first_turn_accuracy"]["n"], parser["dependent_turn_accuracy"]["n"]) == (1, 1)
+
+
+def test_turn_position_accuracy_splits_first_from_dependent_turns() -> None:
+    got = conversation.turn_position_accuracy(
+        [[{"match": True}, {"match": False}, {"match": False}], [{"match": False}, {"match": True}], []])
+    assert (got["first_turn_accuracy"]["correct"], got["first_turn_accuracy"]["n"]) == (1, 2)
+    assert (got["dependent_turn_accuracy"]["correct"], got["dependent_turn_accuracy"]["n"]) == (1, 3)
 
 
 def test_spider_combine_merges_modes_of_one_question_from_several_files(tmp_path: Path) -> None:
