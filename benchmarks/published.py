@@ -1020,7 +1020,10 @@ BENCHES: tuple[Bench, ...] = (
                                     d["client_cpu_profile"]["cpu_ms_per_request"].values())),
      Number("baselines, values/s: Pool.generate alone / plain openai client (64 threads)",
             fn=_slash("baselines", "pool_only.values_per_s", "plain_openai_client.values_per_s")),
-     Number("answers right, each value asked once", "summary.all_correct")),
+     Number("answers right, each value asked once", "summary.all_correct"),
+     Number("client CPU ms per request, every row (SQLite 1 / 2 / 4, Spark 1 / 2)",
+            fn=lambda d: " / ".join(f"{_real(r['client_cpu_ms_per_request']):.2f}"
+                                    for r in d["summary"]["rows"]))),
     "~32 min", ("module:pyspark",), note="the Spark rows need Java 17",
     quick=(one(cmd("endpoint_scaling.py", "--rows", "250000", "--distinct", "25000",
                    "--endpoints", "1", "2", "4", "--executors", "1", "2", "--executor-endpoints",
