@@ -14,7 +14,6 @@ from typing import Any
 
 from sqlglot import exp
 
-from blendsql.errors import ExecutionError
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.context import RunContext
 from blendsql.plan.lazy import (
@@ -85,20 +84,24 @@ class _Walk:
 
 def lazy_pairs(run: RunContext, call: IngredientCall, value: exp.Expression,
                question: Any, kw: dict[str, Any], compute: Compute,
-               ) -> tuple[list[Any], list[Any]]:
+               ) -> tuple[list[Any], list[Any]] | None:
     """Apply a LAZY decision: (values, raw outputs) gathered in batches under LIMIT.
 
     ``compute(values) -> outputs`` invokes the ingredient (metered, traced);
     ``kw``: the call's engine-level kwargs (``prefilter=``). With ``prefilter``
     on (session option or the call's kwarg), values are verified best-ranked
-    first instead of in scan order.
+    first instead of in scan order. None when the scan cannot be applied on the
+    tree as the earlier steps left it (an earlier step's lookup took a shape the
+    scan cannot test); the caller then computes every candidate value (the same
+    rows), traced as ``lazy_not_applied``.
     """
     atom = lazy_atom(call)
     plan = lazy_plan(call, value, atom)
     if plan is None or atom is None:
-        raise ExecutionError(f"the plan's lazy scan of {call.name} no longer applies",
-                             hint="the query changed between planning and running; "
-                             "plan it again")
+        run.decided(f"lazy scan of {call.name} not applied: an earlier step's lookup "
+                    "changed its condition; computed from its candidate values",
+                    outcome="not_applied", call=run.call_text(call))
+        return None
     t0 = time.perf_counter()
     from blendsql.retrieval.prefilter import method_of
 

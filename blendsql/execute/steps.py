@@ -257,10 +257,12 @@ class StepRunner(Evaluator):
                 return done
         value_node, question, engine_kw, run_values = self.map_runner(ing, call)
         atom = filter_atom(call)
+        lazy = None
         if step.strategy is Strategy.LAZY:  # stop once enough rows qualify
             with self.applying(LAZY):
-                values, outputs = lazy_pairs(self, call, value_node, question, engine_kw,
-                                             run_values)
+                lazy = lazy_pairs(self, call, value_node, question, engine_kw, run_values)
+        if lazy is not None:
+            values, outputs = lazy
         else:
             values = self.cascade_values(call, value_node)
             outputs = run_values(values) if values else []

@@ -261,9 +261,9 @@ def lazy_strategy(run: RunContext, tree: exp.Expression, call: IngredientCall,
         atom = conjunct_atom(call)
     if atom is None or lazy_plan(call, value, atom) is None:
         return None
+    if planned_in(atom):  # the condition holds an earlier step's output: its shape (and so
+        return None  # whether a scan can test it) is known only once that step has run
     if conjunct:
-        if planned_in(atom):  # its NULL test cannot run before the plan does
-            return None
         if null_passes(run, atom, call):
             run.decided(f"lazy {call.name} skipped: a NULL output "
                         "passes its condition, so every row may qualify",

@@ -92,3 +92,43 @@ def test_null_passing_negative_filter_is_not_lazy() -> None:
         with BlendSQL(str(WORLD), ingredients=[StartsWith], cache=False, lazy=lazy) as s:
             rows.append(list(s.execute(query).df["Name"]))
     assert rows[0] == rows[1]
+
+
+LABEL_PAIRS = ("SELECT r1.reviewId AS a, r2.reviewId AS b FROM reviews AS r1 JOIN reviews AS r2 "
+               "ON r1.id = r2.id AND r1.reviewId < r2.reviewId WHERE r1.id = 'm' AND "
+               "{{LLMMap('Sentiment?', r1.reviewText, options=('POSITIVE', 'NEGATIVE'))}} = "
+               "{{LLMMap('Sentiment?', r2.reviewText, options=('POSITIVE', 'NEGATIVE'))}}")
+
+
+@pytest.mark.parametrize("tail", [" ORDER BY a, b LIMIT 3", " LIMIT 3", " LIMIT 2 OFFSET 1"])
+def test_a_filter_comparing_two_maps_under_limit_gives_the_twins_rows(tail):
+    """A map whose condition compares it with an earlier map's output (a self-join on the
+    label) under LIMIT: the earlier step's lookup decides the condition's shape only when it
+    has run, so the plan does not promise a lazy scan there, and the rows are the plain
+    twin's (issue 40's walker once planned a lazy scan it could not apply)."""
+    import sqlite3
+
+    import pandas as pd
+
+    from blendsql import BlendSQL
+    from blendsql.models import FunctionModel
+
+    texts = [f"review {i} {'good' if i % 3 else 'bad'}" for i in range(8)]
+    df = pd.DataFrame({"id": ["m"] * 8, "reviewId": list(range(8)), "reviewText": texts})
+
+    def label(req):
+        return "POSITIVE" if "good" in req.prompt.rsplit("Value:", 1)[-1] else "NEGATIVE"
+
+    sm = BlendSQL({"reviews": df}, model=FunctionModel(label)).execute(LABEL_PAIRS + tail)
+    con = sqlite3.connect(":memory:")
+    df.assign(label=["POSITIVE" if "good" in t else "NEGATIVE" for t in texts]).to_sql(
+        "reviews", con, index=False)
+    twin = ("SELECT r1.reviewId AS a, r2.reviewId AS b FROM reviews AS r1 JOIN reviews AS r2 "
+            "ON r1.id = r2.id AND r1.reviewId < r2.reviewId WHERE r1.id = 'm' AND "
+            "r1.label = r2.label")
+    every = {tuple(r) for r in con.execute(twin).fetchall()}
+    got = [tuple(r) for r in sm.df.itertuples(index=False)]
+    if "ORDER BY" in tail:
+        assert got == con.execute(twin + tail).fetchall()
+    else:  # no ORDER BY: any rows of the twin, as many as it gives
+        assert set(got) <= every and len(got) == len(con.execute(twin + tail).fetchall())
