@@ -48,6 +48,7 @@ from blendsql.plan.steps import (
     Plan,
     Step,
     Strategy,
+    planned_in,
 )
 
 #: time limit (seconds) on the plan's probe of an LLMQA context
@@ -56,11 +57,6 @@ PROBE_SECONDS = 5.0
 MARKER = PLANNED_MARK
 
 _MARK_RE = re.compile(MARKER + r"(\d+)\(\)", re.IGNORECASE)
-
-
-def _marked(sql: str | None) -> bool:
-    """True when SQL holds a marker of a planned call (its output is unknown)."""
-    return sql is not None and MARKER in sql.lower()
 
 
 class Estimator:
@@ -109,7 +105,7 @@ class Estimator:
         why = step.depends_on
         key = self.run.call_key(call)
         values: list[Any] | None
-        if _marked(sql):  # the engine's candidate will hold an earlier call's lookup
+        if planned_in(cand):  # the engine's candidate will hold an earlier call's lookup
             values, n, high = None, 0, self._upper(call)
             why = why or "sees only the rows that earlier ingredient steps pass"
         else:
@@ -193,16 +189,17 @@ class Estimator:
         self.seen.setdefault(key, set())
         context = next((a for a in call.call_args[1:] if a.find(exp.Select)), None)
         sql = None
-        if context is not None:
-            select = context.find(exp.Select)
-            sql = render(select) if select is not None else None
+        select = context.find(exp.Select) if context is not None else None
+        if select is not None:
+            sql = render(select)
+        depends = select is not None and planned_in(select)
         n = 1 if first else 0
         avg = 200.0  # context unknown until run: a short guess
-        if context is not None and sql is not None and not _marked(sql) \
+        if context is not None and sql is not None and not depends \
                 and context.find(IngredientCall) is None:
             avg = self._context_chars(ing, call, sql, avg)
         self.price(step, call, ing, Bound.exact(n), sql,
-                   "" if not _marked(sql) else "its context holds an earlier call's output",
+                   "its context holds an earlier call's output" if depends else "",
                    avg_len=avg)
 
     def _context_chars(self, ing: QAIngredient, call: IngredientCall, sql: str,
@@ -251,7 +248,7 @@ class Estimator:
         sizes: list[int | None] = []
         for side, cand in zip(("left", "right"), cands, strict=True):
             sql = render(cand)
-            if _marked(sql) or cand.find(IngredientCall) is not None:
+            if planned_in(cand) or cand.find(IngredientCall) is not None:
                 sizes.append(None)
                 continue
             _, rows = self.run.sql(sql, f"plan: {side} values for {call.name}", kind="plan")
@@ -277,7 +274,7 @@ class Estimator:
 
     def final(self, tree: exp.Expression, step: Step) -> None:
         final_sql = render(tree)
-        depends = _marked(final_sql)
+        depends = planned_in(tree)
         self.final_tree = None if depends else tree
         self.final_sql = None if depends else final_sql
         step.summary = "final query" + (" (on the lookups of the steps above)" if depends

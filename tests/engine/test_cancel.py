@@ -160,6 +160,20 @@ def test_ctrl_c_raised_by_the_model_stops_the_map_and_the_session_goes_on() -> N
     assert_session_serves_at_once(bsql)
 
 
+def assert_interrupt_stops_the_map(interrupt: Callable[[int], None], most_calls: int) -> None:
+    """A KeyboardInterrupt raised by ``interrupt`` at the fifth model call reaches the caller
+    within moments, no call starts after it, and the session serves the next query."""
+    fn = Counting(DELAY, interrupt)
+    bsql = BlendSQL({"w": values()}, model=FunctionModel(fn), cache=False)
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        bsql.execute(MAP)
+    assert time.monotonic() - t0 < SLACK + 1
+    before, after = settled(lambda: fn.calls)
+    assert before < most_calls and after == before
+    assert_session_serves_at_once(bsql)
+
+
 @pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX signals only")
 def test_a_real_ctrl_c_during_a_map_stops_the_work() -> None:
     """SIGINT to the main thread while it waits for a batch (as a terminal's Ctrl-C)."""
@@ -172,15 +186,7 @@ def test_a_real_ctrl_c_during_a_map_stops_the_work() -> None:
         if n == 5:
             signal.pthread_kill(main, signal.SIGINT)
 
-    fn = Counting(DELAY, interrupt)
-    bsql = BlendSQL({"w": values()}, model=FunctionModel(fn), cache=False)
-    t0 = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        bsql.execute(MAP)
-    assert time.monotonic() - t0 < SLACK + 1
-    before, after = settled(lambda: fn.calls)
-    assert before < 10 and after == before
-    assert_session_serves_at_once(bsql)
+    assert_interrupt_stops_the_map(interrupt, most_calls=10)
 
 
 # -- OpenAI-compatible servers -------------------------------------------------------
@@ -308,15 +314,7 @@ def test_interrupt_main_during_a_map_stops_the_work() -> None:
         if n == 5:
             _thread.interrupt_main()
 
-    fn = Counting(DELAY, interrupt)
-    bsql = BlendSQL({"w": values()}, model=FunctionModel(fn), cache=False)
-    t0 = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        bsql.execute(MAP)
-    assert time.monotonic() - t0 < SLACK + 1
-    before, after = settled(lambda: fn.calls)
-    assert before < 30 and after == before
-    assert_session_serves_at_once(bsql)
+    assert_interrupt_stops_the_map(interrupt, most_calls=30)
 
 
 def test_a_join_stops_at_the_deadline() -> None:
