@@ -291,7 +291,7 @@ class OpenAI(Model):
         self._http = openai.DefaultHttpxClient(timeout=timeout)
         self._client = openai.OpenAI(api_key=key or "sk-no-key", base_url=self.base_url,
                                      timeout=timeout, max_retries=0, http_client=self._http)
-        self._chat = ChatTransport(self._client, self._http)
+        self._chat = ChatTransport(self._client, self._http, direct=True)
         self._kind: str | None = None if server_kind == "auto" else server_kind
         self._known_models: list[str] = []
         self._rejected: set[str] = set()  # constraint mechanisms the server refused
@@ -651,7 +651,7 @@ def _rebuild_openai(cls: type[OpenAI], settings: dict[str, Any],
         # executor's environment) must not send its requests elsewhere under its identity
         model.base_url = None
         model._client = model._client.copy(base_url=model.endpoint)
-        model._chat = ChatTransport(model._client, model._http)
+        model._chat = ChatTransport(model._client, model._http, direct=True)
     (model._kind, model._known_models, model._rejected, model._no_logprobs,
      model.retry_connection_errors) = learnt
     return model
