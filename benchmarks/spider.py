@@ -31,6 +31,9 @@ Modes, side by side on the same questions (``--modes``):
   parser_no_retry   the Parser with one attempt: no retry, no name repair, no
                     example-free last attempt.
   grammar, permissive the Parser under its strict / permissive GBNF.
+  parser_c3, parser_c5 the Parser writing 3 / 5 candidate programs (nearest
+                    examples, next-nearest groups, none, sampled) and keeping the
+                    one whose result most candidates share (``candidates=``).
   parser_duckdb     ``parser`` (same defaults, same few-shot pool) on a DuckDB
                     copy of the question's database: the Parser reads the DuckDB
                     copy and ``BlendSQL.execute`` runs the program there (each
@@ -99,7 +102,10 @@ from blendsql.nl.parser import Example, Parser, clean_program, load_examples  # 
 DATA = protocol.data_dir()
 RESULTS = Path(__file__).resolve().parent / "results"
 MODES = ("direct", "direct_fewshot", "parser", "parser_no_examples", "parser_no_retry",
-         "grammar", "permissive", "parser_duckdb")
+         "grammar", "permissive", "parser_duckdb", "parser_c3", "parser_c5")
+#: modes whose parser writes several candidate programs and keeps the one most agreed on
+#: by their results (``Parser(candidates=k)``, issue 42)
+CANDIDATES = {"parser_c3": 3, "parser_c5": 5}
 #: the backend a mode's program runs on (the others: the SQLite file)
 BACKENDS = {"parser_duckdb": "duckdb"}
 DUCKDB_COPIES = "spider-duckdb-2"  # folder of the copies under the cache dir (2: with keys)
@@ -294,6 +300,8 @@ def make_parser(mode: str, model: Model, pool: list[Example]) -> Parser:
         return Parser(model, examples=[], n_examples=0)
     if mode == "parser_no_retry":
         return Parser(model, examples=pool, max_retries=0, plain_fallback=False, repair=False)
+    if mode in CANDIDATES:
+        return Parser(model, examples=pool, candidates=CANDIDATES[mode])
     return Parser(model, examples=pool)  # parser, parser_duckdb
 
 

@@ -20,6 +20,7 @@ from blendsql.db.backend import DEFAULT_TIMEOUT
 from blendsql.errors import BlendSQLError
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Text
+from blendsql.nl.choice import ProgramCandidate, choice_step
 from blendsql.nl.dberrors import reads_database
 from blendsql.nl.inputs import text_arg
 from blendsql.nl.parser import Parser, ParseResult, Turn
@@ -48,6 +49,8 @@ class Answer:
     error: str | None = None
     attempts: list[tuple[str, str | None]] = field(default_factory=list)
     trace: list[TraceStep] = field(default_factory=list)
+    # with ``Parser(candidates=k)``: the programs written and their votes (``ParseResult``)
+    candidates: list[ProgramCandidate] = field(default_factory=list)
 
     def __str__(self) -> str:
         via = "end-to-end fallback" if self.fallback_used else "program"
@@ -102,7 +105,10 @@ def _ask(bsql: Session, question: str, model: Model, parser: Parser, fallback: b
     with recording(db, steps, "parse"):
         parsed: ParseResult = parser.parse(question, db, bsql.registry, history)
     out = Answer(None, parsed.program, None, False, parsed.prompt_tokens,
-                 parsed.completion_tokens, attempts=parsed.attempts, trace=steps)
+                 parsed.completion_tokens, attempts=parsed.attempts, trace=steps,
+                 candidates=parsed.candidates)
+    if parsed.candidates:
+        steps.append(choice_step(parsed.candidates))
     if parsed.program is not None:
         try:
             out.smoothie = bsql.execute(parsed.program)

@@ -28,6 +28,12 @@ failure the program is regenerated with the error in the prompt, at most
 ``max_retries`` times; when every attempt fails only the empty-result check,
 the last such program is kept (an empty answer can be right).
 
+With ``candidates=k`` (k > 1), the model writes k programs from different material
+(the nearest examples, then the next-nearest groups of examples, then none, then a
+sampled decoding); the valid ones run under the time limit and the program of the
+largest group of equal results is returned (:mod:`blendsql.nl.choice`; every
+candidate and its votes are in ``ParseResult.candidates``).
+
 With ``sketch=True``, on one table whose cells link to a documents table
 (HybridQA), the model writes only a plain query whose row selection is kept,
 and the program is built around it (:mod:`blendsql.nl.sketch`). Before
@@ -52,6 +58,7 @@ from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Constraint, Grammar, Text
+from blendsql.nl.choice import ProgramCandidate, choose, run_candidate
 from blendsql.nl.dberrors import reads_database
 from blendsql.nl.fewshot import Example, ExampleIndex
 from blendsql.nl.inputs import count_arg, model_arg, seconds_arg, text_arg
@@ -115,6 +122,8 @@ class ParseResult:
     completion_tokens: int = 0
     repairs: int = 0  # attempts whose table / column names were repaired without the model
     repaired: list[tuple[str, str]] = field(default_factory=list)  # (as written, as repaired)
+    # with ``Parser(candidates=k)``: every program written, its result's votes, the chosen one
+    candidates: list[ProgramCandidate] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -164,6 +173,7 @@ class Parser:
         sketch_retries: int = 1,
         sketch_abstain: bool = False,
         repair: bool = True,
+        candidates: int = 1,
     ) -> None:
         """``constrained`` is the older switch: True means ``decoding="grammar"``.
         ``plain_fallback``: one last attempt without examples when none validated.
@@ -175,7 +185,10 @@ class Parser:
         ``sketch_abstain``: the reader replies "unknown" when the rows and passages do
         not give the answer (so ``ask`` falls back to end-to-end QA).
         ``repair``: a wrong table or column name is first repaired against the real
-        schema without a model call (off: the error goes to the retry prompt)."""
+        schema without a model call (off: the error goes to the retry prompt).
+        ``candidates``: programs written per question (1: one, with its retries); more
+        are chosen among by their results (see the module docstring), each extra one
+        costing one or two model calls and one run of the query."""
         self.model = model_arg(model)
         self.examples = list(examples) if examples is not None else load_examples()
         self.index = ExampleIndex(self.examples)
@@ -204,6 +217,7 @@ class Parser:
         if not isinstance(repair, bool):
             raise OptionError(f"repair must be True or False, not {repair!r}", option="repair")
         self.repair = repair
+        self.candidates = count_arg(candidates, "candidates", minimum=1)
 
     @property
     def constrained(self) -> bool:
@@ -303,20 +317,65 @@ class Parser:
         ctx = self.context(question, db, registry, feedback)
         constraint = self.constraint(ctx.tables, registry)
 
-        def run(shown: list[Example], tries: int, result: ParseResult) -> ParseResult:
+        def run(shown: list[Example], tries: int, result: ParseResult,
+                temperature: float = 0.0) -> ParseResult:
             return generate_program(
                 self.model,
                 lambda retry: self.prompt(question, ctx.schema, ctx.hints, history, retry, examples=shown,
                                           guide=ctx.guide, tables=ctx.tables, feedback=feedback),
                 constraint, db, registry, result, tries=tries, max_tokens=self.max_tokens,
                 check_empty=self.check_empty, query_seconds=self.query_seconds,
-                check_values=self.check_values, repair=self.repair,
+                check_values=self.check_values, repair=self.repair, temperature=temperature,
             )
 
         result = run(ctx.examples, self.max_retries + 1, ParseResult(None))
         if result.program is None and ctx.examples and self.plain_fallback:
             result = run([], 1, result)
+        if self.candidates == 1:
+            return result
+        first = ProgramCandidate("nearest examples", result.program,
+                                 None if result.program else "no valid program",
+                                 prompt_tokens=result.prompt_tokens,
+                                 completion_tokens=result.completion_tokens)
+        result.candidates.append(first)
+        for source, shown, temperature in self.variants(question, ctx):
+            written = run(shown, 2, ParseResult(None), temperature)
+            result.candidates.append(ProgramCandidate(
+                source, written.program, None if written.program else "no valid program",
+                prompt_tokens=written.prompt_tokens, completion_tokens=written.completion_tokens))
+            result.prompt_tokens += written.prompt_tokens
+            result.completion_tokens += written.completion_tokens
+            result.attempts += written.attempts
+            result.repairs += written.repairs
+            result.repaired += written.repaired
+        for cand in result.candidates:
+            run_candidate(cand, db, registry, self.query_seconds)
+        chosen = choose(result.candidates)
+        if chosen is not None:
+            result.program = chosen.program
         return result
+
+    def variants(self, question: str, ctx: PromptContext) -> list[tuple[str, list[Example], float]]:
+        """The material of candidates 2..k: (what it is, examples shown, temperature).
+
+        Greedy decodings first: the next-nearest groups of ``n_examples`` examples
+        (another reading of the pool), then no examples (the schema alone); then
+        decodings sampled at ``RETRY_TEMPERATURE`` from each of those prompts, the
+        nearest examples' first. Each prompt differs (a model samples with a fixed
+        seed, so one prompt sampled twice gives one program twice); fewer than
+        ``candidates - 1`` when the pool runs out."""
+        n = max(1, self.n_examples)
+        names = {t.name for t in ctx.tables} | {c for t in ctx.tables for c in t.columns}
+        ranked = list(reversed(self.index.select(question, n * self.candidates, names)))
+        groups: list[tuple[str, list[Example]]] = [
+            (f"examples {start + 1}-{start + len(ranked[start:start + n])}",
+             list(reversed(ranked[start:start + n]))) for start in range(n, len(ranked), n)]
+        if ctx.examples:
+            groups.append(("no examples", []))
+        greedy = [(name, shown, 0.0) for name, shown in groups]
+        sampled = [(f"sampled, {name}", shown, RETRY_TEMPERATURE)
+                   for name, shown in [("nearest examples", list(ctx.examples)), *groups]]
+        return [*greedy, *sampled][: self.candidates - 1]
 
     def context(self, question: str, db: Any, registry: IngredientRegistry,
                 feedback: tuple[str, str] | None = None) -> PromptContext:
@@ -449,6 +508,7 @@ def generate_program(
     query_seconds: float = 5.0,
     repair: bool = True,
     check_values: bool = False,
+    temperature: float = 0.0,
 ) -> R:
     """Generate, clean and validate a program; regenerate with the error, ``tries`` times.
 
@@ -464,7 +524,8 @@ def generate_program(
     With ``check_values``, a condition comparing a column with a text it never
     holds but another column does (``repair.value_mismatch``) is first rebound to that
     column through the keys (``repair.rebind_values``, no model call), else fed back too,
-    and kept like an empty result if nothing better comes.
+    and kept like an empty result if nothing better comes. ``temperature``: of the first
+    attempt (a retry repeating a failed program samples at ``RETRY_TEMPERATURE``).
     """
     db = as_backend(db)
     retry: tuple[str, str] | None = None
@@ -475,7 +536,7 @@ def generate_program(
         # a model that repeated a failing program under greedy decoding will repeat it
         # again: sample instead (seeded, so runs stay reproducible)
         req = Request(prompt=prompt_for(retry), constraint=constraint, max_tokens=max_tokens,
-                      temperature=RETRY_TEMPERATURE if repeated else 0.0)
+                      temperature=RETRY_TEMPERATURE if repeated else temperature)
         resp = model.generate([req])[0]
         result.prompt_tokens += resp.usage.prompt_tokens
         result.completion_tokens += resp.usage.completion_tokens
