@@ -25,6 +25,7 @@ Data: ``../shared/data`` beside the checkout, or ``$BLENDSQL_BENCH_DATA``.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import platform
@@ -111,6 +112,59 @@ def spread_groups(groups: Sequence[T], db_of: Callable[[T], str], size_of: Calla
         out.append(g)
         total += size_of(g)
     return out
+
+
+def touched_ids(stem: str, *, key: str = "id", exclude: Sequence[Path] = (),
+                root: Path = ROOT) -> dict[str, Any]:
+    """The report items some committed run of a benchmark touched: the ``key`` of every
+    row in every version, in this checkout's git history (all branches), of
+    ``benchmarks/results/<stem>*.jsonl`` (dev runs, ``*_dev*``, left out; ``exclude``:
+    files of the run being checked). Withdrawn runs count: their rows were committed once.
+
+    Returns ``{"ids": set, "files": [...], "versions": n}``, or ``{"ids": None, "error":
+    ...}`` when the history cannot be read (no git, not a checkout)."""
+    root = root.resolve()
+    skip = {str(p.resolve().relative_to(root)) for p in exclude if p.resolve().is_relative_to(root)}
+    if not _git("rev-parse", "HEAD", root=root).strip():
+        return {"ids": None, "error": "not a git checkout (or git is missing)"}
+    log = _git("log", "--all", "--format=commit %H", "--name-only", "--",
+               f"benchmarks/results/{stem}*.jsonl", root=root)
+    ids: set[Any] = set()
+    files: set[str] = set()
+    versions = 0
+    commit_id = ""
+    for line in log.splitlines():
+        if line.startswith("commit "):
+            commit_id = line.split()[1]
+            continue
+        path = line.strip()
+        if not path or "_dev" in Path(path).name or path in skip:
+            continue
+        text = _git("show", f"{commit_id}:{path}", root=root)
+        if not text:
+            continue  # the commit deleted it
+        versions += 1
+        files.add(path)
+        for row in text.splitlines():
+            try:
+                value = json.loads(row).get(key) if row.strip() else None
+            except (ValueError, AttributeError):
+                continue
+            if value is not None:
+                ids.add(value)
+    return {"ids": ids, "files": sorted(files), "versions": versions}
+
+
+def reuse_check(ids: Iterable[Any], touched: dict[str, Any]) -> dict[str, Any]:
+    """What a results file records about its items: how many an earlier committed run
+    had touched (see :func:`touched_ids`), and which (the first 50)."""
+    if touched.get("ids") is None:
+        return {"checked": False, "why": touched.get("error", "no history")}
+    mine = list(ids)
+    reused = sorted((i for i in mine if i in touched["ids"]), key=str)
+    return {"checked": True, "items": len(mine), "reused": len(reused),
+            "reused_ids": reused[:50], "touched_before": len(touched["ids"]),
+            "history_files": touched["files"], "history_versions": touched["versions"]}
 
 
 def grouped_in_batches(items: Sequence[T], db_of: Callable[[T], str], batch: int) -> list[T]:
@@ -407,9 +461,9 @@ def accuracy(flags: Sequence[bool]) -> dict[str, Any]:
 # ---------------------------------------------------------------- run records
 
 
-def _git(*args: str) -> str:
+def _git(*args: str, root: Path = ROOT) -> str:
     try:
-        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
                               timeout=30, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return ""

@@ -458,7 +458,8 @@ def combine(parts: list[Path], out: Path) -> dict[str, Any]:
     copies = next((h["duckdb_copies"] for h in headers if h.get("duckdb_copies")), None)
     if copies:
         header["duckdb_copies"] = copies
-    header["runs"] = [{k: h.get(k) for k in ("command", "commit", "clean_tree", "date", "n")} for h in headers]
+    header["runs"] = [{k: h.get(k) for k in ("command", "commit", "clean_tree", "date", "n",
+                                             "reuse_check")} for h in headers]
     header["command"] = "python benchmarks/spider.py --combine " + " ".join(
         str(p.resolve().relative_to(protocol.ROOT)) if p.resolve().is_relative_to(protocol.ROOT) else p.name
         for p in parts)
@@ -493,6 +494,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shard", help="k/K: run every K-th question of the set, from the k-th")
     ap.add_argument("--split", choices=["report", "dev"], default="report")
+    ap.add_argument("--fresh", action="store_true",
+                    help="draw the set from items no committed run touched (the results' git "
+                    "history, protocol.touched_ids); every run records the check (reuse_check)")
     ap.add_argument("--batch", type=int, default=30,
                     help="run order: batches of this many dealt questions, each grouped by database")
     ap.add_argument("--modes", default="parser,direct_fewshot,direct")
@@ -534,13 +538,22 @@ def main(argv: list[str] | None = None) -> int:
                            timeout=args.timeout) for m in modes}
     pool = load_examples("spider")
     oracle = protocol.ResultOracle(args.query_seconds)
-    items = protocol.shard_of(load_split(args.data, args.split, args.n, args.seed), args.shard)
+    done = read_rows(out)
+    # what earlier committed runs touched (this file's own rows left out when resuming it)
+    touched = protocol.touched_ids("spider", exclude=[out] if done else [])
+    dealt = load_split(args.data, args.split, None if args.fresh else args.n, args.seed)
+    if args.fresh:
+        if touched.get("ids") is None:
+            ap.error(f"--fresh needs the results' git history: {touched.get('error')}")
+        dealt = [t for t in dealt if t[0] not in touched["ids"]][: args.n]
+    items = protocol.shard_of(dealt, args.shard)
     # dealt order, in batches of ~3 questions per database grouped together: a run stopped
     # early still covers every database, and the schema part of the prompt is reused
     items = protocol.grouped_in_batches(items, lambda t: t[1]["db_id"], args.batch)
-    done = read_rows(out)
     header = {**protocol.run_record("spider.py", argv, model_path), "seed": args.seed,
-              "requested_n": args.n, "shard": args.shard, "query_seconds": args.query_seconds}
+              "requested_n": args.n, "shard": args.shard, "query_seconds": args.query_seconds,
+              "fresh": args.fresh,
+              "reuse_check": protocol.reuse_check([i for i, _ in items], touched)}
     if any(backend_of(m) == "duckdb" for m in modes):
         header["duckdb_copies"] = envs.portable(duckdb_copies())
 

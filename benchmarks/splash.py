@@ -757,7 +757,8 @@ def combine(parts: list[Path], out: Path, data: Path | None = None) -> dict[str,
         add_exact(list(rows.values()), data)
     keys = ("model", "machine", "seed", "requested_n", "n_examples", "correction_sources", "retries")
     header: dict[str, Any] = {k: headers[0].get(k) for k in keys}
-    header["runs"] = [{k: h.get(k) for k in ("command", "commit", "clean_tree", "date", "shard", "n")}
+    header["runs"] = [{k: h.get(k) for k in ("command", "commit", "clean_tree", "date", "shard", "n",
+                                             "reuse_check")}
                       for h in headers]
     header["command"] = "python benchmarks/splash.py --combine " + " ".join(
         str(p.relative_to(protocol.ROOT)) if p.resolve().is_relative_to(protocol.ROOT) else p.name
@@ -869,6 +870,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shard", help="k/K: run every K-th item of the report set, from the k-th")
     ap.add_argument("--split", choices=["test", "dev"], default="test")
+    ap.add_argument("--fresh", action="store_true",
+                    help="draw the set from items no committed run touched (the results' git "
+                    "history, protocol.touched_ids); every run records the check (reuse_check)")
     ap.add_argument("--batch", type=int, default=40,
                     help="run order: batches of this many dealt items, each grouped by database "
                          "(0: the whole set grouped; a run stopped early then covers fewer databases)")
@@ -933,17 +937,26 @@ def main(argv: list[str] | None = None) -> int:
     if not args.model and not args.base_url:
         ap.error(f"--model (or ${protocol.MODEL_ENV}) or --base-url is required")
     model, model_name = make_model(args)
-    items = protocol.shard_of(report_set(args.data, args.split, args.n, args.seed), args.shard)
+    done = read_rows(out)
+    # what earlier committed runs touched (this file's own rows left out when resuming it)
+    touched = protocol.touched_ids("splash", key="i", exclude=[out] if done else [])
+    dealt = report_set(args.data, args.split, None if args.fresh else args.n, args.seed)
+    if args.fresh:
+        if touched.get("ids") is None:
+            ap.error(f"--fresh needs the results' git history: {touched.get('error')}")
+        dealt = [t for t in dealt if t[0] not in touched["ids"]][: args.n]
+    items = protocol.shard_of(dealt, args.shard)
     # dealt order in batches, each grouped by database: a run stopped early still covers every
     # database, and consecutive items reuse the schema part of the prompt
     items = (protocol.grouped_in_batches(items, lambda t: t[1]["db_id"], args.batch) if args.batch > 0
              else in_database_order(items))
-    done = read_rows(out)
     header = {**protocol.run_record("splash.py", argv, args.model if not args.base_url else None,
                                     model_name if args.base_url else None),
               "seed": args.seed, "requested_n": args.n, "shard": args.shard, "batch": args.batch,
               "retries": args.retries,
-              "n_examples": args.n_examples, "correction_sources": list(sources)}
+              "n_examples": args.n_examples, "correction_sources": list(sources),
+              "fresh": args.fresh,
+              "reuse_check": protocol.reuse_check([i for i, _ in items], touched)}
     started = time.perf_counter()
 
     def write_summary() -> dict[str, Any]:

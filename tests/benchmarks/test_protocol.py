@@ -172,3 +172,48 @@ def test_prompt_leaks_finds_gold_sql_on_a_line_of_its_own() -> None:
 
 def test_run_readonly_of_a_missing_file_is_none(tmp_path: Path) -> None:
     assert protocol.run_readonly(tmp_path / "missing.sqlite", "SELECT 1", 1.0) is None
+
+
+def _commit(repo: Path, files: dict[str, str | None], message: str) -> None:
+    import subprocess
+
+    for name, text in files.items():
+        path = repo / "benchmarks" / "results" / name
+        if text is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, capture_output=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-qm", message], check=True, capture_output=True)
+
+
+def test_touched_ids_reads_every_committed_version_withdrawn_runs_included(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    rows = lambda *ids: "".join(json.dumps({"id": i, "x": 1}) + "\n" for i in ids)  # noqa: E731
+    _commit(tmp_path, {"spider_1.jsonl": rows(1, 2), "spider_dev.jsonl": rows(50),
+                       "sparc_1.jsonl": rows(70)}, "first run")
+    _commit(tmp_path, {"spider_1.jsonl": rows(3)}, "a later run replaced its rows")
+    _commit(tmp_path, {"spider_old.jsonl": rows(4)}, "a run")
+    _commit(tmp_path, {"spider_old.jsonl": None}, "withdrawn")
+    (tmp_path / "benchmarks" / "results" / "spider_new.jsonl").write_text(rows(9))  # not committed
+    touched = protocol.touched_ids("spider", root=tmp_path)
+    assert touched["ids"] == {1, 2, 3, 4}  # dev runs, other benchmarks, uncommitted rows: no
+    assert touched["files"] == ["benchmarks/results/spider_1.jsonl",
+                                "benchmarks/results/spider_old.jsonl"]
+    check = protocol.reuse_check([2, 5, 4, 6], touched)
+    assert check["checked"] and check["reused"] == 2 and check["reused_ids"] == [2, 4]
+    assert check["items"] == 4 and check["touched_before"] == 4
+    resumed = protocol.touched_ids("spider", root=tmp_path,
+                                   exclude=[tmp_path / "benchmarks/results/spider_1.jsonl"])
+    assert resumed["ids"] == {4}
+
+
+def test_touched_ids_outside_a_checkout_says_it_could_not_check(tmp_path: Path) -> None:
+    touched = protocol.touched_ids("spider", root=tmp_path)
+    assert touched["ids"] is None
+    assert protocol.reuse_check([1], touched) == {"checked": False, "why": touched["error"]}
