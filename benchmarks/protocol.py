@@ -155,6 +155,17 @@ def touched_ids(stem: str, *, key: str = "id", exclude: Sequence[Path] = (),
     return {"ids": ids, "files": sorted(files), "versions": versions}
 
 
+def untouched(items: Sequence[T], id_of: Callable[[T], Any], n: int | None,
+              touched: dict[str, Any]) -> list[T]:
+    """The first ``n`` of ``items`` (a dealt set, in its order) that no committed run
+    touched (``touched``: :func:`touched_ids`); stops the run when the history is
+    unreadable, since the set could not be said to be fresh."""
+    if touched.get("ids") is None:
+        raise SystemExit(f"--fresh needs the results' git history: {touched.get('error')}")
+    fresh = [it for it in items if id_of(it) not in touched["ids"]]
+    return fresh if n is None else fresh[:n]
+
+
 def reuse_check(ids: Iterable[Any], touched: dict[str, Any]) -> dict[str, Any]:
     """What a results file records about its items: how many an earlier committed run
     had touched (see :func:`touched_ids`), and which (the first 50)."""

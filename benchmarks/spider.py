@@ -543,9 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     touched = protocol.touched_ids("spider", exclude=[out] if done else [])
     dealt = load_split(args.data, args.split, None if args.fresh else args.n, args.seed)
     if args.fresh:
-        if touched.get("ids") is None:
-            ap.error(f"--fresh needs the results' git history: {touched.get('error')}")
-        dealt = [t for t in dealt if t[0] not in touched["ids"]][: args.n]
+        dealt = protocol.untouched(dealt, lambda t: t[0], args.n, touched)
     items = protocol.shard_of(dealt, args.shard)
     # dealt order, in batches of ~3 questions per database grouped together: a run stopped
     # early still covers every database, and the schema part of the prompt is reused

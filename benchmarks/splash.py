@@ -942,9 +942,7 @@ def main(argv: list[str] | None = None) -> int:
     touched = protocol.touched_ids("splash", key="i", exclude=[out] if done else [])
     dealt = report_set(args.data, args.split, None if args.fresh else args.n, args.seed)
     if args.fresh:
-        if touched.get("ids") is None:
-            ap.error(f"--fresh needs the results' git history: {touched.get('error')}")
-        dealt = [t for t in dealt if t[0] not in touched["ids"]][: args.n]
+        dealt = protocol.untouched(dealt, lambda t: t[0], args.n, touched)
     items = protocol.shard_of(dealt, args.shard)
     # dealt order in batches, each grouped by database: a run stopped early still covers every
     # database, and consecutive items reuse the schema part of the prompt

@@ -217,3 +217,12 @@ def test_touched_ids_outside_a_checkout_says_it_could_not_check(tmp_path: Path) 
     touched = protocol.touched_ids("spider", root=tmp_path)
     assert touched["ids"] is None
     assert protocol.reuse_check([1], touched) == {"checked": False, "why": touched["error"]}
+
+
+def test_untouched_keeps_the_dealt_order_and_refuses_without_history() -> None:
+    items = [(i, "db") for i in range(10)]
+    touched = {"ids": {0, 2, 3}, "files": [], "versions": 1}
+    assert protocol.untouched(items, lambda t: t[0], 4, touched) == [(1, "db"), (4, "db"),
+                                                                     (5, "db"), (6, "db")]
+    with pytest.raises(SystemExit, match="git history"):
+        protocol.untouched(items, lambda t: t[0], 4, {"ids": None, "error": "no git"})
