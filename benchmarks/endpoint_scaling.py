@@ -634,12 +634,17 @@ def profile_request_cpu(requests: Sequence[Any], args: argparse.Namespace) -> di
     import openai
 
     from blendsql.models import OpenAI
+    from blendsql.models.chat_transport import ChatTransport
 
     n = len(requests)
     out: dict[str, Any] = {"requests": n, "cpu_ms_per_request": {}}
     with fake_servers(1, args.slots, 0.0001) as servers:
         model = OpenAI(MODEL, servers.urls[0], max_concurrency=1, timeout=args.timeout)
         model.kind()
+        # the same client on the SDK's httpx client (the route HTTPS and proxied endpoints take)
+        via_httpx_model = OpenAI(MODEL, servers.urls[0], max_concurrency=1, timeout=args.timeout)
+        via_httpx_model.kind()
+        via_httpx_model._chat = ChatTransport(via_httpx_model._client, via_httpx_model._http)
         sdk = openai.OpenAI(api_key="sk-no-key", base_url=servers.urls[0], max_retries=0,
                             timeout=args.timeout)
         conn = http.client.HTTPConnection("127.0.0.1", servers.ports[0], timeout=args.timeout)
@@ -647,6 +652,10 @@ def profile_request_cpu(requests: Sequence[Any], args: argparse.Namespace) -> di
         def via_blendsql() -> None:
             for req in requests:
                 model.answer(req)
+
+        def via_blendsql_httpx() -> None:
+            for req in requests:
+                via_httpx_model.answer(req)
 
         def via_sdk() -> None:
             for req in requests:
@@ -662,7 +671,9 @@ def profile_request_cpu(requests: Sequence[Any], args: argparse.Namespace) -> di
                              {"content-type": "application/json"})
                 json.loads(conn.getresponse().read())
 
-        layers = (("blendsql OpenAI.answer", via_blendsql), ("openai SDK call", via_sdk),
+        layers = (("blendsql OpenAI.answer", via_blendsql),
+                  ("blendsql OpenAI.answer on the SDK's httpx client", via_blendsql_httpx),
+                  ("openai SDK call", via_sdk),
                   ("http.client + json", via_http_client))
         for name, fn in layers:
             fn()  # warm up (connections, caches)

@@ -1015,7 +1015,8 @@ BENCHES: tuple[Bench, ...] = (
          [lookup(d, f"{row}.client_cpu_ms_per_value") for row in ES_SQLITE], 2)),
      *(Number(f"Spark, {n} executor task slot{'s' * (n > 1)}: driver CPU ms per value",
               f"{row}.client_cpu_ms_per_value") for n, row in ES_SPARK.items()),
-     Number("one request's CPU, ms: blendsql OpenAI.answer / openai SDK call / http.client + json",
+     Number("one request's CPU, ms: blendsql OpenAI.answer / the same on the SDK's httpx client "
+            "/ openai SDK call / http.client + json",
             fn=lambda d: " / ".join(f"{_real(v):.2f}" for v in
                                     d["client_cpu_profile"]["cpu_ms_per_request"].values())),
      Number("baselines, values/s: Pool.generate alone / plain openai client (64 threads)",

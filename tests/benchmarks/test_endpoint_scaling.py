@@ -82,8 +82,9 @@ def test_the_json_shape(record: dict[str, Any]) -> None:
     for phase in ("before_first_request", "model", "after_last_answer"):
         assert record["engine"][0]["phases_s"][phase] is not None
     prof = record["client_cpu_profile"]
-    assert set(prof["cpu_ms_per_request"]) == {"blendsql OpenAI.answer", "openai SDK call",
-                                               "http.client + json"}
+    assert set(prof["cpu_ms_per_request"]) == {
+        "blendsql OpenAI.answer", "blendsql OpenAI.answer on the SDK's httpx client",
+        "openai SDK call", "http.client + json"}
     assert prof["cprofile_share_by_layer"]
 
 
