@@ -12,7 +12,6 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pandas as pd
@@ -43,6 +42,7 @@ from blendsql.plan.calls import scope_of, source_names
 from blendsql.plan.infer import Hint, Uses, identical_uses, infer_hint, literal_value
 from blendsql.plan.render import attach_ctes
 from blendsql.plan.rules import Hook
+from blendsql.plan.state import SharedCall
 from blendsql.plan.values import lossy_notes
 from blendsql.smoothie import TraceStep
 
@@ -178,13 +178,13 @@ class Evaluator(Session):
         """What :func:`blendsql.plan.infer.identical_uses` needs: the key function, the keys
         known, and the calls of ``call``'s tree grouped by key (None: not grouped yet)."""
         root = call.root()
-        grouped = self.memo.get("call_groups")  # grouped once per working tree
-        return (self.call_key, self.memo.setdefault("call_keys", {}),
+        grouped = self.call_groups  # grouped once per working tree
+        return (self.call_key, self.call_keys,
                 grouped[1] if grouped is not None and grouped[0] is root else None)
 
     def is_shared_yet(self, call: IngredientCall) -> bool:
         """Whether an identical call's evaluation exists already (:meth:`shared`)."""
-        return self.call_key(call) in self.memo.setdefault("shared_calls", {})
+        return self.call_key(call) in self.shared_calls
 
     def shared(self, call: IngredientCall, uses: Uses | None = None) -> SharedCall:
         """The evaluation shared by every call identical to ``call`` (created on first use).
@@ -195,14 +195,14 @@ class Evaluator(Session):
         tree when the first of them is bound) and one table of outputs: a
         value computed for one use is never computed again for another.
         """
-        memo: dict[str, SharedCall] = self.memo.setdefault("shared_calls", {})
+        memo = self.shared_calls
         key = self.call_key(call)
         entry = memo.get(key)
         if entry is None:  # ``uses``: identical_uses's answer, when the caller has it
             root = cast(exp.Expression, call.root())
             found, hint, disagreed, groups = (
                 uses if uses is not None else identical_uses(call, *self.uses_inputs(call)))
-            self.memo["call_groups"] = (root, groups)
+            self.call_groups = (root, groups)
             entry = memo[key] = SharedCall(hint=hint, uses=len(found))
             for rule in self.hooks[Hook.SHARE][:1] if len(found) > 1 else ():
                 with self.applying(rule):
@@ -317,19 +317,6 @@ def endpoint_details(endpoints: list[str | None]) -> dict[str, Any]:
     answered (a pool of servers); nothing otherwise (cached answers name none)."""
     counts = Counter(e for e in endpoints if e)
     return {"endpoints": dict(counts)} if counts else {}
-
-
-@dataclass
-class SharedCall:
-    """What identical calls of one query share: the combined hint and the outputs.
-
-    ``outputs`` maps :func:`value_key` of each computed value to its output
-    (a QA call's answer under the key ``None``).
-    """
-
-    hint: Hint
-    uses: int
-    outputs: dict[Any, Any] = field(default_factory=dict)
 
 
 def decode_tuple(value: Any) -> tuple[Any, ...]:

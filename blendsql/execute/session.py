@@ -37,8 +37,10 @@ from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.gguf import load_count
 from blendsql.plan.calls import call_key
 from blendsql.plan.lookup import map_lookup
+from blendsql.plan.order import CallOrder
 from blendsql.plan.render import render
 from blendsql.plan.rules import Hook, Rule, RunRules, apply_hook, rules_for
+from blendsql.plan.state import RunState, SharedCall
 from blendsql.plan.values import first_column
 from blendsql.smoothie import Meta, TraceStep
 
@@ -77,7 +79,14 @@ class Session:
         self.run_id = f"{secrets.token_hex(4)}_{next(_RUN_IDS)}"
         self._n = itertools.count()
         self._texts: dict[int, str] = {}
-        self.memo: dict[str, Any] = {}  # per-run memos of the rule helpers
+        self.state = RunState()  # what the run remembers between steps
+        self.call_keys: dict[int, str] = {}  # call_key by call id
+        # identical calls' shared evaluations by key, and the calls grouped by key
+        # for the working tree they were found in
+        self.shared_calls: dict[str, SharedCall] = {}
+        self.call_groups: tuple[exp.Expression, dict[str, list[IngredientCall]]] | None = None
+        self.order_asked = False  # the ORDER rules were asked for a CallOrder (order: theirs)
+        self.order: tuple[Rule, CallOrder] | None = None
         if rules is None:  # ``rules``: rules_for(options), when the caller resolved it
             rules = rules_for(self.options)
         self.hooks = rules.hooks  # the call rules switched on, by hook
@@ -190,19 +199,19 @@ class Session:
         # collectable already: only the shape of json_candidate's statement left to check
         as_json = (json_text(cand) if self.db.json_collect and one_table_column(cand)
                    else None)
-        sizes: dict[tuple[str, str], bool] = self.memo.setdefault("json_sized", {})
+        unsized = self.state.json_unsized
         src = cand.args["from_"].this
-        if as_json is not None and sizes.get((src.db, src.name)) is not False:
+        if as_json is not None and (src.db, src.name) not in unsized:
             try:
                 _, rows = self.sql(sized_json_text(cand, as_json), summary)
             except ExecutionError as e:
                 values = None  # a BLOB in the column, no rowid: collect row by row below
                 if "rowid" in e.message or "sqlite_master" in e.message:  # the table's fault
-                    sizes[(src.db, src.name)] = False
+                    unsized.add((src.db, src.name))
             else:
                 text = rows[0][0]
                 if text is None:  # not a table of at most JSON_MAX_ROWS rows
-                    sizes[(src.db, src.name)] = False
+                    unsized.add((src.db, src.name))
                 self.no_rows = text == "[]"
                 values = json_values(text) if text is not None else None  # None: a REAL
             if values is not None:
@@ -304,7 +313,7 @@ class Session:
 
     def call_key(self, call: IngredientCall) -> str:
         """:func:`blendsql.plan.calls.call_key`, memoised per call id for this run."""
-        keys: dict[int, str] = self.memo.setdefault("call_keys", {})
+        keys = self.call_keys
         key = keys.get(call.call_id)
         if key is None:
             key = call.meta.get(KEY_META)

@@ -51,7 +51,7 @@ from blendsql.plan.lookup import (
 from blendsql.plan.order import CallOrder
 from blendsql.plan.preagg import preaggregate
 from blendsql.plan.relax import AtomTexts, ClauseTexts
-from blendsql.plan.rules import Hook, Rule, apply_hook, rule_of
+from blendsql.plan.rules import Hook, apply_hook, rule_of
 from blendsql.plan.steps import CallStep, JoinCall, MapCall, QACall, Strategy
 from blendsql.plan.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.smoothie import TraceStep
@@ -70,15 +70,14 @@ class StepRunner(Evaluator):
 
     def call_order(self) -> CallOrder | None:
         """The first ``order`` rule's way of choosing the next ready call (None: none on)."""
-        memo = self.memo
-        if "call_order" not in memo:
-            memo["call_order"] = None
+        if not self.order_asked:
+            self.order_asked = True
             for rule in self.hooks[Hook.ORDER]:
                 order = rule.fn(self)  # decides nothing yet: its choices are traced by chosen
                 if order is not None:
-                    memo["call_order"] = (rule, order)
+                    self.order = (rule, order)
                     break
-        found: tuple[Rule, CallOrder] | None = memo["call_order"]
+        found = self.order
         return found[1] if found is not None else None
 
     def ordering_cost(self) -> Callable[[IngredientCall], float] | None:
@@ -91,7 +90,7 @@ class StepRunner(Evaluator):
 
     def trace_order(self, chosen: IngredientCall) -> None:
         """The ``order`` rule's decision, when it compared ready calls to pick ``chosen``."""
-        found = self.memo.get("call_order")
+        found = self.order
         if found is None:
             return
         if len(found[1].seen) < 2:  # no comparison was made: nothing to trace
@@ -102,17 +101,12 @@ class StepRunner(Evaluator):
 
     def atom_texts(self) -> AtomTexts:
         """This run's cache of plain atoms' SQL, for candidate queries (``plan.relax``)."""
-        texts: AtomTexts = self.memo.setdefault("atom_texts", {})
-        return texts
+        return self.state.tree.atom_texts
 
     def clause_texts(self) -> ClauseTexts:
         """Relaxed clauses' texts for the tree as it is now (emptied when it changes:
         :meth:`compute`); the calls of one WHERE share its relaxed text at a step."""
-        version = self.memo.get("tree_version", 0)
-        cached: tuple[int, ClauseTexts] | None = self.memo.get("clause_texts")
-        if cached is None or cached[0] != version:
-            cached = self.memo["clause_texts"] = (version, {})
-        return cached[1]
+        return self.state.tree.clause_texts
 
     def readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
         """The candidate query(ies) a map / join call would run now (for readiness).
@@ -122,11 +116,7 @@ class StepRunner(Evaluator):
         and the cost estimate of one step share it (:meth:`compute` changes the
         tree and starts a new state).
         """
-        version = self.memo.get("tree_version", 0)
-        cached: tuple[int, dict[int, exp.Expression | None]] | None = self.memo.get("readiness")
-        if cached is None or cached[0] != version:
-            cached = self.memo["readiness"] = (version, {})
-        built = cached[1]
+        built = self.state.tree.readiness
         if call.call_id not in built:
             built[call.call_id] = self._build_readiness_candidate(call)
         return built[call.call_id]
@@ -154,12 +144,13 @@ class StepRunner(Evaluator):
         ``tree`` is the run's own working copy (``execute.engine.run_plan`` copies
         the plan's tree once per run): the lookup replaces the call in place.
         """
-        self.memo["tree_version"] = self.memo.get("tree_version", 0) + 1
+        tree_state = self.state.tree
+        tree_state.changed()
         try:
             ing = step.ing if step.ing is not None else self.registry.get(call.key_name)
             return self._compute(tree, call, ing, step)
         finally:  # the tree changed: readiness candidates are built afresh
-            self.memo["tree_version"] += 1
+            tree_state.changed()
 
     def _compute(self, tree: exp.Expression, call: IngredientCall, ing: Ingredient | None,
                  step: CallStep) -> exp.Expression:
@@ -299,7 +290,7 @@ class StepRunner(Evaluator):
         summary = f"candidate values for {call.name}"
         if not json_shaped(cand):
             scope = None
-        empty: dict[int, tuple[exp.Expression, str]] = self.memo.setdefault("empty_scopes", {})
+        empty = self.state.tree.empty_scopes
         known = empty.get(id(scope)) if scope is not None else None
         if known is not None and known[0] is scope:
             self.trace.append(TraceStep(

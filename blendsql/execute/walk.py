@@ -159,17 +159,14 @@ class _Walk:
         marker = exp.Anonymous(this=f"{MARKER}{call.call_id}", expressions=[])
         call.replace(marker)
         self.marked.append((marker, call))
-        memo = self.run.memo
-        memo["tree_version"] = memo.get("tree_version", 0) + 1
+        self.run.state.tree.changed()
 
     def unmark(self) -> None:
         """Every call back in its place: the plan's tree is the prepared query again."""
         for marker, call in reversed(self.marked):
             marker.replace(call)
         self.marked.clear()
-        memo = self.run.memo
-        memo["tree_version"] = memo.get("tree_version", 0) + 1
-        memo.pop("atom_texts", None)  # texts rendered with markers in them
+        self.run.state.tree.unmarked()  # texts rendered with markers in them are gone
 
     def final(self) -> None:
         plan = self.plan

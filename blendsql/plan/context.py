@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry, MapIngredient
+from blendsql.plan.state import RunState
 from blendsql.smoothie import Meta, TraceStep
 
 #: what ``map_runner`` returns: (value node, question, engine kwargs, run_values)
@@ -57,7 +58,7 @@ class RunContext(Protocol):
     meta: Meta
     trace: list[TraceStep]
     temp_tables: list[str]
-    memo: dict[str, Any]
+    state: RunState  # what the run remembers between steps (typed, see plan.state)
 
     def sql(self, tree: exp.Expression | str, summary: str, *, kind: str = "sql",
             params: Mapping[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
