@@ -22,7 +22,7 @@ from blendsql.db.frames import rows_to_frame
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, IngredientTimeoutError
 from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, RunExpired, can_limit, time_limit
 from blendsql.execute.metering import Counters
-from blendsql.execute.session import Session
+from blendsql.execute.session import KEY_META, Decisions, Session
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients._llm import as_list as option_list
 from blendsql.ingredients.base import Ingredient
@@ -37,11 +37,12 @@ from blendsql.models.constraints import (
     constraint_from_return_type,
     constraint_source,
 )
-from blendsql.models.gguf import loads_since
-from blendsql.plan.calls import scope_of, source_names
+from blendsql.models.gguf import load_count, loads_since
+from blendsql.plan.calls import call_key, scope_of, source_names
+from blendsql.plan.context import RunContext
 from blendsql.plan.infer import Hint, Uses, identical_uses, infer_hint, literal_value
 from blendsql.plan.render import attach_ctes
-from blendsql.plan.rules import Hook
+from blendsql.plan.rules import Hook, apply_hook
 from blendsql.plan.state import SharedCall
 from blendsql.plan.values import lossy_notes
 from blendsql.smoothie import TraceStep
@@ -50,8 +51,14 @@ MAX_CHOICES = 2000  # an inferred Choice larger than this is not worth a grammar
 
 
 
-class Evaluator(Session):
-    """A session that evaluates arguments and invokes ingredients (metered, traced)."""
+class Evaluator:
+    """Evaluates a call's arguments, chooses its constraint and invokes its ingredient
+    (metered and traced in ``session``)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.limit_noted = False  # the trace said once that ingredient_timeout cannot be armed
+        self.load_mark = load_count()  # GGUF loads before this mark are not this run's
 
     def evaluate(self, node: exp.Expression, call: IngredientCall) -> Any:
         """Python value of an argument (see module ``blendsql.ingredients.base``)."""
@@ -64,10 +71,10 @@ class Evaluator(Session):
             return lit
         if isinstance(node, exp.Placeholder):
             name = node.name or ""
-            if name not in self.params:
+            if name not in self.session.params:
                 raise ExecutionError(f"no value bound for parameter {node.sql()!r}",
                                      hint="pass params=[...] with one value per '?'")
-            return self.params[name]
+            return self.session.params[name]
         if isinstance(node, (exp.Tuple, exp.Array)):
             return [self.evaluate(e, call) for e in node.expressions]
         if isinstance(node, exp.Column):
@@ -77,7 +84,7 @@ class Evaluator(Session):
         ):
             inner = node.this if isinstance(node, (exp.Subquery, exp.Paren)) else node
             return self.subquery_df(inner, call)
-        _, rows = self.sql(exp.select(node.copy()), f"evaluate argument of {call.name}")
+        _, rows = self.session.sql(exp.select(node.copy()), f"evaluate argument of {call.name}")
         return rows[0][0] if rows else None
 
     def column_values(self, col: exp.Column, call: IngredientCall) -> list[Any]:
@@ -102,7 +109,7 @@ class Evaluator(Session):
         # per-row test would cost a scan's worth of comparisons
         if scope is not None:
             q = attach_ctes(q, scope)
-        return self.candidate_values(q, f"values of {to_blendsql(col)} for {call.name}")
+        return self.session.candidate_values(q, f"values of {to_blendsql(col)} for {call.name}")
 
     def subquery_df(self, select: exp.Expression, call: IngredientCall) -> pd.DataFrame:
         """A subquery argument (a QA context) as a DataFrame."""
@@ -110,7 +117,7 @@ class Evaluator(Session):
         scope = scope_of(call)
         if scope is not None and isinstance(q, exp.Select) and q.args.get("with_") is None:
             q = attach_ctes(q, scope)
-        cols, rows = self.sql(q, f"context of {call.name}")
+        cols, rows = self.session.sql(q, f"context of {call.name}")
         return rows_to_frame(cols, rows)
 
     def kwargs_of(self, call: IngredientCall,
@@ -173,6 +180,138 @@ class Evaluator(Session):
             return Text()
         return None
 
+    def load_details(self) -> dict[str, Any]:
+        """``{"model_load": [...]}``: the GGUF loads (kernels, threads) since the last
+        ingredient step of this run, so the trace shows how a local model was loaded."""
+        loads = loads_since(self.load_mark)
+        if not loads:
+            return {}
+        self.load_mark += len(loads)
+        return {"model_load": [info.as_dict() for info in loads]}
+
+    def invoke(self, ing: Ingredient, call: IngredientCall, inputs: list[Any],
+               fn: Callable[[Any, list[str]], Any], n_values: int) -> Any:
+        """Call ``fn(model, warnings)`` for one ingredient: meter, time, trace, wrap errors.
+
+        ``warnings`` is a list the ingredient may append to (e.g. an answer that
+        could not be parsed and became NULL); each entry becomes a trace step.
+        """
+        warnings: list[str] = []
+        self.session.model.label = call.name
+        model = self.session.model if ing.needs_model else None
+        before = self.session.model.snapshot()
+        nprompts = len(self.session.model.prompt_log)
+        ndecisions = len(self.session.model.decision_log)
+        t0 = time.perf_counter()
+        limit = None if ing.needs_model else (self.session.options.get("ingredient_timeout")
+                                              or DEFAULT_INGREDIENT_TIMEOUT)
+        if self.session.options.get("ingredient_timeout") is not None and limit is not None \
+                and not self.limit_noted and (why := can_limit()) is not None:
+            self.limit_noted = True  # once per query, and only when the user set a limit
+            self.session.trace.append(TraceStep("warning", f"{call.name}: ingredient_timeout not enforced "
+                                        f"({why})", ingredient=call.name))
+        cancel = current_token()  # the query's own deadline, when nearer, stops it too
+        armed = limit if limit is None or cancel is None else cancel.bound(limit)
+        token = None
+        try:
+            with time_limit(None if armed is None else max(0.001, armed)) as token:
+                out = fn(model, warnings)
+        except RunExpired as stop:
+            if token is None or stop.token != token:
+                raise  # an enclosing ingredient's limit: it reports it
+            expired: BlendSQLError
+            if cancel is not None and cancel.cancelled:  # the query's deadline came first
+                expired = cancel.error()
+            else:
+                expired = IngredientTimeoutError(
+                    f"ingredient {call.name} ran longer than {limit:g} s and was stopped",
+                    hint=f"{type(ing).__name__}.run did not return while evaluating "
+                    f"{self.session.call_text(call)}; make it faster, or raise the limit with "
+                    "execute(..., ingredient_timeout=<seconds>)")
+            self.session.trace.append(TraceStep(
+                "error", f"{call.name}: {expired.message}", seconds=time.perf_counter() - t0,
+                ingredient=call.name, details={"call": self.session.call_text(call),
+                                               "error": type(expired).__name__}))
+            raise expired from None
+        except Exception as e:  # noqa: BLE001 - user code: report, never leak
+            err = e if isinstance(e, BlendSQLError) else IngredientError(
+                f"ingredient {call.name} failed: {type(e).__name__}: {e}",
+                hint=f"the error came from {type(ing).__name__}.run while evaluating "
+                f"{self.session.call_text(call)}",
+            )
+            self.session.trace.append(TraceStep(  # BlendSQLError.trace ends with what failed
+                "error", f"{call.name}: {err.message}", seconds=time.perf_counter() - t0,
+                ingredient=call.name, details={"call": self.session.call_text(call),
+                                               "error": type(err).__name__}))
+            if err is e:
+                raise
+            raise err from e
+        seconds = time.perf_counter() - t0
+        used: Counters = self.session.model.snapshot().minus(before)
+        m = self.session.meta
+        m.ingredient_calls += 1
+        m.values_passed += n_values
+        m.model_calls += used.model_calls
+        m.cache_hits += used.cache_hits
+        m.prompt_tokens += used.prompt_tokens
+        m.completion_tokens += used.completion_tokens
+        m.cached_tokens += used.cached_tokens
+        outputs = out if isinstance(out, list) else [out]
+        warnings.extend(lossy_notes(outputs))  # values SQLite cannot hold exactly
+        self.session.trace.append(TraceStep(
+            "ingredient", f"{call.name} ({ing.kind}) on {n_values} value(s)",
+            seconds=seconds, ingredient=call.name, inputs=inputs,
+            outputs=outputs if not isinstance(out, dict) else [out],
+            prompts=self.session.model.prompt_log[nprompts:] or None,
+            prompt_tokens=used.prompt_tokens, completion_tokens=used.completion_tokens,
+            cached_tokens=used.cached_tokens, model_calls=used.model_calls,
+            cache_hits=used.cache_hits,
+            details={"call": self.session.call_text(call),
+                     **endpoint_details(self.session.model.endpoint_log[nprompts:]),
+                     **decision_details(self.session.model.decision_log[ndecisions:]),
+                     **self.load_details()},
+        ))
+        for w in warnings:
+            self.session.trace.append(TraceStep("warning", f"{call.name}: {w}", ingredient=call.name))
+        return out
+
+
+class Sharing:
+    """Which calls are identical (:meth:`call_key`) and the evaluation they share (:meth:`shared`).
+
+    ``run``: the run the ``SHARE`` rules are applied to; ``decisions``: where their
+    decisions are traced.
+    """
+
+    def __init__(self, run: RunContext, session: Session, decisions: Decisions) -> None:
+        self.run = run
+        self.session = session
+        self.decisions = decisions
+        self.call_keys: dict[int, str] = {}  # call_key by call id
+        self.shared_calls: dict[str, SharedCall] = {}  # the shared evaluations, by key
+        # the calls of the working tree they were found in, grouped by key
+        self.call_groups: tuple[exp.Expression, dict[str, list[IngredientCall]]] | None = None
+
+    def shared_key(self, call: IngredientCall, key: str) -> str:
+        """The key ``call`` shares with identical calls under the ``share`` rules
+        (none on: its own, so every call is evaluated on its own)."""
+        shared = apply_hook(self.run, Hook.SHARE, call, key)
+        return str(shared) if shared is not None else f"{key}#{call.call_id}"
+
+    def call_key(self, call: IngredientCall) -> str:
+        """:func:`blendsql.plan.calls.call_key`, memoised per call id for this run."""
+        keys = self.call_keys
+        key = keys.get(call.call_id)
+        if key is None:
+            key = call.meta.get(KEY_META)
+            if key is None:
+                key = call_key(call)
+                if "@" not in key:  # names no scope by identity: valid in every copy
+                    call.meta[KEY_META] = key
+            key = self.shared_key(call, key)
+            keys[call.call_id] = key
+        return key
+
     def uses_inputs(self, call: IngredientCall) -> tuple[
             Callable[[IngredientCall], str], dict[int, str], dict[str, list[IngredientCall]] | None]:
         """What :func:`blendsql.plan.infer.identical_uses` needs: the key function, the keys
@@ -204,112 +343,17 @@ class Evaluator(Session):
                 uses if uses is not None else identical_uses(call, *self.uses_inputs(call)))
             self.call_groups = (root, groups)
             entry = memo[key] = SharedCall(hint=hint, uses=len(found))
-            for rule in self.hooks[Hook.SHARE][:1] if len(found) > 1 else ():
-                with self.applying(rule):
-                    self.decided(f"{rule.name}: {len(found)} identical uses of {call.name} "
-                                 "share one evaluation", call=self.call_text(call),
+            for rule in self.run.hooks[Hook.SHARE][:1] if len(found) > 1 else ():
+                with self.decisions.applying(rule):
+                    self.decisions.decided(f"{rule.name}: {len(found)} identical uses of {call.name} "
+                                 "share one evaluation", call=self.session.call_text(call),
                                  uses=len(found))
             if disagreed:
-                self.trace.append(TraceStep(
+                self.session.trace.append(TraceStep(
                     "warning", f"{call.name}: its {len(found)} identical uses imply different "
                     "output types; no output constraint is inferred (give return_type=)",
                     ingredient=call.name))
         return entry
-
-    def load_details(self) -> dict[str, Any]:
-        """``{"model_load": [...]}``: the GGUF loads (kernels, threads) since the last
-        ingredient step of this run, so the trace shows how a local model was loaded."""
-        loads = loads_since(self.load_mark)
-        if not loads:
-            return {}
-        self.load_mark += len(loads)
-        return {"model_load": [info.as_dict() for info in loads]}
-
-    def invoke(self, ing: Ingredient, call: IngredientCall, inputs: list[Any],
-               fn: Callable[[Any, list[str]], Any], n_values: int) -> Any:
-        """Call ``fn(model, warnings)`` for one ingredient: meter, time, trace, wrap errors.
-
-        ``warnings`` is a list the ingredient may append to (e.g. an answer that
-        could not be parsed and became NULL); each entry becomes a trace step.
-        """
-        warnings: list[str] = []
-        self.model.label = call.name
-        model = self.model if ing.needs_model else None
-        before = self.model.snapshot()
-        nprompts = len(self.model.prompt_log)
-        ndecisions = len(self.model.decision_log)
-        t0 = time.perf_counter()
-        limit = None if ing.needs_model else (self.options.get("ingredient_timeout")
-                                              or DEFAULT_INGREDIENT_TIMEOUT)
-        if self.options.get("ingredient_timeout") is not None and limit is not None \
-                and not self.limit_noted and (why := can_limit()) is not None:
-            self.limit_noted = True  # once per query, and only when the user set a limit
-            self.trace.append(TraceStep("warning", f"{call.name}: ingredient_timeout not enforced "
-                                        f"({why})", ingredient=call.name))
-        cancel = current_token()  # the query's own deadline, when nearer, stops it too
-        armed = limit if limit is None or cancel is None else cancel.bound(limit)
-        token = None
-        try:
-            with time_limit(None if armed is None else max(0.001, armed)) as token:
-                out = fn(model, warnings)
-        except RunExpired as stop:
-            if token is None or stop.token != token:
-                raise  # an enclosing ingredient's limit: it reports it
-            expired: BlendSQLError
-            if cancel is not None and cancel.cancelled:  # the query's deadline came first
-                expired = cancel.error()
-            else:
-                expired = IngredientTimeoutError(
-                    f"ingredient {call.name} ran longer than {limit:g} s and was stopped",
-                    hint=f"{type(ing).__name__}.run did not return while evaluating "
-                    f"{self.call_text(call)}; make it faster, or raise the limit with "
-                    "execute(..., ingredient_timeout=<seconds>)")
-            self.trace.append(TraceStep(
-                "error", f"{call.name}: {expired.message}", seconds=time.perf_counter() - t0,
-                ingredient=call.name, details={"call": self.call_text(call),
-                                               "error": type(expired).__name__}))
-            raise expired from None
-        except Exception as e:  # noqa: BLE001 - user code: report, never leak
-            err = e if isinstance(e, BlendSQLError) else IngredientError(
-                f"ingredient {call.name} failed: {type(e).__name__}: {e}",
-                hint=f"the error came from {type(ing).__name__}.run while evaluating "
-                f"{self.call_text(call)}",
-            )
-            self.trace.append(TraceStep(  # BlendSQLError.trace ends with what failed
-                "error", f"{call.name}: {err.message}", seconds=time.perf_counter() - t0,
-                ingredient=call.name, details={"call": self.call_text(call),
-                                               "error": type(err).__name__}))
-            if err is e:
-                raise
-            raise err from e
-        seconds = time.perf_counter() - t0
-        used: Counters = self.model.snapshot().minus(before)
-        m = self.meta
-        m.ingredient_calls += 1
-        m.values_passed += n_values
-        m.model_calls += used.model_calls
-        m.cache_hits += used.cache_hits
-        m.prompt_tokens += used.prompt_tokens
-        m.completion_tokens += used.completion_tokens
-        m.cached_tokens += used.cached_tokens
-        outputs = out if isinstance(out, list) else [out]
-        warnings.extend(lossy_notes(outputs))  # values SQLite cannot hold exactly
-        self.trace.append(TraceStep(
-            "ingredient", f"{call.name} ({ing.kind}) on {n_values} value(s)",
-            seconds=seconds, ingredient=call.name, inputs=inputs,
-            outputs=outputs if not isinstance(out, dict) else [out],
-            prompts=self.model.prompt_log[nprompts:] or None,
-            prompt_tokens=used.prompt_tokens, completion_tokens=used.completion_tokens,
-            cached_tokens=used.cached_tokens, model_calls=used.model_calls,
-            cache_hits=used.cache_hits,
-            details={"call": self.call_text(call),
-                     **endpoint_details(self.model.endpoint_log[nprompts:]),
-                     **decision_details(self.model.decision_log[ndecisions:]),
-                     **self.load_details()},
-        ))
-        for w in warnings:
-            self.trace.append(TraceStep("warning", f"{call.name}: {w}", ingredient=call.name))
-        return out
 
 
 def endpoint_details(endpoints: list[str | None]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""A run's session: the database, the trace, temporary objects and their cleanup.
+"""A run's session (the database, its statements, temporary objects and their cleanup) and
+its decisions (which rule is applied, and what it decided, as trace steps).
 
 Why its own module: everything that touches the connection for one
 ``execute`` (the one traced statement path, candidate-value collection,
@@ -34,13 +35,10 @@ from blendsql.execute.collect import (
 from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import IngredientRegistry
-from blendsql.models.gguf import load_count
-from blendsql.plan.calls import call_key
 from blendsql.plan.lookup import map_lookup
-from blendsql.plan.order import CallOrder
 from blendsql.plan.render import render
-from blendsql.plan.rules import Hook, Rule, RunRules, apply_hook, rules_for
-from blendsql.plan.state import RunState, SharedCall
+from blendsql.plan.rules import Rule
+from blendsql.plan.state import RunState
 from blendsql.plan.values import first_column
 from blendsql.smoothie import Meta, TraceStep
 
@@ -57,42 +55,61 @@ def decision_step(rule_name: str, summary: str, outcome: str,
     return TraceStep("plan", summary, details={"rule": rule, **details})
 
 
+class Decisions:
+    """The rule being applied, and its decisions as ``plan`` trace steps."""
+
+    def __init__(self, trace: list[TraceStep]) -> None:
+        self.trace = trace
+        self.rule_name = ""  # the rule being applied (its decisions are traced by its name)
+
+    @contextmanager
+    def applying(self, rule: Rule) -> Iterator[None]:
+        """Decisions made inside are ``rule``'s (:meth:`decided`)."""
+        saved, self.rule_name = self.rule_name, rule.name
+        try:
+            yield
+        finally:
+            self.rule_name = saved
+
+    def decided(self, summary: str, outcome: str = "", **details: Any) -> None:
+        """The applied rule's decision as a ``plan`` trace step (``details["rule"]``:
+        its name, ``<name>_<outcome>`` when an outcome is given).
+
+        Why: rules that need runtime information (candidate counts, a row
+        sample, a LIMIT scan's progress) decide inside the executor; the
+        trace says which rule decided what, and on what condition.
+        """
+        self.trace.append(decision_step(self.rule_name, summary, outcome, details))
+
+    def note_rules_off(self, rules_off: tuple[str, ...] | list[str]) -> None:
+        """One trace step naming the rules switched off for this run (when any)."""
+        off = list(rules_off)
+        if off:
+            self.trace.append(TraceStep("plan", "rules switched off: " + ", ".join(off),
+                                        details={"rules_off": off}))
+
+
 class Session:
-    """State of one ``execute`` call: params, temp objects, counters and trace."""
+    """The database side of one ``execute`` call: params, statements, temp objects, trace."""
 
     def __init__(self, db: Backend, registry: IngredientRegistry, model: MeteredModel,
-                 params: dict[str, Any], options: dict[str, Any] | None = None,
-                 rules: RunRules | None = None) -> None:
+                 params: dict[str, Any], options: dict[str, Any], state: RunState) -> None:
         self.db = db
         self.registry = registry
         self.model = model
         self.params = params
-        self.options = options or {}
+        self.options = options
+        self.state = state
         self.meta = Meta()
         self.trace: list[TraceStep] = []
-        self.limit_noted = False  # the trace said once that ingredient_timeout cannot be armed
-        self.load_mark = load_count()  # GGUF loads before this mark are not this run's
         # only objects this run created itself: cleanup never drops anything else
         self.temp_tables: list[str] = []
         self.functions: list[str] = []  # lookup functions bound on the connection
         # unguessable: engine names and parameters can never meet a user's
         self.run_id = f"{secrets.token_hex(4)}_{next(_RUN_IDS)}"
-        self._n = itertools.count()
+        self.names = itertools.count()  # numbers this run's bound parameters
         self._texts: dict[int, str] = {}
-        self.state = RunState()  # what the run remembers between steps
-        self.call_keys: dict[int, str] = {}  # call_key by call id
-        # identical calls' shared evaluations by key, and the calls grouped by key
-        # for the working tree they were found in
-        self.shared_calls: dict[str, SharedCall] = {}
-        self.call_groups: tuple[exp.Expression, dict[str, list[IngredientCall]]] | None = None
-        self.order_asked = False  # the ORDER rules were asked for a CallOrder (order: theirs)
-        self.order: tuple[Rule, CallOrder] | None = None
-        if rules is None:  # ``rules``: rules_for(options), when the caller resolved it
-            rules = rules_for(self.options)
-        self.hooks = rules.hooks  # the call rules switched on, by hook
-        self.rules_off = rules.off  # rules on by default switched off for this run
         self.bound_limit = db.bound_params_limit()  # parameters one statement may bind
-        self.rule_name = ""  # the rule being applied (its decisions are traced by its name)
         self.no_rows = False  # the last candidate_values query had no row (when known)
         # every statement the database runs for this run, recorded by the database itself
         # into ``trace`` (kind and summary from ``labelled``; see blendsql.db.trace)
@@ -128,32 +145,6 @@ class Session:
                 text = call.meta["bsql_text"] = to_blendsql(call)
             self._texts[call.call_id] = text
         return text
-
-    @contextmanager
-    def applying(self, rule: Rule) -> Iterator[None]:
-        """Decisions made inside are ``rule``'s (:meth:`decided`)."""
-        saved, self.rule_name = self.rule_name, rule.name
-        try:
-            yield
-        finally:
-            self.rule_name = saved
-
-    def decided(self, summary: str, outcome: str = "", **details: Any) -> None:
-        """The applied rule's decision as a ``plan`` trace step (``details["rule"]``:
-        its name, ``<name>_<outcome>`` when an outcome is given).
-
-        Why: rules that need runtime information (candidate counts, a row
-        sample, a LIMIT scan's progress) decide inside the executor; the
-        trace says which rule decided what, and on what condition.
-        """
-        self.trace.append(decision_step(self.rule_name, summary, outcome, details))
-
-    def note_rules_off(self) -> None:
-        """One trace step naming the rules switched off for this run (when any)."""
-        off = list(self.rules_off)
-        if off:
-            self.trace.append(TraceStep("plan", "rules switched off: " + ", ".join(off),
-                                        details={"rules_off": off}))
 
     def sql(self, tree: exp.Expression | str, summary: str, *, kind: str = "sql",
             params: Mapping[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
@@ -304,23 +295,3 @@ class Session:
         for name in self.functions:
             self.db.release_function(name)  # the name is reused: the count stays constant
         self.functions.clear()
-
-    def shared_key(self, call: IngredientCall, key: str) -> str:
-        """The key ``call`` shares with identical calls under the ``share`` rules
-        (none on: its own, so every call is evaluated on its own)."""
-        shared = apply_hook(self, Hook.SHARE, call, key)
-        return str(shared) if shared is not None else f"{key}#{call.call_id}"
-
-    def call_key(self, call: IngredientCall) -> str:
-        """:func:`blendsql.plan.calls.call_key`, memoised per call id for this run."""
-        keys = self.call_keys
-        key = keys.get(call.call_id)
-        if key is None:
-            key = call.meta.get(KEY_META)
-            if key is None:
-                key = call_key(call)
-                if "@" not in key:  # names no scope by identity: valid in every copy
-                    call.meta[KEY_META] = key
-            key = self.shared_key(call, key)
-            keys[call.call_id] = key
-        return key

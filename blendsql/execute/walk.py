@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from blendsql.execute.estimate import MARKER, Estimator, summary
 from blendsql.execute.planning import plan_tree
-from blendsql.execute.steps import StepRunner
+from blendsql.execute.run import Run
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.plan.calls import find_calls, next_call
@@ -47,7 +47,7 @@ from blendsql.plan.steps import (
 from blendsql.smoothie import TraceStep
 
 
-def plan_query(run: StepRunner, given: exp.Expression,
+def plan_query(run: Run, given: exp.Expression,
                parse_expr: Callable[[str], exp.Expression], query: str, *,
                memo: bool = False, estimate: bool = True, prices: Any = None) -> Plan:
     """The plan of ``given`` (a parsed query): its typed steps, in the order they run.
@@ -82,7 +82,7 @@ def plan_query(run: StepRunner, given: exp.Expression,
 class _Walk:
     """One walk over a plan's tree: chooses, decides and records each step."""
 
-    def __init__(self, run: StepRunner, plan: Plan, estimator: Estimator | None) -> None:
+    def __init__(self, run: Run, plan: Plan, estimator: Estimator | None) -> None:
         self.run = run
         self.plan = plan
         self.estimator = estimator
