@@ -46,7 +46,7 @@ class Run:
         self.hooks = rules.hooks  # the call rules switched on, by hook
         self.rules_off = rules.off  # rules on by default switched off for this run
         session = self.session = Session(db, registry, model, params, self.options, self.state)
-        decisions = self.decisions = Decisions(session.trace)
+        decisions = self.decisions = Decisions(session.trace, self.state)
         self.evaluator = Evaluator(session)
         self.sharing = Sharing(self, session, decisions)
         self.ordering = Ordering(self, decisions)
@@ -76,15 +76,6 @@ class Run:
         self.readiness_candidate = self.steps.readiness_candidate
         self.map_runner = self.steps.map_runner
         self.compute = self.steps.compute
-
-    @property
-    def rule_name(self) -> str:
-        """The rule being applied ("" outside one; ``plan.rules.apply_hook`` sets it)."""
-        return self.decisions.rule_name
-
-    @rule_name.setter
-    def rule_name(self, name: str) -> None:
-        self.decisions.rule_name = name
 
     @cached_property
     def statistics(self) -> Statistics:

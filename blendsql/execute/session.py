@@ -56,20 +56,21 @@ def decision_step(rule_name: str, summary: str, outcome: str,
 
 
 class Decisions:
-    """The rule being applied, and its decisions as ``plan`` trace steps."""
+    """The rule being applied (``state.rule_name``), and its decisions as ``plan`` trace steps."""
 
-    def __init__(self, trace: list[TraceStep]) -> None:
+    def __init__(self, trace: list[TraceStep], state: RunState) -> None:
         self.trace = trace
-        self.rule_name = ""  # the rule being applied (its decisions are traced by its name)
+        self.state = state  # ``state.rule_name``: the rule being applied
 
     @contextmanager
     def applying(self, rule: Rule) -> Iterator[None]:
         """Decisions made inside are ``rule``'s (:meth:`decided`)."""
-        saved, self.rule_name = self.rule_name, rule.name
+        state = self.state
+        saved, state.rule_name = state.rule_name, rule.name
         try:
             yield
         finally:
-            self.rule_name = saved
+            state.rule_name = saved
 
     def decided(self, summary: str, outcome: str = "", **details: Any) -> None:
         """The applied rule's decision as a ``plan`` trace step (``details["rule"]``:
@@ -79,7 +80,7 @@ class Decisions:
         sample, a LIMIT scan's progress) decide inside the executor; the
         trace says which rule decided what, and on what condition.
         """
-        self.trace.append(decision_step(self.rule_name, summary, outcome, details))
+        self.trace.append(decision_step(self.state.rule_name, summary, outcome, details))
 
     def note_rules_off(self, rules_off: tuple[str, ...] | list[str]) -> None:
         """One trace step naming the rules switched off for this run (when any)."""

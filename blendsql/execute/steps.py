@@ -52,6 +52,7 @@ from blendsql.plan.order import CallOrder
 from blendsql.plan.preagg import preaggregate
 from blendsql.plan.relax import AtomTexts, ClauseTexts
 from blendsql.plan.rules import Hook, Rule, apply_hook, rule_of
+from blendsql.plan.state import TreeTexts
 from blendsql.plan.steps import CallStep, JoinCall, MapCall, QACall, Strategy
 from blendsql.plan.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.smoothie import TraceStep
@@ -126,7 +127,7 @@ class StepRunner:
     def clause_texts(self) -> ClauseTexts:
         """Relaxed clauses' texts for the tree as it is now (emptied when it changes:
         :meth:`compute`); the calls of one WHERE share its relaxed text at a step."""
-        return self.state.tree.clause_texts
+        return self.state.tree.now.clause_texts
 
     def readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
         """The candidate query(ies) a map / join call would run now (for readiness).
@@ -136,7 +137,7 @@ class StepRunner:
         and the cost estimate of one step share it (:meth:`compute` changes the
         tree and starts a new state).
         """
-        built = self.state.tree.readiness
+        built = self.state.tree.now.readiness
         if call.call_id not in built:
             built[call.call_id] = self._build_readiness_candidate(call)
         return built[call.call_id]
@@ -165,12 +166,12 @@ class StepRunner:
         the plan's tree once per run): the lookup replaces the call in place.
         """
         tree_state = self.state.tree
-        tree_state.changed()
+        tree_state.now = TreeTexts()
         try:
             ing = step.ing if step.ing is not None else self.session.registry.get(call.key_name)
             return self._compute(tree, call, ing, step)
         finally:  # the tree changed: readiness candidates are built afresh
-            tree_state.changed()
+            tree_state.now = TreeTexts()
 
     def _compute(self, tree: exp.Expression, call: IngredientCall, ing: Ingredient | None,
                  step: CallStep) -> exp.Expression:

@@ -31,6 +31,7 @@ from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.plan.calls import find_calls, next_call
 from blendsql.plan.rules import Hook, apply_hook
+from blendsql.plan.state import TreeTexts
 from blendsql.plan.steps import (
     CallStep,
     FinalQuery,
@@ -159,14 +160,16 @@ class _Walk:
         marker = exp.Anonymous(this=f"{MARKER}{call.call_id}", expressions=[])
         call.replace(marker)
         self.marked.append((marker, call))
-        self.run.state.tree.changed()
+        self.run.state.tree.now = TreeTexts()
 
     def unmark(self) -> None:
         """Every call back in its place: the plan's tree is the prepared query again."""
         for marker, call in reversed(self.marked):
             marker.replace(call)
         self.marked.clear()
-        self.run.state.tree.unmarked()  # texts rendered with markers in them are gone
+        tree = self.run.state.tree
+        tree.now = TreeTexts()
+        tree.atom_texts = {}  # texts rendered with markers in them
 
     def final(self) -> None:
         plan = self.plan

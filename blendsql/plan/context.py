@@ -102,8 +102,6 @@ class RunContext(Protocol):
     def hooks(self) -> Mapping[Any, tuple[Any, ...]]:
         """The call rules switched on for this run, by hook (``plan.rules.rules_for``)."""
 
-    rule_name: str  # the rule being applied ("" outside one; plan.rules.apply_hook sets it)
-
     def applying(self, rule: Any) -> AbstractContextManager[None]:
         """Mark ``rule`` (a :class:`blendsql.plan.rules.Rule`) as being applied."""
 

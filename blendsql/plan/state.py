@@ -3,9 +3,8 @@ call rules remember).
 
 Why types, not a dict of string keys: each field says who fills it and what it
 holds, a misspelt name is an error where it is written, and a cache that must be
-emptied when the working tree changes is emptied by one method
-(:meth:`TreeState.changed`) instead of being compared with a version counter by
-each reader. Pure data: ``plan/`` reads and writes it, ``execute/`` creates one
+emptied when the working tree changes is one object (:class:`TreeTexts`), replaced when it
+changes, instead of being compared with a version counter by each reader. Pure data: ``plan/`` reads and writes it, ``execute/`` creates one
 per run (``execute.engine.Run.state``).
 """
 
@@ -33,30 +32,27 @@ class CostState:
 
 
 @dataclass
-class TreeState:
-    """Texts and queries built from the working tree as it is now.
+class TreeTexts:
+    """Texts and candidates built from one state of the working tree: replaced by a new
+    one when the tree changes (a call computed, a marker put in its place)."""
 
-    ``clause_texts`` and ``readiness`` hold for one state of the tree (a call
-    computed, or a marker put in its place, makes a new one: :meth:`changed`);
-    ``atom_texts`` hold until a marker is taken out (:meth:`unmarked`);
-    ``empty_scopes`` (a scope whose candidate had no row, by ``id`` of the scope)
-    hold for the whole run, since candidates only get stronger.
-    """
-
-    atom_texts: AtomTexts = field(default_factory=dict)
     clause_texts: ClauseTexts = field(default_factory=dict)
     readiness: dict[int, exp.Expression | None] = field(default_factory=dict)  # by call id
+
+
+@dataclass
+class TreeState:
+    """What is known of the working tree.
+
+    ``now``: texts and candidates of the tree as it is (:class:`TreeTexts`, replaced
+    whenever it changes); ``atom_texts``: plain atoms' SQL, kept until a marker is taken
+    out; ``empty_scopes``: a scope whose candidate had no row, by ``id`` of the scope,
+    for the whole run (candidates only get stronger).
+    """
+
+    now: TreeTexts = field(default_factory=TreeTexts)
+    atom_texts: AtomTexts = field(default_factory=dict)
     empty_scopes: dict[int, tuple[exp.Expression, str]] = field(default_factory=dict)
-
-    def changed(self) -> None:
-        """The tree changed: the texts and candidates of its last state no longer hold."""
-        self.clause_texts = {}
-        self.readiness = {}
-
-    def unmarked(self) -> None:
-        """A marker was taken out: atom texts rendered with it in them are gone too."""
-        self.changed()
-        self.atom_texts = {}
 
 
 @dataclass
@@ -78,6 +74,7 @@ class RunState:
 
     costs: CostState = field(default_factory=CostState)
     tree: TreeState = field(default_factory=TreeState)
+    rule_name: str = ""  # the call rule being applied (its decisions are traced by its name)
     #: how many more passing values ``plan.static_filter`` may bind (None: not set yet)
     bound_values_left: int | None = None
     #: lower-case column names of a base table by its SQL text (None: unknown)
