@@ -301,7 +301,7 @@ class BlendSQL:
                                    started)
             run.trace.append(TraceStep("parse", "parsed query",
                                        seconds=time.perf_counter() - t0))
-            if (isinstance(query, str) and tree.find(IngredientCall) is None
+            if (isinstance(query, str) and not _has_calls(tree)
                     and not rule_on(run.options, ENUM_MATCH)):
                 df = self._plain(run, query, params)
                 return to_smoothie(run, df, text, started)
@@ -465,3 +465,14 @@ class BlendSQL:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+HAS_CALLS_META = "bsql_has_calls"  # memoised on a session-cached parse (nobody changes it)
+
+
+def _has_calls(tree: exp.Expression) -> bool:
+    """Whether a session-cached parse holds an ingredient call (looked for once per parse)."""
+    known = tree.meta.get(HAS_CALLS_META)
+    if known is None:
+        known = tree.meta[HAS_CALLS_META] = tree.find(IngredientCall) is not None
+    return bool(known)

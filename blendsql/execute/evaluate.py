@@ -37,7 +37,7 @@ from blendsql.models.constraints import (
     constraint_from_return_type,
     constraint_source,
 )
-from blendsql.models.gguf import load_count, loads_since
+from blendsql.models.gguf import loads_since
 from blendsql.plan.calls import call_key, scope_of, source_names
 from blendsql.plan.context import RunContext
 from blendsql.plan.infer import Hint, Uses, identical_uses, infer_hint, literal_value
@@ -58,7 +58,6 @@ class Evaluator:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.limit_noted = False  # the trace said once that ingredient_timeout cannot be armed
-        self.load_mark = load_count()  # GGUF loads before this mark are not this run's
 
     def evaluate(self, node: exp.Expression, call: IngredientCall) -> Any:
         """Python value of an argument (see module ``blendsql.ingredients.base``)."""
@@ -183,10 +182,10 @@ class Evaluator:
     def load_details(self) -> dict[str, Any]:
         """``{"model_load": [...]}``: the GGUF loads (kernels, threads) since the last
         ingredient step of this run, so the trace shows how a local model was loaded."""
-        loads = loads_since(self.load_mark)
+        loads = loads_since(self.session.load_mark)
         if not loads:
             return {}
-        self.load_mark += len(loads)
+        self.session.load_mark += len(loads)
         return {"model_load": [info.as_dict() for info in loads]}
 
     def invoke(self, ing: Ingredient, call: IngredientCall, inputs: list[Any],

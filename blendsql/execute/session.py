@@ -35,6 +35,7 @@ from blendsql.execute.collect import (
 from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import IngredientRegistry
+from blendsql.models.gguf import load_count
 from blendsql.plan.lookup import map_lookup
 from blendsql.plan.render import render
 from blendsql.plan.rules import Rule
@@ -110,6 +111,7 @@ class Session:
         self.run_id = f"{secrets.token_hex(4)}_{next(_RUN_IDS)}"
         self.names = itertools.count()  # numbers this run's bound parameters
         self._texts: dict[int, str] = {}
+        self.load_mark = load_count()  # GGUF loads before this mark are not this run's
         self.bound_limit = db.bound_params_limit()  # parameters one statement may bind
         self.no_rows = False  # the last candidate_values query had no row (when known)
         # every statement the database runs for this run, recorded by the database itself

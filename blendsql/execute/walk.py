@@ -20,6 +20,7 @@ walk runs no statement of its own beyond the rules' probes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -30,6 +31,7 @@ from blendsql.execute.run import Run
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.plan.calls import find_calls, next_call
+from blendsql.plan.memo import RegistryKey, TreeMemo
 from blendsql.plan.rules import Hook, apply_hook
 from blendsql.plan.state import TreeTexts
 from blendsql.plan.steps import (
@@ -61,16 +63,21 @@ def plan_query(run: Run, given: exp.Expression,
     planned = plan_tree(run, given, parse_expr, memo)
     tree = planned.tree
     late = planned.late if planned.deferred else None
-    calls = find_calls(tree)
+    calls = calls_of(tree, run.registry.identity if planned.memo else None)
     # texts and keys read on the planned tree, whose nodes keep them (meta) for the
     # next run of a cached query; by call id for this run's copy
     texts = [run.call_text(c) for c in calls]
-    for c in calls:
-        run.call_key(c)
+    keys = [run.call_key(c) for c in calls]
     base = tree
     if calls:  # the plan's own copy: markers stand in for calls while it walks
         tree = tree.copy()
         calls = find_calls(tree)
+        # the copy's calls grouped by key, as identical-call sharing groups them (the
+        # tree is the run's working tree when the plan is made for its run)
+        groups: dict[str, list[IngredientCall]] = {}
+        for c, k in zip(calls, keys, strict=True):
+            groups.setdefault(k, []).append(c)
+        run.sharing.call_groups = (tree, groups)
     plan = Plan(query, tree=tree, late=late, params=dict(run.params),
                 options=dict(run.options), estimated=estimate)
     run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to plan",
@@ -78,6 +85,30 @@ def plan_query(run: Run, given: exp.Expression,
     estimator = Estimator(run, plan, base, prices) if estimate else None
     _Walk(run, plan, estimator).walk(calls)
     return plan
+
+
+@dataclass
+class PlannedCalls(TreeMemo):
+    """The calls of a session-cached planned tree, in text order (memoised on its meta)."""
+
+    key: RegistryKey
+    calls: list[IngredientCall]
+
+
+CALLS_MEMO = "bsql_planned_calls"
+
+
+def calls_of(tree: exp.Expression, key: RegistryKey | None) -> list[IngredientCall]:
+    """:func:`find_calls` of ``tree``, memoised on it when ``key`` (the registry's identity)
+    is given: the tree is a session-cached plan nobody changes."""
+    if key is None:
+        return find_calls(tree)
+    known = tree.meta.get(CALLS_MEMO)
+    if isinstance(known, PlannedCalls) and known.key == key:
+        return known.calls
+    calls = find_calls(tree)
+    tree.meta[CALLS_MEMO] = PlannedCalls(key, calls)
+    return calls
 
 
 class _Walk:
