@@ -104,7 +104,7 @@ def run_plan(run: Run, plan: Plan, owned: bool = False) -> pd.DataFrame:
                     late_plan.sql = late_plan.sql or render(tree)
                     columns, rows = run.sql(late_plan.sql, "final query")
                 else:
-                    columns, rows = run.sql(render(tree, copy=not owned), "final query")
+                    columns, rows = run.sql(tree, "final query", copy=not owned)
             case LateMap():
                 one = next(m for m in late if m.call.call_id == step.call_id)
                 rows = apply_late_maps([one], rows)

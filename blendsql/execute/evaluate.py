@@ -12,12 +12,12 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pandas as pd
 from sqlglot import exp
 
-from blendsql.cancel import current as current_token
 from blendsql.db.frames import rows_to_frame
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, IngredientTimeoutError
 from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, RunExpired, can_limit, time_limit
@@ -51,13 +51,13 @@ MAX_CHOICES = 2000  # an inferred Choice larger than this is not worth a grammar
 
 
 
+@dataclass(eq=False)
 class Evaluator:
     """Evaluates a call's arguments, chooses its constraint and invokes its ingredient
     (metered and traced in ``session``)."""
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.limit_noted = False  # the trace said once that ingredient_timeout cannot be armed
+    session: Session
+    limit_noted: bool = False  # the trace said once that ingredient_timeout cannot be armed
 
     def evaluate(self, node: exp.Expression, call: IngredientCall) -> Any:
         """Python value of an argument (see module ``blendsql.ingredients.base``)."""
@@ -209,8 +209,9 @@ class Evaluator:
             self.limit_noted = True  # once per query, and only when the user set a limit
             self.session.trace.append(TraceStep("warning", f"{call.name}: ingredient_timeout not enforced "
                                         f"({why})", ingredient=call.name))
-        cancel = current_token()  # the query's own deadline, when nearer, stops it too
-        armed = limit if limit is None or cancel is None else cancel.bound(limit)
+        cancel = self.session.cancel  # the query's own deadline, when nearer, stops it too
+        armed = (limit if limit is None or cancel is None or cancel.deadline is None
+                 else cancel.bound(limit))
         token = None
         try:
             with time_limit(None if armed is None else max(0.001, armed)) as token:
@@ -256,7 +257,6 @@ class Evaluator:
         m.completion_tokens += used.completion_tokens
         m.cached_tokens += used.cached_tokens
         outputs = out if isinstance(out, list) else [out]
-        warnings.extend(lossy_notes(outputs))  # values SQLite cannot hold exactly
         self.session.trace.append(TraceStep(
             "ingredient", f"{call.name} ({ing.kind}) on {n_values} value(s)",
             seconds=seconds, ingredient=call.name, inputs=inputs,
@@ -270,11 +270,13 @@ class Evaluator:
                      **decision_details(self.session.model.decision_log[ndecisions:]),
                      **self.load_details()},
         ))
+        warnings.extend(lossy_notes(outputs))  # values SQLite cannot hold exactly
         for w in warnings:
             self.session.trace.append(TraceStep("warning", f"{call.name}: {w}", ingredient=call.name))
         return out
 
 
+@dataclass(eq=False)
 class Sharing:
     """Which calls are identical (:meth:`call_key`) and the evaluation they share (:meth:`shared`).
 
@@ -282,14 +284,13 @@ class Sharing:
     decisions are traced.
     """
 
-    def __init__(self, run: RunContext, session: Session, decisions: Decisions) -> None:
-        self.run = run
-        self.session = session
-        self.decisions = decisions
-        self.call_keys: dict[int, str] = {}  # call_key by call id
-        self.shared_calls: dict[str, SharedCall] = {}  # the shared evaluations, by key
-        # the calls of the working tree they were found in, grouped by key
-        self.call_groups: tuple[exp.Expression, dict[str, list[IngredientCall]]] | None = None
+    run: RunContext
+    session: Session
+    decisions: Decisions
+    call_keys: dict[int, str] = field(default_factory=dict)  # call_key by call id
+    shared_calls: dict[str, SharedCall] = field(default_factory=dict)  # by key
+    #: the calls of the working tree they were found in, grouped by key
+    call_groups: tuple[exp.Expression, dict[str, list[IngredientCall]]] | None = None
 
     def shared_key(self, call: IngredientCall, key: str) -> str:
         """The key ``call`` shares with identical calls under the ``share`` rules

@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
+from blendsql.cancel import CancelToken
 from blendsql.db.backend import Backend
 from blendsql.execute.evaluate import Evaluator, Sharing
 from blendsql.execute.metering import MeteredModel
@@ -38,19 +39,21 @@ class Run:
 
     def __init__(self, db: Backend, registry: IngredientRegistry, model: MeteredModel,
                  params: dict[str, Any], options: dict[str, Any] | None = None,
-                 rules: RunRules | None = None) -> None:
+                 rules: RunRules | None = None, cancel: CancelToken | None = None) -> None:
         self.state = RunState()
         self.options = options or {}
         if rules is None:  # ``rules``: rules_for(options), when the caller resolved it
             rules = rules_for(self.options)
         self.hooks = rules.hooks  # the call rules switched on, by hook
         self.rules_off = rules.off  # rules on by default switched off for this run
-        session = self.session = Session(db, registry, model, params, self.options, self.state)
+        # ``cancel``: the query's token (``blendsql.cancel``), when it runs under one
+        session = self.session = Session(db, registry, model, params, self.options, self.state,
+                                         cancel)
         decisions = self.decisions = Decisions(session.trace, self.state)
         self.evaluator = Evaluator(session)
         self.sharing = Sharing(self, session, decisions)
         self.ordering = Ordering(self, decisions)
-        self.steps = StepRunner(self, session, self.evaluator, self.sharing, decisions)
+        self.steps = StepRunner(self, session, self.evaluator, self.sharing, decisions, self.state)
         # what the session holds for the whole run (never rebound)
         self.db, self.registry, self.model = db, registry, model
         self.params, self.meta, self.trace = session.params, session.meta, session.trace

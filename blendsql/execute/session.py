@@ -15,10 +15,12 @@ import secrets
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
+from blendsql.cancel import CancelToken
 from blendsql.db.backend import INGREDIENT_VALUE_HINT, Backend
 from blendsql.db.trace import StatementTrace
 from blendsql.errors import ExecutionError
@@ -37,7 +39,7 @@ from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.gguf import load_count
 from blendsql.plan.lookup import map_lookup
-from blendsql.plan.render import render
+from blendsql.plan.render import SQLITE
 from blendsql.plan.rules import Rule
 from blendsql.plan.state import RunState
 from blendsql.plan.values import first_column
@@ -56,12 +58,12 @@ def decision_step(rule_name: str, summary: str, outcome: str,
     return TraceStep("plan", summary, details={"rule": rule, **details})
 
 
+@dataclass(eq=False)
 class Decisions:
     """The rule being applied (``state.rule_name``), and its decisions as ``plan`` trace steps."""
 
-    def __init__(self, trace: list[TraceStep], state: RunState) -> None:
-        self.trace = trace
-        self.state = state  # ``state.rule_name``: the rule being applied
+    trace: list[TraceStep]
+    state: RunState  # ``state.rule_name``: the rule being applied
 
     @contextmanager
     def applying(self, rule: Rule) -> Iterator[None]:
@@ -95,13 +97,15 @@ class Session:
     """The database side of one ``execute`` call: params, statements, temp objects, trace."""
 
     def __init__(self, db: Backend, registry: IngredientRegistry, model: MeteredModel,
-                 params: dict[str, Any], options: dict[str, Any], state: RunState) -> None:
+                 params: dict[str, Any], options: dict[str, Any], state: RunState,
+                 cancel: CancelToken | None = None) -> None:
         self.db = db
         self.registry = registry
         self.model = model
         self.params = params
         self.options = options
         self.state = state
+        self.cancel = cancel  # the query's token (its deadline and cancellation), when any
         self.meta = Meta()
         self.trace: list[TraceStep] = []
         # only objects this run created itself: cleanup never drops anything else
@@ -150,13 +154,15 @@ class Session:
         return text
 
     def sql(self, tree: exp.Expression | str, summary: str, *, kind: str = "sql",
-            params: Mapping[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
+            params: Mapping[str, Any] | None = None, copy: bool = True,
+            ) -> tuple[list[str], list[tuple]]:
         """Run one statement with the session's bindings (or ``params``), traced.
 
         ``kind``: ``sql`` for the query's own work, ``plan`` for probes made
-        to plan it (costs, column names, samples).
+        to plan it (costs, column names, samples); ``copy=False``: ``tree`` is the
+        run's own (``plan.render.render``'s ``copy``).
         """
-        text = tree if isinstance(tree, str) else render(tree)
+        text = tree if isinstance(tree, str) else str(SQLITE.generate(tree, copy=copy))
         binds = params if params is not None else self.bindings(text) if ":" in text else {}
         statements = self.statements  # labelled(kind, summary), without a context manager
         saved, statements.label = statements.label, (kind, summary)
@@ -188,7 +194,7 @@ class Session:
         """
         self.no_rows = False
         if not collectable(cand):
-            return first_column(self.sql(render(cand, copy=False), summary)[1])
+            return first_column(self.sql(cand, summary, copy=False)[1])
         assert isinstance(cand, exp.Select)
         # collectable already: only the shape of json_candidate's statement left to check
         as_json = (json_text(cand) if self.db.json_collect and one_table_column(cand)
@@ -212,13 +218,13 @@ class Session:
                 self.trace[-1].rows_out = len(values)
                 return values
         if self.db.dialect != "sqlite":  # typed backends: their own DISTINCT (no collations)
-            values = distinct_values(self.sql(render(cand, copy=False), summary)[1])
+            values = distinct_values(self.sql(cand, summary, copy=False)[1])
         elif not self.db.capabilities.collectors or (conn := self.db.functions_conn) is None:
             # a borrowed connection: no functions, the rows deduplicated here
-            values = distinct_values(self.sql(render(without_distinct(cand)), summary)[1])
+            values = distinct_values(self.sql(without_distinct(cand), summary)[1])
         else:
             with Collector(conn) as col:
-                self.sql(render(col.rewrite(cand), copy=False), summary)
+                self.sql(col.rewrite(cand), summary, copy=False)
                 values = col.values()
         self.trace[-1].rows_out = len(values)
         return values

@@ -13,6 +13,7 @@ and reads the run only through :class:`~blendsql.plan.context.RunContext`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -52,7 +53,7 @@ from blendsql.plan.order import CallOrder
 from blendsql.plan.preagg import preaggregate
 from blendsql.plan.relax import AtomTexts, ClauseTexts
 from blendsql.plan.rules import Hook, Rule, apply_hook, rule_of
-from blendsql.plan.state import TreeTexts
+from blendsql.plan.state import RunState, TreeTexts
 from blendsql.plan.steps import CallStep, JoinCall, MapCall, QACall, Strategy
 from blendsql.plan.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.smoothie import TraceStep
@@ -61,15 +62,15 @@ PREAGGREGATE = rule_of(preaggregate)  # the rules whose decisions a map step app
 LAZY = rule_of(lazy_strategy)
 
 
+@dataclass(eq=False)
 class Ordering:
     """Which ready call comes next: the first ``ORDER`` rule's :class:`CallOrder`, asked
     once per run, and its decisions traced."""
 
-    def __init__(self, run: RunContext, decisions: Decisions) -> None:
-        self.run = run
-        self.decisions = decisions
-        self.asked = False  # the ORDER rules were asked for a CallOrder (``order``: theirs)
-        self.order: tuple[Rule, CallOrder] | None = None
+    run: RunContext
+    decisions: Decisions
+    asked: bool = False  # the ORDER rules were asked for a CallOrder (``order``: theirs)
+    order: tuple[Rule, CallOrder] | None = None
 
     def call_order(self) -> CallOrder | None:
         """The first ``order`` rule's way of choosing the next ready call (None: none on)."""
@@ -103,22 +104,22 @@ class Ordering:
             found[1].chosen(chosen)
 
 
+@dataclass(eq=False)
 class StepRunner:
     """Computes one ready call at a time, as its plan step says, and puts a lookup of its
     outputs in the tree.
 
     ``run``: the run the helpers and the ``STORE`` rules are given; ``session``,
-    ``evaluator``, ``sharing``, ``decisions``: the parts it works with.
+    ``evaluator``, ``sharing``, ``decisions``: the parts it works with; ``state``: the
+    run's state.
     """
 
-    def __init__(self, run: RunContext, session: Session, evaluator: Evaluator,
-                 sharing: Sharing, decisions: Decisions) -> None:
-        self.run = run
-        self.session = session
-        self.evaluator = evaluator
-        self.sharing = sharing
-        self.decisions = decisions
-        self.state = session.state
+    run: RunContext
+    session: Session
+    evaluator: Evaluator
+    sharing: Sharing
+    decisions: Decisions
+    state: RunState
 
     def atom_texts(self) -> AtomTexts:
         """This run's cache of plain atoms' SQL, for candidate queries (``plan.relax``)."""
@@ -268,7 +269,6 @@ class StepRunner:
             if done is not None:
                 return done
         value_node, question, engine_kw, run_values = self.map_runner(ing, call)
-        atom = filter_atom(call)
         lazy = None
         if step.strategy is Strategy.LAZY:  # stop once enough rows qualify
             with self.decisions.applying(LAZY):
@@ -278,6 +278,7 @@ class StepRunner:
         else:
             values = self.cascade_values(call, value_node)
             outputs = run_values(values) if values else []
+        atom = filter_atom(call)  # the filter the call stands in, where its outputs go
         stored = outputs_to_sqlite(outputs)
         done = apply_hook(self.run, Hook.STORE, tree, call, atom, value_node, values, stored)
         if done is not None:  # e.g. the filter decided in Python

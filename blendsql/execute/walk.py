@@ -154,11 +154,14 @@ class _Walk:
     def step(self, tree: exp.Expression, call: IngredientCall, condition: str) -> IngredientCall:
         """Record the step of ``call`` (or of the call a rule computes first); return the
         call planned, now a marker in the tree."""
-        ing = self.run.registry.get(call.key_name)
         text = self.run.call_text(call)
+        ing = self.run.registry.get(call.key_name)
         step: CallStep
         if isinstance(ing, MapIngredient):
-            decision = self.strategy(tree, call)
+            # the STRATEGY rules' decision (none: PLAIN)
+            decision = apply_hook(self.run, Hook.STRATEGY, tree, call)
+            if not isinstance(decision, MapDecision):
+                decision = MapDecision(Strategy.PLAIN)
             if decision.first is not None:  # e.g. a WHERE filter before a GROUP BY map
                 return self.step(tree, decision.first, condition + "; computed first (the "
                                  "preaggregate rule waits for its scope's filters)")
@@ -180,11 +183,6 @@ class _Walk:
         self.plan.steps.append(step)
         self.mark(call)
         return call
-
-    def strategy(self, tree: exp.Expression, call: IngredientCall) -> MapDecision:
-        """The ``STRATEGY`` rules' decision for a map call (none: PLAIN)."""
-        decided = apply_hook(self.run, Hook.STRATEGY, tree, call)
-        return decided if isinstance(decided, MapDecision) else MapDecision(Strategy.PLAIN)
 
     def mark(self, call: IngredientCall) -> None:
         """A marker stands for ``call``'s outputs (the tree changed: candidates afresh)."""

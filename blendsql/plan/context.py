@@ -61,7 +61,8 @@ class RunContext(Protocol):
     state: RunState  # what the run remembers between steps (typed, see plan.state)
 
     def sql(self, tree: exp.Expression | str, summary: str, *, kind: str = "sql",
-            params: Mapping[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
+            params: Mapping[str, Any] | None = None, copy: bool = True,
+            ) -> tuple[list[str], list[tuple]]:
         """Run one traced statement."""
 
     def labelled(self, kind: str, summary: str) -> AbstractContextManager[None]:
