@@ -207,8 +207,9 @@ class Evaluator:
         if self.session.options.get("ingredient_timeout") is not None and limit is not None \
                 and not self.limit_noted and (why := can_limit()) is not None:
             self.limit_noted = True  # once per query, and only when the user set a limit
-            self.session.trace.append(TraceStep("warning", f"{call.name}: ingredient_timeout not enforced "
-                                        f"({why})", ingredient=call.name))
+            self.session.trace.append(TraceStep(
+                "warning", f"{call.name}: ingredient_timeout not enforced ({why})",
+                ingredient=call.name))
         cancel = self.session.cancel  # the query's own deadline, when nearer, stops it too
         armed = (limit if limit is None or cancel is None or cancel.deadline is None
                  else cancel.bound(limit))
@@ -272,7 +273,8 @@ class Evaluator:
         ))
         warnings.extend(lossy_notes(outputs))  # values SQLite cannot hold exactly
         for w in warnings:
-            self.session.trace.append(TraceStep("warning", f"{call.name}: {w}", ingredient=call.name))
+            self.session.trace.append(TraceStep("warning", f"{call.name}: {w}",
+                                                ingredient=call.name))
         return out
 
 
@@ -313,7 +315,8 @@ class Sharing:
         return key
 
     def uses_inputs(self, call: IngredientCall) -> tuple[
-            Callable[[IngredientCall], str], dict[int, str], dict[str, list[IngredientCall]] | None]:
+            Callable[[IngredientCall], str], dict[int, str],
+            dict[str, list[IngredientCall]] | None]:
         """What :func:`blendsql.plan.infer.identical_uses` needs: the key function, the keys
         known, and the calls of ``call``'s tree grouped by key (None: not grouped yet)."""
         root = call.root()
@@ -345,9 +348,10 @@ class Sharing:
             entry = memo[key] = SharedCall(hint=hint, uses=len(found))
             for rule in self.run.hooks[Hook.SHARE][:1] if len(found) > 1 else ():
                 with self.decisions.applying(rule):
-                    self.decisions.decided(f"{rule.name}: {len(found)} identical uses of {call.name} "
-                                 "share one evaluation", call=self.session.call_text(call),
-                                 uses=len(found))
+                    self.decisions.decided(
+                        f"{rule.name}: {len(found)} identical uses of {call.name} "
+                        "share one evaluation", call=self.session.call_text(call),
+                        uses=len(found))
             if disagreed:
                 self.session.trace.append(TraceStep(
                     "warning", f"{call.name}: its {len(found)} identical uses imply different "

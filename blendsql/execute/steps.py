@@ -34,7 +34,7 @@ from blendsql.models.constraints import Choice
 from blendsql.plan.bind import bind_map, map_args
 from blendsql.plan.calls import effective_scope, map_value
 from blendsql.plan.candidates import DECIDED_META, join_side_candidate, map_candidate
-from blendsql.plan.context import RunContext
+from blendsql.plan.context import MapRunner, RunContext
 from blendsql.plan.infer import Hint, infer_hint, order_limit
 from blendsql.plan.lazy import ENGINE_KWARGS, lazy_strategy
 from blendsql.plan.lookup import (
@@ -191,8 +191,7 @@ class StepRunner:
                     "ingredients expand before planning")
         return replace_call(tree, call.call_id, repl, in_place=True)
 
-    def map_runner(self, ing: MapIngredient, call: IngredientCall,
-                   ) -> tuple[exp.Expression, Any, dict[str, Any], Callable[[list[Any]], list[Any]]]:
+    def map_runner(self, ing: MapIngredient, call: IngredientCall) -> MapRunner:
         """Bind a map call: (value node, question, engine kwargs, ``run_values``).
 
         Arguments are evaluated here, while the call is still in the tree (its
@@ -222,19 +221,20 @@ class StepRunner:
         constraint = self.evaluator.constraint_for(call, kw, shared.hint)
         outputs = shared.outputs
 
+        db, invoke = self.session.db, self.evaluator.invoke
         # only a backend that runs calls on executors (Spark) can
-        distributed = self.session.db.capabilities.executors and self.session.db.executors.runs_values(ing)
+        distributed = db.capabilities.executors and db.executors.runs_values(ing)
 
         def run_batch(vals: list[Any]) -> list[Any]:
             given = [decode_tuple(v) for v in vals] if kw_names else list(vals)
             if distributed:  # Spark, executors='on': run() shipped to the executors
-                out = self.evaluator.invoke(ing, call, given, lambda _m, warns: self.session.db.executors.map_values(
+                out = invoke(ing, call, given, lambda _m, warns: db.executors.map_values(
                     ing, question, given, constraint, warns, {**kw_names, **kw},
                     self.session.options.get("ingredient_timeout") or DEFAULT_INGREDIENT_TIMEOUT),
                     len(vals))
             else:
-                out = self.evaluator.invoke(ing, call, given, lambda model, warns: call_user(
-                    ing.run, question, given, model=model, db=self.session.db, constraint=constraint,
+                out = invoke(ing, call, given, lambda model, warns: call_user(
+                    ing.run, question, given, model=model, db=db, constraint=constraint,
                     warnings=warns, **kw_names, **kw),
                     len(vals))
             if not isinstance(out, (list, tuple)) or len(out) != len(vals):
@@ -288,7 +288,8 @@ class StepRunner:
             table = self.session.temp_table("m", pairs, index=False)
             null_passes = null_passes_statically(atom, call)
             if null_passes is None:
-                _, r = self.session.sql(null_test(atom, call), f"does a NULL output pass for {call.name}")
+                _, r = self.session.sql(null_test(atom, call),
+                                        f"does a NULL output pass for {call.name}")
                 null_passes = bool(r and r[0][0])
             repl = filter_lookup(atom, call, table, value_node, null_passes)
             return replace_node(tree, atom, repl, in_place=True)
@@ -379,7 +380,8 @@ class StepRunner:
         if question is None and question_node is not None:
             question = self.evaluator.evaluate(question_node, call)
         _, lrows = self.session.sql(join_side_candidate(call, left), f"left values for {call.name}")
-        _, rrows = self.session.sql(join_side_candidate(call, right), f"right values for {call.name}")
+        _, rrows = self.session.sql(join_side_candidate(call, right),
+                                    f"right values for {call.name}")
         lv, rv = first_column(lrows), first_column(rrows)
         mapping: dict[Any, Any] = {}
         if lv and rv:

@@ -3,9 +3,10 @@ call rules remember).
 
 Why types, not a dict of string keys: each field says who fills it and what it
 holds, a misspelt name is an error where it is written, and a cache that must be
-emptied when the working tree changes is one object (:class:`TreeTexts`), replaced when it
-changes, instead of being compared with a version counter by each reader. Pure data: ``plan/`` reads and writes it, ``execute/`` creates one
-per run (``execute.engine.Run.state``).
+emptied when the working tree changes is one object (:class:`TreeTexts`), replaced
+when it changes, instead of being compared with a version counter by each reader.
+Pure data: ``plan/`` reads and writes it, ``execute/`` creates one per run
+(``execute.run.Run.state``).
 """
 
 from __future__ import annotations
