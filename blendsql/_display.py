@@ -38,7 +38,7 @@ CSS = """
 .blendsql-smoothie .bsql-chip{border:1px solid rgba(128,128,128,.4);border-radius:10px;
   padding:1px 8px;white-space:nowrap}
 .blendsql-smoothie details>summary{cursor:pointer}
-.blendsql-smoothie .bsql-trace>summary{font-weight:600;margin:4px 0}
+.blendsql-smoothie .bsql-trace>summary,.blendsql-smoothie .bsql-analyze>summary{font-weight:600;margin:4px 0}
 .blendsql-smoothie .bsql-kind{border-radius:4px;padding:0 5px;font-size:12px;
   background:rgba(128,128,128,.18)}
 .blendsql-smoothie .bsql-kind-ingredient{background:rgba(46,160,67,.25)}
@@ -251,9 +251,30 @@ def wrap(inner: str) -> str:
     return f"<div class='blendsql-smoothie'><style>{CSS}</style>{inner}</div>"
 
 
-def smoothie_html(df: Any, meta: Meta, trace: Sequence[TraceStep], max_rows: int = 20) -> str:
-    """Result table, counters and trace: the whole Jupyter view of one run."""
-    return wrap(rows_html(df, max_rows) + meta_html(meta, len(df)) + trace_html(trace))
+def smoothie_html(df: Any, meta: Meta, trace: Sequence[TraceStep], max_rows: int = 20,
+                  plan: Any = None) -> str:
+    """Result table, counters and trace: the whole Jupyter view of one run.
+
+    ``plan``: the plan that ran (``Smoothie.plan``); when it was priced before the run
+    (``BlendSQL.run(BlendSQL.plan(q))``), the trace ends with its steps, each one's
+    estimate beside its actual figures (:func:`plan_table`, as ``plan_html`` shows them).
+    """
+    analyzed = (plan_trace_html(plan) if plan is not None and plan.estimated
+                and plan.analyzed else "")
+    return wrap(rows_html(df, max_rows) + meta_html(meta, len(df)) + trace_html(trace)
+                + analyzed)
+
+
+def plan_trace_html(plan: Any) -> str:
+    """An analysed plan as a collapsible part of the trace: estimate vs actual per step
+    (the totals in its summary line, so the run's counters stay the only chips)."""
+    n = len(plan.steps)
+    total, act = plan.total, plan.actual
+    totals = (f"{_count(total.values)} values, {_count(total.model_calls)} model calls "
+              f"estimated; {act.values:,} values, {act.model_calls:,} model calls ran")
+    return (f"<details class='bsql-analyze' open><summary>Plan: {n} "
+            f"step{'s' if n != 1 else ''}, estimate vs actual ({html.escape(totals)})"
+            f"</summary>{plan_table(plan, chips=False)}</details>")
 
 
 def _count(bound: Any, digits: int = 0) -> str:
@@ -282,21 +303,27 @@ def plan_html(plan: Any) -> str:
     does, values, model calls, a prompt-token bar; SQL and the reason a size is a bound,
     when it is one, under the step); after a run, each step's actual values, calls,
     tokens, rows and milliseconds beside its estimate (EXPLAIN ANALYZE)."""
+    return wrap(plan_table(plan))
+
+
+def plan_table(plan: Any, chips: bool = True) -> str:
+    """:func:`plan_html`'s content: a heading, the totals as chips (``chips``) and the table
+    of steps (an estimate cell has the class ``bsql-estimate``, an actual one ``bsql-actual``)."""
     total = plan.total
     analyzed = plan.analyzed
-    chips = [(_count(total.values), "values"), (_count(total.model_calls), "model calls"),
+    totals = [(_count(total.values), "values"), (_count(total.model_calls), "model calls"),
              (_count(total.prompt_tokens), "prompt tokens (estimate)")] if plan.estimated else []
     if total.dollars is not None and plan.estimated:
-        chips.append(("$" + _count(total.dollars, 4), "estimate"))
+        totals.append(("$" + _count(total.dollars, 4), "estimate"))
     if analyzed:
         act = plan.actual
-        chips += [(f"{act.values:,}", "values (actual)"),
+        totals += [(f"{act.values:,}", "values (actual)"),
                   (f"{act.model_calls:,}", "model calls (actual)"),
                   (f"{act.prompt_tokens:,}", "prompt tokens (actual)"),
                   (f"{act.seconds * 1000:.1f} ms", "(actual)")]
     meta = "<div class='bsql-meta'>" + "".join(
         f"<span class='bsql-chip'><b>{html.escape(v)}</b> {html.escape(label)}</span>"
-        for v, label in chips) + "</div>"
+        for v, label in totals) + "</div>" if chips else ""
     most = max((s.estimate.prompt_tokens.high if s.estimate.prompt_tokens.high is not None
                 else s.estimate.prompt_tokens.low for s in plan.steps), default=0)
     rows = []
@@ -315,9 +342,10 @@ def plan_html(plan: Any) -> str:
         rows.append(
             f"<tr><td class='num'>{i}</td><td><span class='bsql-kind bsql-kind-{kind}'>{kind}"
             f"</span></td><td>{what}</td><td>{esc(step.ingredient or '')}</td>"
-            f"<td class='num'>{_count(est.values) if priced else ''}</td>"
-            f"<td class='num'>{_count(est.model_calls) if priced else ''}</td>"
-            f"<td class='bsql-time'>{_range_bar(est.prompt_tokens, most) if priced else ''}"
+            f"<td class='num bsql-estimate'>{_count(est.values) if priced else ''}</td>"
+            f"<td class='num bsql-estimate'>{_count(est.model_calls) if priced else ''}</td>"
+            f"<td class='bsql-time bsql-estimate'>"
+            f"{_range_bar(est.prompt_tokens, most) if priced else ''}"
             f"</td>{_actual_cells(step.actual) if analyzed else ''}</tr>")
     head = ("<tr><th>#</th><th>kind</th><th>step</th><th>ingredient</th><th>values</th>"
             "<th>calls</th><th>prompt tokens</th>"
@@ -326,10 +354,10 @@ def plan_html(plan: Any) -> str:
                "<th class='bsql-actual'>ms</th>" if analyzed else "") + "</tr>")
     notes = "".join(f"<p class='bsql-note'>note: {esc(n, 500)}</p>" for n in plan.notes)
     state = ("estimate vs actual, after the run" if analyzed else "nothing has run yet")
-    return wrap(f"<p class='bsql-note'><b>Plan</b> ({state}) for "
-                f"<code>{esc(' '.join(plan.query.split()), 300)}</code></p>{meta}"
-                f"<table class='bsql-steps bsql-plan'><thead>{head}</thead><tbody>{''.join(rows)}"
-                f"</tbody></table>{notes}")
+    return (f"<p class='bsql-note'><b>Plan</b> ({state}) for "
+            f"<code>{esc(' '.join(plan.query.split()), 300)}</code></p>{meta}"
+            f"<table class='bsql-steps bsql-plan'><thead>{head}</thead><tbody>{''.join(rows)}"
+            f"</tbody></table>{notes}")
 
 
 def _actual_cells(actual: Any) -> str:

@@ -214,28 +214,28 @@ class BlendSQL:
         run_options = self.options.merged(options, "execute()") if options else dict(self.options)
         _check_query(query, run_options)
         rules = self._rules(run_options)
-        run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
-                  bind_params(params), run_options, rules)
-        run.model.budget = run_options.get("budget")  # enforced around every request batch
-        run.model.request_timeout = run_options.get("model_timeout")  # None: each backend's
         # a timeout the user set limits the whole query: past it no model request starts,
         # those in flight are abandoned (blendsql.cancel); an enclosing token (the web
         # page's request) stops it too
         token = CancelToken(run_options.get("timeout"), parent=current_token())
-        # one thread at a time; every statement under the time limit; a borrowed
-        # connection is guarded only inside and given back as it came
-        # every statement traced into run.trace; the executors option for Spark's calls
-        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT),
-                             tracer=run.statements,
-                             executors=run.options.get("executors") or "auto"), \
-                cancel_scope(token):
-            try:
-                return self._run(run, query, params, started)
-            except BaseException as e:
-                err = self._stopped(run, token, e)
-                if err is e:
-                    raise
-                raise err from e
+        with cancel_scope(token):
+            run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
+                      bind_params(params), run_options, rules, token)
+            run.model.budget = run_options.get("budget")  # enforced around every request batch
+            run.model.request_timeout = run_options.get("model_timeout")  # None: each backend's
+            # one thread at a time; every statement under the time limit; a borrowed
+            # connection is guarded only inside and given back as it came
+            # every statement traced into run.trace; the executors option for Spark's calls
+            with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT),
+                                 tracer=run.statements,
+                                 executors=run.options.get("executors") or "auto"):
+                try:
+                    return self._run(run, query, params, started)
+                except BaseException as e:
+                    err = self._stopped(run, token, e)
+                    if err is e:
+                        raise
+                    raise err from e
 
     def run(self, plan: Plan) -> Smoothie:
         """Run a :class:`~blendsql.plan.steps.Plan` as it is (``execute(q)`` is
@@ -249,22 +249,22 @@ class BlendSQL:
                                  "execute(query)")
         started = time.perf_counter()
         run_options = dict(plan.options)
-        run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
-                  dict(plan.params), run_options, self._rules(run_options))
-        run.model.budget = run_options.get("budget")
-        run.model.request_timeout = run_options.get("model_timeout")
         token = CancelToken(run_options.get("timeout"), parent=current_token())
-        with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT),
-                             tracer=run.statements,
-                             executors=run.options.get("executors") or "auto"), \
-                cancel_scope(token):  # as execute's
-            try:
-                return self._run_plan(run, plan, started)
-            except BaseException as e:
-                err = self._stopped(run, token, e)
-                if err is e:
-                    raise
-                raise err from e
+        with cancel_scope(token):  # as execute's
+            run = Run(self.db, self.registry, MeteredModel(lambda: self.model, self.progress),
+                      dict(plan.params), run_options, self._rules(run_options), token)
+            run.model.budget = run_options.get("budget")
+            run.model.request_timeout = run_options.get("model_timeout")
+            with self.db.session(timeout=run.options.get("timeout", DEFAULT_TIMEOUT),
+                                 tracer=run.statements,
+                                 executors=run.options.get("executors") or "auto"):
+                try:
+                    return self._run_plan(run, plan, started)
+                except BaseException as e:
+                    err = self._stopped(run, token, e)
+                    if err is e:
+                        raise
+                    raise err from e
 
     @staticmethod
     def _stopped(run: Run, token: CancelToken, e: BaseException) -> BaseException:
@@ -301,7 +301,7 @@ class BlendSQL:
                                    started)
             run.trace.append(TraceStep("parse", "parsed query",
                                        seconds=time.perf_counter() - t0))
-            if (isinstance(query, str) and tree.find(IngredientCall) is None
+            if (isinstance(query, str) and not _has_calls(tree)
                     and not rule_on(run.options, ENUM_MATCH)):
                 df = self._plain(run, query, params)
                 return to_smoothie(run, df, text, started)
@@ -465,3 +465,14 @@ class BlendSQL:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+HAS_CALLS_META = "bsql_has_calls"  # memoised on a session-cached parse (nobody changes it)
+
+
+def _has_calls(tree: exp.Expression) -> bool:
+    """Whether a session-cached parse holds an ingredient call (looked for once per parse)."""
+    known = tree.meta.get(HAS_CALLS_META)
+    if known is None:
+        known = tree.meta[HAS_CALLS_META] = tree.find(IngredientCall) is not None
+    return bool(known)

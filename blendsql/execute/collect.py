@@ -30,6 +30,8 @@ from typing import Any
 
 from sqlglot import exp
 
+from blendsql.plan.render import SQLITE
+
 _NAMES = itertools.count()
 _FREE: list[str] = []  # collector names no collector is using now
 _FREE_LOCK = threading.Lock()
@@ -169,9 +171,9 @@ def sized_json_text(cand: exp.Select, as_json: str) -> str:
     column does: the caller collects row by row then.
     """
     src = cand.args["from_"].this
-    schema = f"{exp.to_identifier(src.db).sql('sqlite', copy=False)}." if src.db else ""
-    name = exp.to_identifier(src.name).sql("sqlite", copy=False)
-    lit = exp.Literal.string(src.name).sql("sqlite", copy=False)
+    schema = f"{_text(exp.to_identifier(src.db))}." if src.db else ""
+    name = _text(exp.to_identifier(src.name))
+    lit = _text(exp.Literal.string(src.name))
     kind = f"(SELECT type FROM {schema}sqlite_master WHERE name = {lit} COLLATE NOCASE)"
     return (f"SELECT CASE WHEN {kind} = 'table' AND coalesce((SELECT MAX(rowid) FROM "
             f"{schema}{name}), 0) <= {JSON_MAX_ROWS} THEN ({as_json}) END")
@@ -179,7 +181,7 @@ def sized_json_text(cand: exp.Select, as_json: str) -> str:
 
 def _text(node: exp.Expression) -> str:
     """SQLite text of a candidate's part, rendered without copying it."""
-    return str(node.sql(dialect="sqlite", copy=False))
+    return str(SQLITE.generate(node, copy=False))
 
 
 def json_values(text: str | None) -> list[Any] | None:

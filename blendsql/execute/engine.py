@@ -10,9 +10,10 @@ runs the steps in the plan's order and measures each one (its
 :class:`~blendsql.plan.steps.Actual`, the plan's EXPLAIN ANALYZE).
 
 Layers, each importing only those below it: ``session`` (database, trace,
-temp objects) < ``evaluate`` (arguments, constraints, invocation) <
-``steps`` (map / QA / join runners) < ``estimate`` < ``walk`` (the plan)
-< ``engine`` (:class:`Run`, :func:`run_plan`).
+temp objects; the rule being applied) < ``evaluate`` (arguments, constraints,
+invocation; identical-call sharing) < ``steps`` (the call order; map / QA /
+join runners) < ``run`` (:class:`Run`, composed of those parts) < ``estimate``
+< ``walk`` (the plan) < ``engine`` (:func:`run_plan`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from sqlglot import exp
 from blendsql.db.frames import rows_to_frame
 from blendsql.errors import ExecutionError
 from blendsql.execute.project import apply_late_maps, bind_late_maps
+from blendsql.execute.run import Run
 from blendsql.execute.session import _RUN_IDS
-from blendsql.execute.steps import StepRunner
 from blendsql.execute.walk import plan_query
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
@@ -48,10 +49,6 @@ from blendsql.smoothie import Smoothie, TraceStep
 
 Parser = Callable[[str, IngredientRegistry], exp.Expression]
 __all__ = ["Run", "bind_params", "plan_query", "run_plan", "to_smoothie", "_RUN_IDS"]
-
-
-class Run(StepRunner):
-    """One ``execute`` call: a session, its evaluator and step runners (see the layers above)."""
 
 
 def bind_params(params: Sequence[Any] | Mapping[str, Any] | None) -> dict[str, Any]:
@@ -107,7 +104,7 @@ def run_plan(run: Run, plan: Plan, owned: bool = False) -> pd.DataFrame:
                     late_plan.sql = late_plan.sql or render(tree)
                     columns, rows = run.sql(late_plan.sql, "final query")
                 else:
-                    columns, rows = run.sql(render(tree, copy=not owned), "final query")
+                    columns, rows = run.sql(tree, "final query", copy=not owned)
             case LateMap():
                 one = next(m for m in late if m.call.call_id == step.call_id)
                 rows = apply_late_maps([one], rows)

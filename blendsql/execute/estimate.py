@@ -30,7 +30,8 @@ from sqlglot import exp
 
 from blendsql.budget import Prices
 from blendsql.errors import BlendSQLError
-from blendsql.execute.steps import StepRunner, join_sides
+from blendsql.execute.run import Run
+from blendsql.execute.steps import join_sides
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.plan.calls import find_calls, map_value
@@ -62,7 +63,7 @@ _MARK_RE = re.compile(MARKER + r"(\d+)\(\)", re.IGNORECASE)
 class Estimator:
     """Prices the steps of one plan; ``seen`` holds, per call key, the values counted."""
 
-    def __init__(self, run: StepRunner, plan: Plan, base: exp.Expression,
+    def __init__(self, run: Run, plan: Plan, base: exp.Expression,
                  prices: Prices | None) -> None:
         self.run = run
         self.plan = plan

@@ -18,12 +18,11 @@ from typing import Any, cast
 import pandas as pd
 from sqlglot import exp
 
-from blendsql.cancel import current as current_token
 from blendsql.db.frames import rows_to_frame
 from blendsql.errors import BlendSQLError, ExecutionError, IngredientError, IngredientTimeoutError
 from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, RunExpired, can_limit, time_limit
 from blendsql.execute.metering import Counters
-from blendsql.execute.session import Session
+from blendsql.execute.session import KEY_META, Decisions, Session
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients._llm import as_list as option_list
 from blendsql.ingredients.base import Ingredient
@@ -39,10 +38,12 @@ from blendsql.models.constraints import (
     constraint_source,
 )
 from blendsql.models.gguf import loads_since
-from blendsql.plan.calls import scope_of, source_names
+from blendsql.plan.calls import call_key, scope_of, source_names
+from blendsql.plan.context import RunContext
 from blendsql.plan.infer import Hint, Uses, identical_uses, infer_hint, literal_value
 from blendsql.plan.render import attach_ctes
-from blendsql.plan.rules import Hook
+from blendsql.plan.rules import Hook, apply_hook
+from blendsql.plan.state import SharedCall
 from blendsql.plan.values import lossy_notes
 from blendsql.smoothie import TraceStep
 
@@ -50,8 +51,13 @@ MAX_CHOICES = 2000  # an inferred Choice larger than this is not worth a grammar
 
 
 
-class Evaluator(Session):
-    """A session that evaluates arguments and invokes ingredients (metered, traced)."""
+@dataclass(eq=False)
+class Evaluator:
+    """Evaluates a call's arguments, chooses its constraint and invokes its ingredient
+    (metered and traced in ``session``)."""
+
+    session: Session
+    limit_noted: bool = False  # the trace said once that ingredient_timeout cannot be armed
 
     def evaluate(self, node: exp.Expression, call: IngredientCall) -> Any:
         """Python value of an argument (see module ``blendsql.ingredients.base``)."""
@@ -64,10 +70,10 @@ class Evaluator(Session):
             return lit
         if isinstance(node, exp.Placeholder):
             name = node.name or ""
-            if name not in self.params:
+            if name not in self.session.params:
                 raise ExecutionError(f"no value bound for parameter {node.sql()!r}",
                                      hint="pass params=[...] with one value per '?'")
-            return self.params[name]
+            return self.session.params[name]
         if isinstance(node, (exp.Tuple, exp.Array)):
             return [self.evaluate(e, call) for e in node.expressions]
         if isinstance(node, exp.Column):
@@ -77,7 +83,7 @@ class Evaluator(Session):
         ):
             inner = node.this if isinstance(node, (exp.Subquery, exp.Paren)) else node
             return self.subquery_df(inner, call)
-        _, rows = self.sql(exp.select(node.copy()), f"evaluate argument of {call.name}")
+        _, rows = self.session.sql(exp.select(node.copy()), f"evaluate argument of {call.name}")
         return rows[0][0] if rows else None
 
     def column_values(self, col: exp.Column, call: IngredientCall) -> list[Any]:
@@ -102,7 +108,7 @@ class Evaluator(Session):
         # per-row test would cost a scan's worth of comparisons
         if scope is not None:
             q = attach_ctes(q, scope)
-        return self.candidate_values(q, f"values of {to_blendsql(col)} for {call.name}")
+        return self.session.candidate_values(q, f"values of {to_blendsql(col)} for {call.name}")
 
     def subquery_df(self, select: exp.Expression, call: IngredientCall) -> pd.DataFrame:
         """A subquery argument (a QA context) as a DataFrame."""
@@ -110,7 +116,7 @@ class Evaluator(Session):
         scope = scope_of(call)
         if scope is not None and isinstance(q, exp.Select) and q.args.get("with_") is None:
             q = attach_ctes(q, scope)
-        cols, rows = self.sql(q, f"context of {call.name}")
+        cols, rows = self.session.sql(q, f"context of {call.name}")
         return rows_to_frame(cols, rows)
 
     def kwargs_of(self, call: IngredientCall,
@@ -173,56 +179,13 @@ class Evaluator(Session):
             return Text()
         return None
 
-    def uses_inputs(self, call: IngredientCall) -> tuple[
-            Callable[[IngredientCall], str], dict[int, str], dict[str, list[IngredientCall]] | None]:
-        """What :func:`blendsql.plan.infer.identical_uses` needs: the key function, the keys
-        known, and the calls of ``call``'s tree grouped by key (None: not grouped yet)."""
-        root = call.root()
-        grouped = self.memo.get("call_groups")  # grouped once per working tree
-        return (self.call_key, self.memo.setdefault("call_keys", {}),
-                grouped[1] if grouped is not None and grouped[0] is root else None)
-
-    def is_shared_yet(self, call: IngredientCall) -> bool:
-        """Whether an identical call's evaluation exists already (:meth:`shared`)."""
-        return self.call_key(call) in self.memo.setdefault("shared_calls", {})
-
-    def shared(self, call: IngredientCall, uses: Uses | None = None) -> SharedCall:
-        """The evaluation shared by every call identical to ``call`` (created on first use).
-
-        Why: identical calls (same ingredient, arguments and resolved
-        columns, :func:`blendsql.plan.calls.call_key`) must agree, so they
-        get one constraint inferred from all their uses (found in the whole
-        tree when the first of them is bound) and one table of outputs: a
-        value computed for one use is never computed again for another.
-        """
-        memo: dict[str, SharedCall] = self.memo.setdefault("shared_calls", {})
-        key = self.call_key(call)
-        entry = memo.get(key)
-        if entry is None:  # ``uses``: identical_uses's answer, when the caller has it
-            root = cast(exp.Expression, call.root())
-            found, hint, disagreed, groups = (
-                uses if uses is not None else identical_uses(call, *self.uses_inputs(call)))
-            self.memo["call_groups"] = (root, groups)
-            entry = memo[key] = SharedCall(hint=hint, uses=len(found))
-            for rule in self.hooks[Hook.SHARE][:1] if len(found) > 1 else ():
-                with self.applying(rule):
-                    self.decided(f"{rule.name}: {len(found)} identical uses of {call.name} "
-                                 "share one evaluation", call=self.call_text(call),
-                                 uses=len(found))
-            if disagreed:
-                self.trace.append(TraceStep(
-                    "warning", f"{call.name}: its {len(found)} identical uses imply different "
-                    "output types; no output constraint is inferred (give return_type=)",
-                    ingredient=call.name))
-        return entry
-
     def load_details(self) -> dict[str, Any]:
         """``{"model_load": [...]}``: the GGUF loads (kernels, threads) since the last
         ingredient step of this run, so the trace shows how a local model was loaded."""
-        loads = loads_since(self.load_mark)
+        loads = loads_since(self.session.load_mark)
         if not loads:
             return {}
-        self.load_mark += len(loads)
+        self.session.load_mark += len(loads)
         return {"model_load": [info.as_dict() for info in loads]}
 
     def invoke(self, ing: Ingredient, call: IngredientCall, inputs: list[Any],
@@ -233,21 +196,23 @@ class Evaluator(Session):
         could not be parsed and became NULL); each entry becomes a trace step.
         """
         warnings: list[str] = []
-        self.model.label = call.name
-        model = self.model if ing.needs_model else None
-        before = self.model.snapshot()
-        nprompts = len(self.model.prompt_log)
-        ndecisions = len(self.model.decision_log)
+        self.session.model.label = call.name
+        model = self.session.model if ing.needs_model else None
+        before = self.session.model.snapshot()
+        nprompts = len(self.session.model.prompt_log)
+        ndecisions = len(self.session.model.decision_log)
         t0 = time.perf_counter()
-        limit = None if ing.needs_model else (self.options.get("ingredient_timeout")
+        limit = None if ing.needs_model else (self.session.options.get("ingredient_timeout")
                                               or DEFAULT_INGREDIENT_TIMEOUT)
-        if self.options.get("ingredient_timeout") is not None and limit is not None \
+        if self.session.options.get("ingredient_timeout") is not None and limit is not None \
                 and not self.limit_noted and (why := can_limit()) is not None:
             self.limit_noted = True  # once per query, and only when the user set a limit
-            self.trace.append(TraceStep("warning", f"{call.name}: ingredient_timeout not enforced "
-                                        f"({why})", ingredient=call.name))
-        cancel = current_token()  # the query's own deadline, when nearer, stops it too
-        armed = limit if limit is None or cancel is None else cancel.bound(limit)
+            self.session.trace.append(TraceStep(
+                "warning", f"{call.name}: ingredient_timeout not enforced ({why})",
+                ingredient=call.name))
+        cancel = self.session.cancel  # the query's own deadline, when nearer, stops it too
+        armed = (limit if limit is None or cancel is None or cancel.deadline is None
+                 else cancel.bound(limit))
         token = None
         try:
             with time_limit(None if armed is None else max(0.001, armed)) as token:
@@ -262,29 +227,29 @@ class Evaluator(Session):
                 expired = IngredientTimeoutError(
                     f"ingredient {call.name} ran longer than {limit:g} s and was stopped",
                     hint=f"{type(ing).__name__}.run did not return while evaluating "
-                    f"{self.call_text(call)}; make it faster, or raise the limit with "
+                    f"{self.session.call_text(call)}; make it faster, or raise the limit with "
                     "execute(..., ingredient_timeout=<seconds>)")
-            self.trace.append(TraceStep(
+            self.session.trace.append(TraceStep(
                 "error", f"{call.name}: {expired.message}", seconds=time.perf_counter() - t0,
-                ingredient=call.name, details={"call": self.call_text(call),
+                ingredient=call.name, details={"call": self.session.call_text(call),
                                                "error": type(expired).__name__}))
             raise expired from None
         except Exception as e:  # noqa: BLE001 - user code: report, never leak
             err = e if isinstance(e, BlendSQLError) else IngredientError(
                 f"ingredient {call.name} failed: {type(e).__name__}: {e}",
                 hint=f"the error came from {type(ing).__name__}.run while evaluating "
-                f"{self.call_text(call)}",
+                f"{self.session.call_text(call)}",
             )
-            self.trace.append(TraceStep(  # BlendSQLError.trace ends with what failed
+            self.session.trace.append(TraceStep(  # BlendSQLError.trace ends with what failed
                 "error", f"{call.name}: {err.message}", seconds=time.perf_counter() - t0,
-                ingredient=call.name, details={"call": self.call_text(call),
+                ingredient=call.name, details={"call": self.session.call_text(call),
                                                "error": type(err).__name__}))
             if err is e:
                 raise
             raise err from e
         seconds = time.perf_counter() - t0
-        used: Counters = self.model.snapshot().minus(before)
-        m = self.meta
+        used: Counters = self.session.model.snapshot().minus(before)
+        m = self.session.meta
         m.ingredient_calls += 1
         m.values_passed += n_values
         m.model_calls += used.model_calls
@@ -293,23 +258,106 @@ class Evaluator(Session):
         m.completion_tokens += used.completion_tokens
         m.cached_tokens += used.cached_tokens
         outputs = out if isinstance(out, list) else [out]
-        warnings.extend(lossy_notes(outputs))  # values SQLite cannot hold exactly
-        self.trace.append(TraceStep(
+        self.session.trace.append(TraceStep(
             "ingredient", f"{call.name} ({ing.kind}) on {n_values} value(s)",
             seconds=seconds, ingredient=call.name, inputs=inputs,
             outputs=outputs if not isinstance(out, dict) else [out],
-            prompts=self.model.prompt_log[nprompts:] or None,
+            prompts=self.session.model.prompt_log[nprompts:] or None,
             prompt_tokens=used.prompt_tokens, completion_tokens=used.completion_tokens,
             cached_tokens=used.cached_tokens, model_calls=used.model_calls,
             cache_hits=used.cache_hits,
-            details={"call": self.call_text(call),
-                     **endpoint_details(self.model.endpoint_log[nprompts:]),
-                     **decision_details(self.model.decision_log[ndecisions:]),
+            details={"call": self.session.call_text(call),
+                     **endpoint_details(self.session.model.endpoint_log[nprompts:]),
+                     **decision_details(self.session.model.decision_log[ndecisions:]),
                      **self.load_details()},
         ))
+        warnings.extend(lossy_notes(outputs))  # values SQLite cannot hold exactly
         for w in warnings:
-            self.trace.append(TraceStep("warning", f"{call.name}: {w}", ingredient=call.name))
+            self.session.trace.append(TraceStep("warning", f"{call.name}: {w}",
+                                                ingredient=call.name))
         return out
+
+
+@dataclass(eq=False)
+class Sharing:
+    """Which calls are identical (:meth:`call_key`) and the evaluation they share (:meth:`shared`).
+
+    ``run``: the run the ``SHARE`` rules are applied to; ``decisions``: where their
+    decisions are traced.
+    """
+
+    run: RunContext
+    session: Session
+    decisions: Decisions
+    call_keys: dict[int, str] = field(default_factory=dict)  # call_key by call id
+    shared_calls: dict[str, SharedCall] = field(default_factory=dict)  # by key
+    #: the calls of the working tree they were found in, grouped by key
+    call_groups: tuple[exp.Expression, dict[str, list[IngredientCall]]] | None = None
+
+    def shared_key(self, call: IngredientCall, key: str) -> str:
+        """The key ``call`` shares with identical calls under the ``share`` rules
+        (none on: its own, so every call is evaluated on its own)."""
+        shared = apply_hook(self.run, Hook.SHARE, call, key)
+        return str(shared) if shared is not None else f"{key}#{call.call_id}"
+
+    def call_key(self, call: IngredientCall) -> str:
+        """:func:`blendsql.plan.calls.call_key`, memoised per call id for this run."""
+        keys = self.call_keys
+        key = keys.get(call.call_id)
+        if key is None:
+            key = call.meta.get(KEY_META)
+            if key is None:
+                key = call_key(call)
+                if "@" not in key:  # names no scope by identity: valid in every copy
+                    call.meta[KEY_META] = key
+            key = self.shared_key(call, key)
+            keys[call.call_id] = key
+        return key
+
+    def uses_inputs(self, call: IngredientCall) -> tuple[
+            Callable[[IngredientCall], str], dict[int, str],
+            dict[str, list[IngredientCall]] | None]:
+        """What :func:`blendsql.plan.infer.identical_uses` needs: the key function, the keys
+        known, and the calls of ``call``'s tree grouped by key (None: not grouped yet)."""
+        root = call.root()
+        grouped = self.call_groups  # grouped once per working tree
+        return (self.call_key, self.call_keys,
+                grouped[1] if grouped is not None and grouped[0] is root else None)
+
+    def is_shared_yet(self, call: IngredientCall) -> bool:
+        """Whether an identical call's evaluation exists already (:meth:`shared`)."""
+        return self.call_key(call) in self.shared_calls
+
+    def shared(self, call: IngredientCall, uses: Uses | None = None) -> SharedCall:
+        """The evaluation shared by every call identical to ``call`` (created on first use).
+
+        Why: identical calls (same ingredient, arguments and resolved
+        columns, :func:`blendsql.plan.calls.call_key`) must agree, so they
+        get one constraint inferred from all their uses (found in the whole
+        tree when the first of them is bound) and one table of outputs: a
+        value computed for one use is never computed again for another.
+        """
+        memo = self.shared_calls
+        key = self.call_key(call)
+        entry = memo.get(key)
+        if entry is None:  # ``uses``: identical_uses's answer, when the caller has it
+            root = cast(exp.Expression, call.root())
+            found, hint, disagreed, groups = (
+                uses if uses is not None else identical_uses(call, *self.uses_inputs(call)))
+            self.call_groups = (root, groups)
+            entry = memo[key] = SharedCall(hint=hint, uses=len(found))
+            for rule in self.run.hooks[Hook.SHARE][:1] if len(found) > 1 else ():
+                with self.decisions.applying(rule):
+                    self.decisions.decided(
+                        f"{rule.name}: {len(found)} identical uses of {call.name} "
+                        "share one evaluation", call=self.session.call_text(call),
+                        uses=len(found))
+            if disagreed:
+                self.session.trace.append(TraceStep(
+                    "warning", f"{call.name}: its {len(found)} identical uses imply different "
+                    "output types; no output constraint is inferred (give return_type=)",
+                    ingredient=call.name))
+        return entry
 
 
 def endpoint_details(endpoints: list[str | None]) -> dict[str, Any]:
@@ -317,19 +365,6 @@ def endpoint_details(endpoints: list[str | None]) -> dict[str, Any]:
     answered (a pool of servers); nothing otherwise (cached answers name none)."""
     counts = Counter(e for e in endpoints if e)
     return {"endpoints": dict(counts)} if counts else {}
-
-
-@dataclass
-class SharedCall:
-    """What identical calls of one query share: the combined hint and the outputs.
-
-    ``outputs`` maps :func:`value_key` of each computed value to its output
-    (a QA call's answer under the key ``None``).
-    """
-
-    hint: Hint
-    uses: int
-    outputs: dict[Any, Any] = field(default_factory=dict)
 
 
 def decode_tuple(value: Any) -> tuple[Any, ...]:

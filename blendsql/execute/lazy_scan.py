@@ -241,7 +241,7 @@ def _trace(run: RunContext, call: IngredientCall, plan: LazyPlan, walk: _Walk, t
         f"({order}); {qualified} row(s) qualified, {plan.needed} needed",
         seconds=time.perf_counter() - t0, ingredient=call.name, rows_in=total,
         rows_out=len(walk.pairs),
-        details={"rule": run.rule_name, "condition": f"LIMIT {plan.limit}"
+        details={"rule": run.state.rule_name, "condition": f"LIMIT {plan.limit}"
                  + (f" OFFSET {plan.offset}" if plan.offset else "")
                  + f" needs {plan.needed} row(s); stopped with {qualified} qualified",
                  "computed": len(walk.pairs), "distinct": total,

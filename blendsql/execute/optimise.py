@@ -61,7 +61,7 @@ def cost_estimate(run: RunContext, call: IngredientCall) -> CostEstimate | None:
     whose candidates are the same text (n filters over a few columns, all
     relaxed alike) reuse its counts, traced as a ``plan`` step without SQL.
     """
-    memo: dict[int, CostEstimate | None] = run.memo.setdefault("cost", {})
+    memo = run.state.costs.estimates
     if call.call_id in memo:  # first: the cheapest ready call is chosen at every step
         return memo[call.call_id]
     ing = run.registry.get(call.key_name)
@@ -72,7 +72,7 @@ def cost_estimate(run: RunContext, call: IngredientCall) -> CostEstimate | None:
         return None
     sql = render(cand, copy=False)  # built for this estimate (readiness_candidate)
     # the same candidate query counts the same: n filters on a few columns scan each once
-    counted: dict[str, tuple[int, float, str]] = run.memo.setdefault("cost_counts", {})
+    counted = run.state.costs.counts
     known = counted.get(sql)
     if known is not None:
         n, avg, first = known

@@ -114,7 +114,7 @@ def source_columns(run: RunContext, scope: exp.Select, src: exp.Expression) -> s
         if isinstance(cols, exp.TableAlias) and cols.columns:
             return {c.name.lower() for c in cols.columns}
         return projection_names(cte.this)
-    cache: dict[str, set[str] | None] = run.memo.setdefault("source_columns", {})
+    cache = run.state.source_columns
     table = exp.Table(this=src.this.copy(), db=src.args["db"].copy() if src.db else None)
     text = table.sql(dialect="sqlite")
     if text not in cache:

@@ -77,7 +77,7 @@ def _apply(run: RunContext, tree: exp.Expression, ing: MapIngredient, call: Ingr
         "plan", f"pre-aggregation: {call.name} is a GROUP BY key; one scan into "
         f"{n_rows} partial row(s), {len(values)} value(s) mapped",
         seconds=decided, rows_out=n_rows,
-        details={"rule": run.rule_name, "call": run.call_text(call),
+        details={"rule": run.state.rule_name, "call": run.call_text(call),
                  "partial_sql": render(plan.inner, copy=False)}))
     return preagg_final(tree, plan, table, lookup)
 

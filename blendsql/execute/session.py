@@ -1,4 +1,5 @@
-"""A run's session: the database, the trace, temporary objects and their cleanup.
+"""A run's session (the database, its statements, temporary objects and their cleanup) and
+its decisions (which rule is applied, and what it decided, as trace steps).
 
 Why its own module: everything that touches the connection for one
 ``execute`` (the one traced statement path, candidate-value collection,
@@ -14,10 +15,12 @@ import secrets
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
+from blendsql.cancel import CancelToken
 from blendsql.db.backend import INGREDIENT_VALUE_HINT, Backend
 from blendsql.db.trace import StatementTrace
 from blendsql.errors import ExecutionError
@@ -35,10 +38,10 @@ from blendsql.execute.metering import MeteredModel
 from blendsql.grammar.nodes import IngredientCall, to_blendsql
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.gguf import load_count
-from blendsql.plan.calls import call_key
 from blendsql.plan.lookup import map_lookup
-from blendsql.plan.render import render
-from blendsql.plan.rules import Hook, Rule, RunRules, apply_hook, rules_for
+from blendsql.plan.render import SQLITE
+from blendsql.plan.rules import Rule
+from blendsql.plan.state import RunState
 from blendsql.plan.values import first_column
 from blendsql.smoothie import Meta, TraceStep
 
@@ -55,35 +58,65 @@ def decision_step(rule_name: str, summary: str, outcome: str,
     return TraceStep("plan", summary, details={"rule": rule, **details})
 
 
+@dataclass(eq=False)
+class Decisions:
+    """The rule being applied (``state.rule_name``), and its decisions as ``plan`` trace steps."""
+
+    trace: list[TraceStep]
+    state: RunState  # ``state.rule_name``: the rule being applied
+
+    @contextmanager
+    def applying(self, rule: Rule) -> Iterator[None]:
+        """Decisions made inside are ``rule``'s (:meth:`decided`)."""
+        state = self.state
+        saved, state.rule_name = state.rule_name, rule.name
+        try:
+            yield
+        finally:
+            state.rule_name = saved
+
+    def decided(self, summary: str, outcome: str = "", **details: Any) -> None:
+        """The applied rule's decision as a ``plan`` trace step (``details["rule"]``:
+        its name, ``<name>_<outcome>`` when an outcome is given).
+
+        Why: rules that need runtime information (candidate counts, a row
+        sample, a LIMIT scan's progress) decide inside the executor; the
+        trace says which rule decided what, and on what condition.
+        """
+        self.trace.append(decision_step(self.state.rule_name, summary, outcome, details))
+
+    def note_rules_off(self, rules_off: tuple[str, ...] | list[str]) -> None:
+        """One trace step naming the rules switched off for this run (when any)."""
+        off = list(rules_off)
+        if off:
+            self.trace.append(TraceStep("plan", "rules switched off: " + ", ".join(off),
+                                        details={"rules_off": off}))
+
+
 class Session:
-    """State of one ``execute`` call: params, temp objects, counters and trace."""
+    """The database side of one ``execute`` call: params, statements, temp objects, trace."""
 
     def __init__(self, db: Backend, registry: IngredientRegistry, model: MeteredModel,
-                 params: dict[str, Any], options: dict[str, Any] | None = None,
-                 rules: RunRules | None = None) -> None:
+                 params: dict[str, Any], options: dict[str, Any], state: RunState,
+                 cancel: CancelToken | None = None) -> None:
         self.db = db
         self.registry = registry
         self.model = model
         self.params = params
-        self.options = options or {}
+        self.options = options
+        self.state = state
+        self.cancel = cancel  # the query's token (its deadline and cancellation), when any
         self.meta = Meta()
         self.trace: list[TraceStep] = []
-        self.limit_noted = False  # the trace said once that ingredient_timeout cannot be armed
-        self.load_mark = load_count()  # GGUF loads before this mark are not this run's
         # only objects this run created itself: cleanup never drops anything else
         self.temp_tables: list[str] = []
         self.functions: list[str] = []  # lookup functions bound on the connection
         # unguessable: engine names and parameters can never meet a user's
         self.run_id = f"{secrets.token_hex(4)}_{next(_RUN_IDS)}"
-        self._n = itertools.count()
+        self.names = itertools.count()  # numbers this run's bound parameters
         self._texts: dict[int, str] = {}
-        self.memo: dict[str, Any] = {}  # per-run memos of the rule helpers
-        if rules is None:  # ``rules``: rules_for(options), when the caller resolved it
-            rules = rules_for(self.options)
-        self.hooks = rules.hooks  # the call rules switched on, by hook
-        self.rules_off = rules.off  # rules on by default switched off for this run
+        self.load_mark = load_count()  # GGUF loads before this mark are not this run's
         self.bound_limit = db.bound_params_limit()  # parameters one statement may bind
-        self.rule_name = ""  # the rule being applied (its decisions are traced by its name)
         self.no_rows = False  # the last candidate_values query had no row (when known)
         # every statement the database runs for this run, recorded by the database itself
         # into ``trace`` (kind and summary from ``labelled``; see blendsql.db.trace)
@@ -120,40 +153,16 @@ class Session:
             self._texts[call.call_id] = text
         return text
 
-    @contextmanager
-    def applying(self, rule: Rule) -> Iterator[None]:
-        """Decisions made inside are ``rule``'s (:meth:`decided`)."""
-        saved, self.rule_name = self.rule_name, rule.name
-        try:
-            yield
-        finally:
-            self.rule_name = saved
-
-    def decided(self, summary: str, outcome: str = "", **details: Any) -> None:
-        """The applied rule's decision as a ``plan`` trace step (``details["rule"]``:
-        its name, ``<name>_<outcome>`` when an outcome is given).
-
-        Why: rules that need runtime information (candidate counts, a row
-        sample, a LIMIT scan's progress) decide inside the executor; the
-        trace says which rule decided what, and on what condition.
-        """
-        self.trace.append(decision_step(self.rule_name, summary, outcome, details))
-
-    def note_rules_off(self) -> None:
-        """One trace step naming the rules switched off for this run (when any)."""
-        off = list(self.rules_off)
-        if off:
-            self.trace.append(TraceStep("plan", "rules switched off: " + ", ".join(off),
-                                        details={"rules_off": off}))
-
     def sql(self, tree: exp.Expression | str, summary: str, *, kind: str = "sql",
-            params: Mapping[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
+            params: Mapping[str, Any] | None = None, copy: bool = True,
+            ) -> tuple[list[str], list[tuple]]:
         """Run one statement with the session's bindings (or ``params``), traced.
 
         ``kind``: ``sql`` for the query's own work, ``plan`` for probes made
-        to plan it (costs, column names, samples).
+        to plan it (costs, column names, samples); ``copy=False``: ``tree`` is the
+        run's own (``plan.render.render``'s ``copy``).
         """
-        text = tree if isinstance(tree, str) else render(tree)
+        text = tree if isinstance(tree, str) else str(SQLITE.generate(tree, copy=copy))
         binds = params if params is not None else self.bindings(text) if ":" in text else {}
         statements = self.statements  # labelled(kind, summary), without a context manager
         saved, statements.label = statements.label, (kind, summary)
@@ -185,37 +194,37 @@ class Session:
         """
         self.no_rows = False
         if not collectable(cand):
-            return first_column(self.sql(render(cand, copy=False), summary)[1])
+            return first_column(self.sql(cand, summary, copy=False)[1])
         assert isinstance(cand, exp.Select)
         # collectable already: only the shape of json_candidate's statement left to check
         as_json = (json_text(cand) if self.db.json_collect and one_table_column(cand)
                    else None)
-        sizes: dict[tuple[str, str], bool] = self.memo.setdefault("json_sized", {})
+        unsized = self.state.json_unsized
         src = cand.args["from_"].this
-        if as_json is not None and sizes.get((src.db, src.name)) is not False:
+        if as_json is not None and (src.db, src.name) not in unsized:
             try:
                 _, rows = self.sql(sized_json_text(cand, as_json), summary)
             except ExecutionError as e:
                 values = None  # a BLOB in the column, no rowid: collect row by row below
                 if "rowid" in e.message or "sqlite_master" in e.message:  # the table's fault
-                    sizes[(src.db, src.name)] = False
+                    unsized.add((src.db, src.name))
             else:
                 text = rows[0][0]
                 if text is None:  # not a table of at most JSON_MAX_ROWS rows
-                    sizes[(src.db, src.name)] = False
+                    unsized.add((src.db, src.name))
                 self.no_rows = text == "[]"
                 values = json_values(text) if text is not None else None  # None: a REAL
             if values is not None:
                 self.trace[-1].rows_out = len(values)
                 return values
         if self.db.dialect != "sqlite":  # typed backends: their own DISTINCT (no collations)
-            values = distinct_values(self.sql(render(cand, copy=False), summary)[1])
+            values = distinct_values(self.sql(cand, summary, copy=False)[1])
         elif not self.db.capabilities.collectors or (conn := self.db.functions_conn) is None:
             # a borrowed connection: no functions, the rows deduplicated here
-            values = distinct_values(self.sql(render(without_distinct(cand)), summary)[1])
+            values = distinct_values(self.sql(without_distinct(cand), summary)[1])
         else:
             with Collector(conn) as col:
-                self.sql(render(col.rewrite(cand), copy=False), summary)
+                self.sql(col.rewrite(cand), summary, copy=False)
                 values = col.values()
         self.trace[-1].rows_out = len(values)
         return values
@@ -295,23 +304,3 @@ class Session:
         for name in self.functions:
             self.db.release_function(name)  # the name is reused: the count stays constant
         self.functions.clear()
-
-    def shared_key(self, call: IngredientCall, key: str) -> str:
-        """The key ``call`` shares with identical calls under the ``share`` rules
-        (none on: its own, so every call is evaluated on its own)."""
-        shared = apply_hook(self, Hook.SHARE, call, key)
-        return str(shared) if shared is not None else f"{key}#{call.call_id}"
-
-    def call_key(self, call: IngredientCall) -> str:
-        """:func:`blendsql.plan.calls.call_key`, memoised per call id for this run."""
-        keys: dict[int, str] = self.memo.setdefault("call_keys", {})
-        key = keys.get(call.call_id)
-        if key is None:
-            key = call.meta.get(KEY_META)
-            if key is None:
-                key = call_key(call)
-                if "@" not in key:  # names no scope by identity: valid in every copy
-                    call.meta[KEY_META] = key
-            key = self.shared_key(call, key)
-            keys[call.call_id] = key
-        return key

@@ -6,14 +6,14 @@ end the same way, with the call replaced by data, never SQL text. Each
 call runs as its plan step says (a map's :class:`~blendsql.plan.steps.Strategy`
 was decided once, when the plan was made); only the ``STORE`` hook, a decision
 on the outputs, applies here (``SHARE`` in ``execute.session``, ``ORDER`` in
-:meth:`StepRunner.call_order`, for the walk). The rules' code is in ``plan/``
+:meth:`Ordering.call_order`, for the walk). The rules' code is in ``plan/``
 and reads the run only through :class:`~blendsql.plan.context.RunContext`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cached_property
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -21,12 +21,12 @@ from sqlglot import exp
 
 from blendsql.errors import BlendSQLError, IngredientError
 from blendsql.execute.collect import json_shaped
-from blendsql.execute.evaluate import Evaluator, _describe, decode_tuple, value_key
+from blendsql.execute.evaluate import Evaluator, Sharing, _describe, decode_tuple, value_key
 from blendsql.execute.lazy_scan import lazy_pairs
 from blendsql.execute.limits import DEFAULT_INGREDIENT_TIMEOUT, call_user
 from blendsql.execute.optimise import call_cost
 from blendsql.execute.preaggregate import apply_grouped
-from blendsql.execute.statistics import Statistics
+from blendsql.execute.session import Decisions, Session
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients._llm import as_list as option_list
 from blendsql.ingredients.base import Ingredient, JoinIngredient, MapIngredient, QAIngredient
@@ -34,6 +34,7 @@ from blendsql.models.constraints import Choice
 from blendsql.plan.bind import bind_map, map_args
 from blendsql.plan.calls import effective_scope, map_value
 from blendsql.plan.candidates import DECIDED_META, join_side_candidate, map_candidate
+from blendsql.plan.context import MapRunner, RunContext
 from blendsql.plan.infer import Hint, infer_hint, order_limit
 from blendsql.plan.lazy import ENGINE_KWARGS, lazy_strategy
 from blendsql.plan.lookup import (
@@ -52,6 +53,7 @@ from blendsql.plan.order import CallOrder
 from blendsql.plan.preagg import preaggregate
 from blendsql.plan.relax import AtomTexts, ClauseTexts
 from blendsql.plan.rules import Hook, Rule, apply_hook, rule_of
+from blendsql.plan.state import RunState, TreeTexts
 from blendsql.plan.steps import CallStep, JoinCall, MapCall, QACall, Strategy
 from blendsql.plan.values import first_column, outputs_to_sqlite, to_sqlite
 from blendsql.smoothie import TraceStep
@@ -60,25 +62,26 @@ PREAGGREGATE = rule_of(preaggregate)  # the rules whose decisions a map step app
 LAZY = rule_of(lazy_strategy)
 
 
-class StepRunner(Evaluator):
-    """An evaluator that computes ready calls, one step at a time."""
+@dataclass(eq=False)
+class Ordering:
+    """Which ready call comes next: the first ``ORDER`` rule's :class:`CallOrder`, asked
+    once per run, and its decisions traced."""
 
-    @cached_property
-    def statistics(self) -> Statistics:
-        """The measurements the planning rules decide on (``plan.context.RunStatistics``)."""
-        return Statistics(self)
+    run: RunContext
+    decisions: Decisions
+    asked: bool = False  # the ORDER rules were asked for a CallOrder (``order``: theirs)
+    order: tuple[Rule, CallOrder] | None = None
 
     def call_order(self) -> CallOrder | None:
         """The first ``order`` rule's way of choosing the next ready call (None: none on)."""
-        memo = self.memo
-        if "call_order" not in memo:
-            memo["call_order"] = None
-            for rule in self.hooks[Hook.ORDER]:
-                order = rule.fn(self)  # decides nothing yet: its choices are traced by chosen
+        if not self.asked:
+            self.asked = True
+            for rule in self.run.hooks[Hook.ORDER]:
+                order = rule.fn(self.run)  # decides nothing yet: its choices are traced by chosen
                 if order is not None:
-                    memo["call_order"] = (rule, order)
+                    self.order = (rule, order)
                     break
-        found: tuple[Rule, CallOrder] | None = memo["call_order"]
+        found = self.order
         return found[1] if found is not None else None
 
     def ordering_cost(self) -> Callable[[IngredientCall], float] | None:
@@ -87,32 +90,45 @@ class StepRunner(Evaluator):
         return order.cost if order is not None else None
 
     def call_cost(self, call: IngredientCall) -> float:
-        return call_cost(self, call)
+        return call_cost(self.run, call)
 
     def trace_order(self, chosen: IngredientCall) -> None:
         """The ``order`` rule's decision, when it compared ready calls to pick ``chosen``."""
-        found = self.memo.get("call_order")
+        found = self.order
         if found is None:
             return
         if len(found[1].seen) < 2:  # no comparison was made: nothing to trace
             found[1].seen.clear()
             return
-        with self.applying(found[0]):
+        with self.decisions.applying(found[0]):
             found[1].chosen(chosen)
+
+
+@dataclass(eq=False)
+class StepRunner:
+    """Computes one ready call at a time, as its plan step says, and puts a lookup of its
+    outputs in the tree.
+
+    ``run``: the run the helpers and the ``STORE`` rules are given; ``session``,
+    ``evaluator``, ``sharing``, ``decisions``: the parts it works with; ``state``: the
+    run's state.
+    """
+
+    run: RunContext
+    session: Session
+    evaluator: Evaluator
+    sharing: Sharing
+    decisions: Decisions
+    state: RunState
 
     def atom_texts(self) -> AtomTexts:
         """This run's cache of plain atoms' SQL, for candidate queries (``plan.relax``)."""
-        texts: AtomTexts = self.memo.setdefault("atom_texts", {})
-        return texts
+        return self.state.tree.atom_texts
 
     def clause_texts(self) -> ClauseTexts:
         """Relaxed clauses' texts for the tree as it is now (emptied when it changes:
         :meth:`compute`); the calls of one WHERE share its relaxed text at a step."""
-        version = self.memo.get("tree_version", 0)
-        cached: tuple[int, ClauseTexts] | None = self.memo.get("clause_texts")
-        if cached is None or cached[0] != version:
-            cached = self.memo["clause_texts"] = (version, {})
-        return cached[1]
+        return self.state.tree.now.clause_texts
 
     def readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
         """The candidate query(ies) a map / join call would run now (for readiness).
@@ -122,20 +138,16 @@ class StepRunner(Evaluator):
         and the cost estimate of one step share it (:meth:`compute` changes the
         tree and starts a new state).
         """
-        version = self.memo.get("tree_version", 0)
-        cached: tuple[int, dict[int, exp.Expression | None]] | None = self.memo.get("readiness")
-        if cached is None or cached[0] != version:
-            cached = self.memo["readiness"] = (version, {})
-        built = cached[1]
+        built = self.state.tree.now.readiness
         if call.call_id not in built:
             built[call.call_id] = self._build_readiness_candidate(call)
         return built[call.call_id]
 
     def _build_readiness_candidate(self, call: IngredientCall) -> exp.Expression | None:
-        ing = self.registry.get(call.key_name)
+        ing = self.session.registry.get(call.key_name)
         try:
             if isinstance(ing, MapIngredient):
-                value = map_value(call, self.registry)
+                value = map_value(call, self.session.registry)
                 return map_candidate(call, value, self.atom_texts(), self.clause_texts()) \
                     if value is not None else exp.select(exp.Literal.number(1))
             if isinstance(ing, JoinIngredient):
@@ -154,12 +166,13 @@ class StepRunner(Evaluator):
         ``tree`` is the run's own working copy (``execute.engine.run_plan`` copies
         the plan's tree once per run): the lookup replaces the call in place.
         """
-        self.memo["tree_version"] = self.memo.get("tree_version", 0) + 1
+        tree_state = self.state.tree
+        tree_state.now = TreeTexts()
         try:
-            ing = step.ing if step.ing is not None else self.registry.get(call.key_name)
+            ing = step.ing if step.ing is not None else self.session.registry.get(call.key_name)
             return self._compute(tree, call, ing, step)
         finally:  # the tree changed: readiness candidates are built afresh
-            self.memo["tree_version"] += 1
+            tree_state.now = TreeTexts()
 
     def _compute(self, tree: exp.Expression, call: IngredientCall, ing: Ingredient | None,
                  step: CallStep) -> exp.Expression:
@@ -178,8 +191,7 @@ class StepRunner(Evaluator):
                     "ingredients expand before planning")
         return replace_call(tree, call.call_id, repl, in_place=True)
 
-    def map_runner(self, ing: MapIngredient, call: IngredientCall,
-                   ) -> tuple[exp.Expression, Any, dict[str, Any], Callable[[list[Any]], list[Any]]]:
+    def map_runner(self, ing: MapIngredient, call: IngredientCall) -> MapRunner:
         """Bind a map call: (value node, question, engine kwargs, ``run_values``).
 
         Arguments are evaluated here, while the call is still in the tree (its
@@ -187,16 +199,16 @@ class StepRunner(Evaluator):
         ingredient once on a batch and checks the outputs' length.
         """
         uses = None
-        if self.is_shared_yet(call):
+        if self.sharing.is_shared_yet(call):
             bound = map_args(call, ing)
         else:  # the first of its identical calls: its uses found with its arguments
-            bound, uses = bind_map(call, ing, *self.uses_inputs(call))
+            bound, uses = bind_map(call, ing, *self.sharing.uses_inputs(call))
         value_node = bound.value
         kw_names = {"value_names": bound.value_names} if bound.value_names else {}
         question = bound.question_value
         if question is None and bound.question is not None:
-            question = self.evaluate(bound.question, call)
-        kw = self.kwargs_of(call, bound.kwargs)
+            question = self.evaluator.evaluate(bound.question, call)
+        kw = self.evaluator.kwargs_of(call, bound.kwargs)
         if getattr(ing, "ordered_by_limit", False):  # a ranking map: k and direction
             placed = order_limit(call)
             if placed is not None:
@@ -205,23 +217,24 @@ class StepRunner(Evaluator):
                 kw.setdefault("descending", placed[1])
         # prefilter= is for the engine, not run()
         engine_kw = {k: kw.pop(k) for k in ENGINE_KWARGS if k in kw}
-        shared = self.shared(call, uses)
-        constraint = self.constraint_for(call, kw, shared.hint)
+        shared = self.sharing.shared(call, uses)
+        constraint = self.evaluator.constraint_for(call, kw, shared.hint)
         outputs = shared.outputs
 
+        db, invoke = self.session.db, self.evaluator.invoke
         # only a backend that runs calls on executors (Spark) can
-        distributed = self.db.capabilities.executors and self.db.executors.runs_values(ing)
+        distributed = db.capabilities.executors and db.executors.runs_values(ing)
 
         def run_batch(vals: list[Any]) -> list[Any]:
             given = [decode_tuple(v) for v in vals] if kw_names else list(vals)
             if distributed:  # Spark, executors='on': run() shipped to the executors
-                out = self.invoke(ing, call, given, lambda _m, warns: self.db.executors.map_values(
+                out = invoke(ing, call, given, lambda _m, warns: db.executors.map_values(
                     ing, question, given, constraint, warns, {**kw_names, **kw},
-                    self.options.get("ingredient_timeout") or DEFAULT_INGREDIENT_TIMEOUT),
+                    self.session.options.get("ingredient_timeout") or DEFAULT_INGREDIENT_TIMEOUT),
                     len(vals))
             else:
-                out = self.invoke(ing, call, given, lambda model, warns: call_user(
-                    ing.run, question, given, model=model, db=self.db, constraint=constraint,
+                out = invoke(ing, call, given, lambda model, warns: call_user(
+                    ing.run, question, given, model=model, db=db, constraint=constraint,
                     warnings=warns, **kw_names, **kw),
                     len(vals))
             if not isinstance(out, (list, tuple)) or len(out) != len(vals):
@@ -249,37 +262,38 @@ class StepRunner(Evaluator):
         membership test on an unindexed table; elsewhere an indexed probe.
         """
         if step.strategy is Strategy.GROUPED:
-            value = map_value(call, self.registry)
+            value = map_value(call, self.session.registry)
             assert value is not None and step.sources is not None
-            with self.applying(PREAGGREGATE):
-                done = apply_grouped(self, tree, ing, call, value, step.sources)
+            with self.decisions.applying(PREAGGREGATE):
+                done = apply_grouped(self.run, tree, ing, call, value, step.sources)
             if done is not None:
                 return done
         value_node, question, engine_kw, run_values = self.map_runner(ing, call)
-        atom = filter_atom(call)
         lazy = None
         if step.strategy is Strategy.LAZY:  # stop once enough rows qualify
-            with self.applying(LAZY):
-                lazy = lazy_pairs(self, call, value_node, question, engine_kw, run_values)
+            with self.decisions.applying(LAZY):
+                lazy = lazy_pairs(self.run, call, value_node, question, engine_kw, run_values)
         if lazy is not None:
             values, outputs = lazy
         else:
             values = self.cascade_values(call, value_node)
             outputs = run_values(values) if values else []
+        atom = filter_atom(call)  # the filter the call stands in, where its outputs go
         stored = outputs_to_sqlite(outputs)
-        done = apply_hook(self, Hook.STORE, tree, call, atom, value_node, values, stored)
+        done = apply_hook(self.run, Hook.STORE, tree, call, atom, value_node, values, stored)
         if done is not None:  # e.g. the filter decided in Python
             return done  # type: ignore[no-any-return]
         pairs = list(zip(values, stored, strict=True))
         if atom is not None:
-            table = self.temp_table("m", pairs, index=False)
+            table = self.session.temp_table("m", pairs, index=False)
             null_passes = null_passes_statically(atom, call)
             if null_passes is None:
-                _, r = self.sql(null_test(atom, call), f"does a NULL output pass for {call.name}")
+                _, r = self.session.sql(null_test(atom, call),
+                                        f"does a NULL output pass for {call.name}")
                 null_passes = bool(r and r[0][0])
             repl = filter_lookup(atom, call, table, value_node, null_passes)
             return replace_node(tree, atom, repl, in_place=True)
-        return replace_call(tree, call.call_id, self.map_lookup_node(pairs, value_node),
+        return replace_call(tree, call.call_id, self.session.map_lookup_node(pairs, value_node),
                             in_place=True)
 
     def cascade_values(self, call: IngredientCall, value: exp.Expression) -> list[Any]:
@@ -299,41 +313,41 @@ class StepRunner(Evaluator):
         summary = f"candidate values for {call.name}"
         if not json_shaped(cand):
             scope = None
-        empty: dict[int, tuple[exp.Expression, str]] = self.memo.setdefault("empty_scopes", {})
+        empty = self.state.tree.empty_scopes
         known = empty.get(id(scope)) if scope is not None else None
         if known is not None and known[0] is scope:
-            self.trace.append(TraceStep(
+            self.session.trace.append(TraceStep(
                 "plan", f"{summary}: none, no statement (the candidate for {known[1]} "
                 "had no row; this one only adds conditions)", rows_out=0,
-                details={"call": self.call_text(call), "empty_as": known[1]}))
+                details={"call": self.session.call_text(call), "empty_as": known[1]}))
             return []
-        values = self.candidate_values(cand, summary)
-        if scope is not None and self.no_rows and not cand.meta.get(DECIDED_META):
-            empty[id(scope)] = (scope, self.call_text(call))
+        values = self.session.candidate_values(cand, summary)
+        if scope is not None and self.session.no_rows and not cand.meta.get(DECIDED_META):
+            empty[id(scope)] = (scope, self.session.call_text(call))
         return values
 
     def compute_qa(self, ing: QAIngredient, call: IngredientCall) -> exp.Expression:
         """QA: evaluated once; scalar answer -> bound parameter, list -> temp table."""
         args = call.call_args
-        kw = self.kwargs_of(call)
-        question = self.evaluate(args[0], call) if args else kw.pop("question", None)
+        kw = self.evaluator.kwargs_of(call)
+        question = self.evaluator.evaluate(args[0], call) if args else kw.pop("question", None)
         context = kw.pop("context", None)
         if context is None and len(args) > 1:
-            context = self.evaluate(args[1], call)
+            context = self.evaluator.evaluate(args[1], call)
         if isinstance(context, list):
             context = pd.DataFrame({"value": context})
         hint = infer_hint(call)
         options = option_list(kw.pop("options", None))  # 'a;b' is two options, as for maps
-        shared = self.shared(call)
+        shared = self.sharing.shared(call)
         if "answer" in shared.outputs:  # an identical call was answered already
             answer = shared.outputs["answer"]
         else:
-            constraint = self.constraint_for(call, dict(kw, options=options), shared.hint)
+            constraint = self.evaluator.constraint_for(call, dict(kw, options=options), shared.hint)
             if options is None and isinstance(constraint, Choice):
                 options = list(constraint.options)
             extra = {k: v for k, v in kw.items()}
-            answer = self.invoke(ing, call, [question], lambda model, warns: call_user(
-                ing.run, question, context, options, model=model, db=self.db,
+            answer = self.evaluator.invoke(ing, call, [question], lambda model, warns: call_user(
+                ing.run, question, context, options, model=model, db=self.session.db,
                 constraint=constraint, warnings=warns, **extra), 1)
             shared.outputs["answer"] = answer
         return self.qa_replacement(call, answer, hint)
@@ -350,28 +364,29 @@ class StepRunner(Evaluator):
             answer = answer.iloc[:, 0].tolist() if hint.kind == "list" or in_list else (
                 answer.iloc[0, 0] if answer.size else None)
         if isinstance(answer, (list, tuple, set)) and (hint.kind == "list" or in_list):
-            table = self.temp_table("q", [(None, to_sqlite(v)) for v in answer], key=False)
+            table = self.session.temp_table("q", [(None, to_sqlite(v)) for v in answer], key=False)
             return qa_list(table)
-        name = f"__bsql_qa{self.run_id}_{next(self._n)}"
-        self.params[name] = to_sqlite(answer)
+        name = f"__bsql_qa{self.session.run_id}_{next(self.session.names)}"
+        self.session.params[name] = to_sqlite(answer)
         return qa_param(name)
 
     def compute_join(self, ing: JoinIngredient, call: IngredientCall) -> exp.Expression:
         """Join: each side's distinct values after its own filters -> mapping table."""
         left, right, question_node = join_sides(call)
-        kw = self.kwargs_of(call)
+        kw = self.evaluator.kwargs_of(call)
         for k in ("left_on", "right_on"):
             kw.pop(k, None)
         question = kw.pop("question", None)
         if question is None and question_node is not None:
-            question = self.evaluate(question_node, call)
-        _, lrows = self.sql(join_side_candidate(call, left), f"left values for {call.name}")
-        _, rrows = self.sql(join_side_candidate(call, right), f"right values for {call.name}")
+            question = self.evaluator.evaluate(question_node, call)
+        _, lrows = self.session.sql(join_side_candidate(call, left), f"left values for {call.name}")
+        _, rrows = self.session.sql(join_side_candidate(call, right),
+                                    f"right values for {call.name}")
         lv, rv = first_column(lrows), first_column(rrows)
         mapping: dict[Any, Any] = {}
         if lv and rv:
-            out = self.invoke(ing, call, [lv, rv], lambda model, warns: call_user(
-                ing.run, list(lv), list(rv), question=question, model=model, db=self.db,
+            out = self.evaluator.invoke(ing, call, [lv, rv], lambda model, warns: call_user(
+                ing.run, list(lv), list(rv), question=question, model=model, db=self.session.db,
                 constraint=None, warnings=warns, **kw), len(lv) + len(rv))
             if not isinstance(out, Mapping):
                 raise IngredientError(f"{call.name} returned {_describe(out)}",
@@ -380,7 +395,7 @@ class StepRunner(Evaluator):
             mapping = dict(out)
         rows = [(to_sqlite(k), to_sqlite(v)) for k, v in mapping.items()
                 if k is not None and v is not None]
-        table = self.temp_table("j", rows)
+        table = self.session.temp_table("j", rows)
         return join_lookup(table, left, right)
 
 

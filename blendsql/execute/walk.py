@@ -20,17 +20,20 @@ walk runs no statement of its own beyond the rules' probes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
 from blendsql.execute.estimate import MARKER, Estimator, summary
 from blendsql.execute.planning import plan_tree
-from blendsql.execute.steps import StepRunner
+from blendsql.execute.run import Run
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import JoinIngredient, MapIngredient, QAIngredient
 from blendsql.plan.calls import find_calls, next_call
+from blendsql.plan.memo import RegistryKey, TreeMemo
 from blendsql.plan.rules import Hook, apply_hook
+from blendsql.plan.state import TreeTexts
 from blendsql.plan.steps import (
     CallStep,
     FinalQuery,
@@ -47,7 +50,7 @@ from blendsql.plan.steps import (
 from blendsql.smoothie import TraceStep
 
 
-def plan_query(run: StepRunner, given: exp.Expression,
+def plan_query(run: Run, given: exp.Expression,
                parse_expr: Callable[[str], exp.Expression], query: str, *,
                memo: bool = False, estimate: bool = True, prices: Any = None) -> Plan:
     """The plan of ``given`` (a parsed query): its typed steps, in the order they run.
@@ -60,16 +63,21 @@ def plan_query(run: StepRunner, given: exp.Expression,
     planned = plan_tree(run, given, parse_expr, memo)
     tree = planned.tree
     late = planned.late if planned.deferred else None
-    calls = find_calls(tree)
+    calls = calls_of(tree, run.registry.identity if planned.memo else None)
     # texts and keys read on the planned tree, whose nodes keep them (meta) for the
     # next run of a cached query; by call id for this run's copy
     texts = [run.call_text(c) for c in calls]
-    for c in calls:
-        run.call_key(c)
+    keys = [run.call_key(c) for c in calls]
     base = tree
     if calls:  # the plan's own copy: markers stand in for calls while it walks
         tree = tree.copy()
         calls = find_calls(tree)
+        # the copy's calls grouped by key, as identical-call sharing groups them (the
+        # tree is the run's working tree when the plan is made for its run)
+        groups: dict[str, list[IngredientCall]] = {}
+        for c, k in zip(calls, keys, strict=True):
+            groups.setdefault(k, []).append(c)
+        run.sharing.call_groups = (tree, groups)
     plan = Plan(query, tree=tree, late=late, params=dict(run.params),
                 options=dict(run.options), estimated=estimate)
     run.trace.append(TraceStep("plan", f"{len(calls)} ingredient call(s) to plan",
@@ -79,10 +87,34 @@ def plan_query(run: StepRunner, given: exp.Expression,
     return plan
 
 
+@dataclass
+class PlannedCalls(TreeMemo):
+    """The calls of a session-cached planned tree, in text order (memoised on its meta)."""
+
+    key: RegistryKey
+    calls: list[IngredientCall]
+
+
+CALLS_MEMO = "bsql_planned_calls"
+
+
+def calls_of(tree: exp.Expression, key: RegistryKey | None) -> list[IngredientCall]:
+    """:func:`find_calls` of ``tree``, memoised on it when ``key`` (the registry's identity)
+    is given: the tree is a session-cached plan nobody changes."""
+    if key is None:
+        return find_calls(tree)
+    known = tree.meta.get(CALLS_MEMO)
+    if isinstance(known, PlannedCalls) and known.key == key:
+        return known.calls
+    calls = find_calls(tree)
+    tree.meta[CALLS_MEMO] = PlannedCalls(key, calls)
+    return calls
+
+
 class _Walk:
     """One walk over a plan's tree: chooses, decides and records each step."""
 
-    def __init__(self, run: StepRunner, plan: Plan, estimator: Estimator | None) -> None:
+    def __init__(self, run: Run, plan: Plan, estimator: Estimator | None) -> None:
         self.run = run
         self.plan = plan
         self.estimator = estimator
@@ -122,11 +154,14 @@ class _Walk:
     def step(self, tree: exp.Expression, call: IngredientCall, condition: str) -> IngredientCall:
         """Record the step of ``call`` (or of the call a rule computes first); return the
         call planned, now a marker in the tree."""
-        ing = self.run.registry.get(call.key_name)
         text = self.run.call_text(call)
+        ing = self.run.registry.get(call.key_name)
         step: CallStep
         if isinstance(ing, MapIngredient):
-            decision = self.strategy(tree, call)
+            # the STRATEGY rules' decision (none: PLAIN)
+            decision = apply_hook(self.run, Hook.STRATEGY, tree, call)
+            if not isinstance(decision, MapDecision):
+                decision = MapDecision(Strategy.PLAIN)
             if decision.first is not None:  # e.g. a WHERE filter before a GROUP BY map
                 return self.step(tree, decision.first, condition + "; computed first (the "
                                  "preaggregate rule waits for its scope's filters)")
@@ -149,27 +184,21 @@ class _Walk:
         self.mark(call)
         return call
 
-    def strategy(self, tree: exp.Expression, call: IngredientCall) -> MapDecision:
-        """The ``STRATEGY`` rules' decision for a map call (none: PLAIN)."""
-        decided = apply_hook(self.run, Hook.STRATEGY, tree, call)
-        return decided if isinstance(decided, MapDecision) else MapDecision(Strategy.PLAIN)
-
     def mark(self, call: IngredientCall) -> None:
         """A marker stands for ``call``'s outputs (the tree changed: candidates afresh)."""
         marker = exp.Anonymous(this=f"{MARKER}{call.call_id}", expressions=[])
         call.replace(marker)
         self.marked.append((marker, call))
-        memo = self.run.memo
-        memo["tree_version"] = memo.get("tree_version", 0) + 1
+        self.run.state.tree.now = TreeTexts()
 
     def unmark(self) -> None:
         """Every call back in its place: the plan's tree is the prepared query again."""
         for marker, call in reversed(self.marked):
             marker.replace(call)
         self.marked.clear()
-        memo = self.run.memo
-        memo["tree_version"] = memo.get("tree_version", 0) + 1
-        memo.pop("atom_texts", None)  # texts rendered with markers in them
+        tree = self.run.state.tree
+        tree.now = TreeTexts()
+        tree.atom_texts = {}  # texts rendered with markers in them
 
     def final(self) -> None:
         plan = self.plan

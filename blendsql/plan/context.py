@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry, MapIngredient
+from blendsql.plan.state import RunState
 from blendsql.smoothie import Meta, TraceStep
 
 #: what ``map_runner`` returns: (value node, question, engine kwargs, run_values)
@@ -57,10 +58,11 @@ class RunContext(Protocol):
     meta: Meta
     trace: list[TraceStep]
     temp_tables: list[str]
-    memo: dict[str, Any]
+    state: RunState  # what the run remembers between steps (typed, see plan.state)
 
     def sql(self, tree: exp.Expression | str, summary: str, *, kind: str = "sql",
-            params: Mapping[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
+            params: Mapping[str, Any] | None = None, copy: bool = True,
+            ) -> tuple[list[str], list[tuple]]:
         """Run one traced statement."""
 
     def labelled(self, kind: str, summary: str) -> AbstractContextManager[None]:
@@ -100,8 +102,6 @@ class RunContext(Protocol):
     @property
     def hooks(self) -> Mapping[Any, tuple[Any, ...]]:
         """The call rules switched on for this run, by hook (``plan.rules.rules_for``)."""
-
-    rule_name: str  # the rule being applied ("" outside one; plan.rules.apply_hook sets it)
 
     def applying(self, rule: Any) -> AbstractContextManager[None]:
         """Mark ``rule`` (a :class:`blendsql.plan.rules.Rule`) as being applied."""

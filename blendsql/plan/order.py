@@ -12,49 +12,15 @@ value (BlendSQL §2.3; SUQL §3). Ingredients without a model cost ~nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.context import RunContext
-
-CHARS_PER_TOKEN = 4.0
-PROMPT_OVERHEAD_TOKENS = 40.0  # instructions and formatting around each value
-MODEL_FREE_WEIGHT = 1e-6  # a model-free value, relative to one prompt token
-
-
-@dataclass(frozen=True)
-class CostEstimate:
-    """What one map / join call would cost if computed now."""
-
-    distinct_values: int
-    tokens_per_value: float
-    needs_model: bool = True
-
-    @property
-    def cost(self) -> float:
-        """Distinct values x prompt tokens per value.
-
-        A model-free ingredient costs its distinct count scaled far below any
-        model call: it never outranks a model call, and among model-free calls
-        the one with fewer values still runs first (fewer values passed).
-        """
-        if not self.needs_model:
-            return self.distinct_values * MODEL_FREE_WEIGHT
-        return self.distinct_values * self.tokens_per_value
-
-
-def tokens_per_value(question_chars: int, avg_value_chars: float) -> float:
-    """Rough prompt tokens for one value: overhead + question + value text."""
-    return PROMPT_OVERHEAD_TOKENS + (question_chars + max(avg_value_chars, 0.0)) / CHARS_PER_TOKEN
-
-
-def estimate(distinct_values: int, question_chars: int, avg_value_chars: float,
-             needs_model: bool = True) -> CostEstimate:
-    """A :class:`CostEstimate` from counts measured on the candidate query."""
-    return CostEstimate(distinct_values, tokens_per_value(question_chars, avg_value_chars),
-                        needs_model)
-
+from blendsql.plan.cost import CHARS_PER_TOKEN as CHARS_PER_TOKEN
+from blendsql.plan.cost import MODEL_FREE_WEIGHT as MODEL_FREE_WEIGHT
+from blendsql.plan.cost import PROMPT_OVERHEAD_TOKENS as PROMPT_OVERHEAD_TOKENS
+from blendsql.plan.cost import CostEstimate as CostEstimate
+from blendsql.plan.cost import estimate as estimate
+from blendsql.plan.cost import tokens_per_value as tokens_per_value
 
 TRACED_COSTS = 10  # other calls' costs written in a cost_order decision's summary
 
@@ -63,15 +29,16 @@ class CallOrder:
     """How the next ready call is chosen: by :meth:`cost`, the choice traced by :meth:`chosen`.
 
     Each call's cost is estimated once per run (``run.call_cost``) and kept in
-    the run's memo, as the cheapest ready call is chosen among all of them at
+    the run's state (``plan.state.CostState``), as the cheapest ready call is chosen among all of them at
     every step.
     """
 
     def __init__(self, run: RunContext) -> None:
         self.run = run
-        self.seen: dict[int, float] = run.memo.setdefault("costs_seen", {})
-        self.known: dict[int, float] = run.memo.setdefault("cost_values", {})
-        self.estimated: dict[int, Any] = run.memo.setdefault("cost", {})
+        costs = run.state.costs
+        self.seen = costs.seen
+        self.known = costs.values
+        self.estimated = costs.estimates
 
     def cost(self, c: IngredientCall) -> float:
         cid = c.call_id

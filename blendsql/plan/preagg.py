@@ -573,7 +573,7 @@ def near_unique(run: RunContext, plan: PreaggPlan, call: IngredientCall) -> bool
         run.trace.append(TraceStep(
             "plan", f"pre-aggregation skipped: {distinct} distinct value(s) of {call.name} "
             f"in the first {n} row(s)", details={
-                "rule": f"{run.rule_name}_skipped", "call": run.call_text(call),
+                "rule": f"{run.state.rule_name}_skipped", "call": run.call_text(call),
                 "condition": f"{distinct} distinct of {n} sampled rows > 90%"}))
         return True
     return False

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from blendsql.grammar.nodes import IngredientCall
 from blendsql.plan.calls import same_scope
+from blendsql.plan.render import render_part
 
 _CONNECTIVES = (exp.And, exp.Or, exp.Not, exp.Paren)
 
@@ -99,7 +100,7 @@ def relax_predicate(pred: exp.Expression, outer_refs: frozenset[str] | None = No
         elif _relaxes(node, outer_refs):
             out = exp.true() if positive != least else exp.false()
         elif texts is not None:
-            text = str(node.sql(dialect="sqlite"))
+            text = render_part(node)
             texts[id(node)] = (node, text)
             out = exp.Var(this=text)
         else:
@@ -201,7 +202,7 @@ def _relaxed(node: exp.Expression, positive: bool, texts: AtomTexts,
         raise _Irregular
     if _relaxes(node, outer_refs):
         return ("TRUE" if positive else "FALSE"), False
-    text = str(node.sql(dialect="sqlite"))
+    text = render_part(node)
     texts[id(node)] = (node, text)
     return text, True
 

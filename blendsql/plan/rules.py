@@ -370,17 +370,18 @@ def apply_stage(stage: str, state: PlanState, ctx: RuleContext) -> PlanState:
 def apply_hook(run: Any, hook: Hook, *args: Any) -> Any:
     """Apply the run's call rules of ``hook`` (``run.hooks``) in list order to ``args``;
     the first answer that is not None, or None. Each rule's decisions are traced under
-    its name (``run.rule_name`` while it runs)."""
-    saved = run.rule_name
+    its name (``run.state.rule_name`` while it runs)."""
+    state = run.state
+    saved = state.rule_name
     try:
         for rule in run.hooks[hook]:
-            run.rule_name = rule.name
+            state.rule_name = rule.name
             out = rule.fn(run, *args)
             if out is not None:
                 return out
         return None
     finally:
-        run.rule_name = saved
+        state.rule_name = saved
 
 
 def rule_of(fn: Callable[..., Any]) -> Rule:

@@ -104,7 +104,6 @@ def member_lookup(table: exp.Table, value: exp.Expression) -> exp.Expression:
 
 BOUND_AT_MOST = 100  # passing values of one filter bound as parameters; more: a temp table
 BOUND_PER_RUN = 400  # at most this many in one run (each statement's text grows with them)
-BUDGET_MEMO = "bound_values_left"
 
 
 def bound_member_lookup(names: list[str], value: exp.Expression) -> exp.Expression:
@@ -139,11 +138,11 @@ def store_passing(run: RunContext, tree: exp.Expression, call: IngredientCall,
     passing = passing_values(atom, call, values, stored)
     if passing is None:
         return None
-    budget = run.memo.get(BUDGET_MEMO)
+    budget = run.state.bound_values_left
     if budget is None:  # room for the user's parameters and QA answers left
         budget = min(BOUND_PER_RUN, run.bound_limit // 2)
     if len(passing) <= min(BOUND_AT_MOST, budget):  # a few: bound parameters, no temp table
-        run.memo[BUDGET_MEMO] = budget - len(passing)
+        run.state.bound_values_left = budget - len(passing)
         names = [f"__bsql_v{run.run_id}_{call.call_id}_{i}" for i in range(len(passing))]
         run.params.update(zip(names, passing, strict=True))
         lookup = bound_member_lookup(names, value)

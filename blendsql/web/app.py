@@ -21,8 +21,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from blendsql._display import esc
-from blendsql.errors import ExecutionError
+from blendsql._display import esc, smoothie_html
+from blendsql.errors import ExecutionError, ParseError
+from blendsql.plan.steps import FinalQuery
+from blendsql.smoothie import HTML_MAX_ROWS
 from blendsql.web.chat import Chat, routes
 from blendsql.web.engine import MAX_INPUT_CHARS, Engine, Outcome, check_length, guarded
 from blendsql.web.guard import Guard, Refused, new_token, read_form, token_input
@@ -79,9 +81,23 @@ def allowed_hosts_for(host: str) -> list[str]:
 
 
 def render_run(engine: Engine, query: str) -> str:
-    """The Smoothie view of one query."""
+    """The Smoothie view of one query.
+
+    A query with ingredient calls is planned and priced first, then that plan runs
+    (``BlendSQL.run(BlendSQL.plan(q))``, as ``blendsql explain --analyze``), so the
+    trace ends with each step's estimate beside its actual figures; any other query
+    (plain SQL, or SQL only SQLite reads) is executed as it is.
+    """
     check_length(query, "query")
-    return str(engine.bsql.execute(query, timeout=engine.query_timeout).to_html())
+    bsql = engine.bsql
+    try:
+        plan = bsql.plan(query, timeout=engine.query_timeout)
+    except ParseError:  # execute reports it, or runs SQLite's own syntax as it is
+        plan = None
+    if plan is None or all(isinstance(s, FinalQuery) for s in plan.steps):
+        return str(bsql.execute(query, timeout=engine.query_timeout).to_html())
+    done = bsql.run(plan)
+    return smoothie_html(done.df, done.meta, done.trace, HTML_MAX_ROWS, plan=done.plan)
 
 
 def render_explain(engine: Engine, query: str) -> str:

@@ -98,7 +98,7 @@ def test_skipping_empty_candidates_passes_the_same_values(db: Path) -> None:
     original = steps.StepRunner.cascade_values
 
     def no_skip(self: Any, call: Any, value: Any) -> list[Any]:
-        self.memo.pop("empty_scopes", None)  # nothing known empty: every statement runs
+        self.state.tree.empty_scopes.clear()  # nothing known empty: every statement runs
         return original(self, call, value)
 
     results = []
