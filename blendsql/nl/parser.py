@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -53,7 +53,7 @@ from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Constraint, Grammar, Text
 from blendsql.nl.dberrors import reads_database
-from blendsql.nl.fewshot import Example, ExampleIndex
+from blendsql.nl.fewshot import Example, ExampleIndex, tables_read
 from blendsql.nl.inputs import count_arg, model_arg, seconds_arg, text_arg
 from blendsql.nl.repair import rebind_values, repair_names, schema_feedback, value_mismatch
 from blendsql.nl.serialize import (
@@ -85,6 +85,11 @@ Answer with one query only, no explanation."""
 PLAIN_GUIDE = "Write one SQLite query that answers the question. Answer with the query only, no explanation."
 
 EMPTY_RESULT = "the query returned no rows"
+FOLLOW_UP_GUIDE = (
+    "-- The question follows up the conversation above: it may refer to the last answer "
+    "(it, those, them) or leave out what stays the same. Start from the last earlier query and "
+    "change only what the question asks: keep its tables, joins, conditions and grouping unless "
+    "the question replaces or drops them.")
 RETRY_TEMPERATURE = 0.7
 
 
@@ -244,10 +249,7 @@ class Parser:
             parts += [f"-- Question: {ex.question}", f"{ex.program};", ""]
         if hints:
             parts.append(hints)
-        for t in history:
-            parts.append(f"-- Earlier question: {t.utterance}")
-            if t.program:
-                parts.append(f"-- Earlier query: {t.program};")
+        parts += history_lines(history)
         parts.append("-- Using valid SQLite (BlendSQL), answer the following question for the "
                      "tables provided above.")
         parts.append(f"-- Question: {question}")
@@ -300,7 +302,7 @@ class Parser:
             layout = passage_layout(db)
             if layout is not None:
                 return self.parse_sketch(question, db, layout, registry)
-        ctx = self.context(question, db, registry, feedback)
+        ctx = self.context(question, db, registry, feedback, history)
         constraint = self.constraint(ctx.tables, registry)
 
         def run(shown: list[Example], tries: int, result: ParseResult) -> ParseResult:
@@ -319,14 +321,21 @@ class Parser:
         return result
 
     def context(self, question: str, db: Any, registry: IngredientRegistry,
-                feedback: tuple[str, str] | None = None) -> PromptContext:
+                feedback: tuple[str, str] | None = None, history: Sequence[Turn] = ()) -> PromptContext:
         """What the first prompt for ``question`` shows: tables, schema text, bridge
-        hints, the retrieved examples and the guide."""
+        hints, the retrieved examples and the guide.
+
+        A follow-up (``history`` ends with a query) is read with the question it follows:
+        the tables and examples are chosen on both questions' words, and the tables the
+        last query reads are always shown (the follow-up edits that query)."""
         db = as_backend(db)
-        tables = self.relevant_tables(question if feedback is None else f"{question} {feedback[1]}", db)
+        last = history[-1] if history and history[-1].program else None
+        topic = question if last is None else f"{last.utterance} {question}"
+        tables = self.relevant_tables(topic if feedback is None else f"{topic} {feedback[1]}", db,
+                                      keep=tables_read(last.program) if last and last.program else ())
         schema = serialize_schema(db, n_rows=self.n_rows, tables=[t.name for t in tables])
         hints = format_hints(bridge_hints(db, question))
-        examples = self.select_examples(question, tables)
+        examples = self.select_examples(topic, tables)
         guide = INGREDIENT_GUIDE if registry.names() else PLAIN_GUIDE
         return PromptContext(tables, schema, hints, examples, guide)
 
@@ -339,7 +348,7 @@ class Parser:
         text_arg(question, "question")
         backend = as_backend(db)
         with backend.session():
-            ctx = self.context(question, backend, registry, feedback)
+            ctx = self.context(question, backend, registry, feedback, history)
         return self.prompt(question, ctx.schema, ctx.hints, history, examples=ctx.examples,
                            guide=ctx.guide, tables=ctx.tables, feedback=feedback)
 
@@ -409,9 +418,10 @@ class Parser:
                                               self.sketch_abstain)
         return result
 
-    def relevant_tables(self, question: str, db: Any) -> list[TableInfo]:
+    def relevant_tables(self, question: str, db: Any, keep: Iterable[str] = ()) -> list[TableInfo]:
         """All tables, or — when the schema would not fit the prompt budget — the
-        tables of the schema elements CRUSH4SQL selects (document tables always stay).
+        tables of the schema elements CRUSH4SQL selects (document tables and the
+        tables named in ``keep``, case-insensitively, always stay).
         """
         db = as_backend(db)
         tables = list_tables(db)
@@ -421,8 +431,21 @@ class Parser:
 
         elements = [f"{t.name}.{c}" for t in tables if not t.is_documents for c in t.columns]
         chosen = select_schema(question, elements, self.model, budget=self.schema_elements)
-        keep = {e.split(".", 1)[0] for e in chosen}
-        return [t for t in tables if t.is_documents or t.name in keep]
+        kept = {e.split(".", 1)[0].lower() for e in chosen} | {k.lower() for k in keep}
+        return [t for t in tables if t.is_documents or t.name.lower() in kept]
+
+
+def history_lines(history: Sequence[Turn]) -> list[str]:
+    """The earlier turns as the prompt shows them; when the last one has a query, the
+    question is framed as a follow-up that edits that query (``FOLLOW_UP_GUIDE``)."""
+    lines = []
+    for t in history:
+        lines.append(f"-- Earlier question: {t.utterance}")
+        if t.program:
+            lines.append(f"-- Earlier query: {t.program.rstrip().rstrip(';')};")
+    if history and history[-1].program:
+        lines.append(FOLLOW_UP_GUIDE)
+    return lines
 
 
 def _fits(program: str, names: set[str]) -> bool:

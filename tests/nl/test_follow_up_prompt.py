@@ -1,0 +1,112 @@
+"""A follow-up turn's parser prompt: the last earlier query framed as the base to edit,
+its tables always shown, and examples chosen on the question it follows."""
+
+import re
+import sqlite3
+
+from blendsql import BlendSQL
+from blendsql.models.base import FunctionModel, Request
+from blendsql.nl.parser import FOLLOW_UP_GUIDE, Example, Parser, Turn
+
+
+def prompts_of(parser_fn):
+    seen: list[Request] = []
+
+    def model(req: Request) -> str:
+        seen.append(req)
+        if req.prompt.rstrip().endswith("BlendSQL:"):
+            return parser_fn(req.prompt)
+        return ""
+
+    return model, seen
+
+
+def singers() -> sqlite3.Connection:
+    c = sqlite3.connect(":memory:")
+    c.executescript("""
+        CREATE TABLE singer (name TEXT, citizenship TEXT, birth_year INTEGER);
+        INSERT INTO singer VALUES ('Ann', 'France', 1950), ('Bo', 'Chile', 1960), ('Cy', 'France', 1970);
+        CREATE TABLE song (title TEXT, singer TEXT, sales REAL);
+        INSERT INTO song VALUES ('Hey', 'Ann', 10.0);
+        """)
+    return c
+
+
+def test_follow_up_frames_the_last_query_as_the_base_to_edit():
+    c = singers()
+    model, seen = prompts_of(lambda p: "SELECT citizenship FROM singer GROUP BY citizenship "
+                                       "ORDER BY COUNT(*) DESC LIMIT 1")
+    parser = Parser(FunctionModel(model), examples=[])
+    earlier = [Turn("Show citizenship counts.", "SELECT citizenship, COUNT(*) FROM singer GROUP BY citizenship"),
+               Turn("Sort that by most common first.",
+                    "SELECT citizenship FROM singer GROUP BY citizenship ORDER BY COUNT(*) DESC")]
+    result = parser.parse("Limit it to one.", c, BlendSQL(c).registry, earlier)
+    assert result.ok
+    prompt = seen[0].prompt
+    last = f"-- Earlier query: {earlier[-1].program};"
+    # the guide sits after the last earlier query and before the question it frames
+    assert prompt.index(last) < prompt.index(FOLLOW_UP_GUIDE) < prompt.rindex("-- Question: Limit it to one.")
+    assert prompt.count(FOLLOW_UP_GUIDE) == 1
+
+
+def test_a_first_question_or_a_history_without_a_query_is_not_framed_as_a_follow_up():
+    c = singers()
+    model, seen = prompts_of(lambda p: "SELECT name FROM singer")
+    parser = Parser(FunctionModel(model), examples=[])
+    parser.parse("List the singers.", c, BlendSQL(c).registry)
+    parser.parse("List the singers.", c, BlendSQL(c).registry, [Turn("Hello there", None)])
+    assert len(seen) == 2
+    assert all(FOLLOW_UP_GUIDE not in r.prompt for r in seen)
+    assert "-- Earlier question: Hello there" in seen[1].prompt
+
+
+def test_a_multiline_earlier_query_ends_with_one_semicolon():
+    c = singers()
+    model, seen = prompts_of(lambda p: "SELECT name FROM singer")
+    parser = Parser(FunctionModel(model), examples=[])
+    parser.parse("And their names?", c, BlendSQL(c).registry,
+                 [Turn("Singers from France?", "SELECT *\nFROM singer\nWHERE citizenship = 'France';\n")])
+    assert "-- Earlier query: SELECT *\nFROM singer\nWHERE citizenship = 'France';\n" in seen[0].prompt
+
+
+def big_schema() -> sqlite3.Connection:
+    c = sqlite3.connect(":memory:")
+    for i in range(40):
+        c.execute(f"CREATE TABLE filler_{i} (code_{i} TEXT, amount_{i} INTEGER)")
+    c.execute("CREATE TABLE Orchestra (name TEXT, founded INTEGER, record_company TEXT)")
+    c.execute("INSERT INTO Orchestra VALUES ('LSO', 1904, 'Decca')")
+    return c
+
+
+def test_over_the_budget_the_tables_the_last_query_read_stay_in_the_follow_ups_schema():
+    """The schema selector picks on the follow-up's words ("Limit it to one" names no
+    table); the table the follow-up edits is shown anyway."""
+    c = big_schema()
+
+    def model_fn(req: Request) -> str:
+        if req.prompt.rstrip().endswith("BlendSQL:"):
+            return "SELECT name FROM Orchestra LIMIT 1"
+        return "filler_3.code_3"  # the selector's pick: nothing about orchestras
+
+    parser = Parser(FunctionModel(model_fn), examples=[], schema_budget_chars=500, schema_elements=2)
+    registry = BlendSQL(c).registry
+    alone = parser.context("Limit it to one.", c, registry)
+    assert "Orchestra" not in [t.name for t in alone.tables]
+    earlier = [Turn("Which orchestras are there?", "SELECT name FROM orchestra ORDER BY founded")]
+    ctx = parser.context("Limit it to one.", c, registry, history=earlier)
+    assert "Orchestra" in [t.name for t in ctx.tables] and len(ctx.tables) < 10
+    assert re.search(r'CREATE TABLE "?Orchestra"? ', parser.first_prompt("Limit it to one.", c, registry, earlier))
+    # an earlier turn without a query keeps nothing
+    no_query = parser.context("Limit it to one.", c, registry, history=[Turn("Hi", None)])
+    assert "Orchestra" not in [t.name for t in no_query.tables]
+
+
+def test_follow_up_examples_are_chosen_on_the_question_it_follows():
+    c = singers()
+    pool = [Example("How many songs sold over a million copies?", "SELECT COUNT(*) FROM song WHERE sales > 1e6"),
+            Example("Which singer was born first?", "SELECT name FROM singer ORDER BY birth_year LIMIT 1")]
+    parser = Parser(FunctionModel(lambda r: ""), examples=pool, n_examples=1)
+    registry = BlendSQL(c).registry
+    earlier = [Turn("Which singers were born after 1955?", "SELECT name FROM singer WHERE birth_year > 1955")]
+    assert parser.context("Only the first one.", c, registry, history=earlier).examples == [pool[1]]
+    assert parser.context("Which songs sold over a million copies?", c, registry).examples == [pool[0]]
