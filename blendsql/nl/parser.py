@@ -651,11 +651,12 @@ def _first_statement(text: str) -> str:
 
 
 def validate(program: str, db: Any, registry: IngredientRegistry) -> str | None:
-    """None if ``program`` parses, its ingredient outputs fit their context, its
-    plain SQL compiles on ``db``'s backend (a dry run, translated to its SQL) and no
+    """None if ``program`` parses, its ingredient outputs fit their context, no aggregate
+    sits in another or in WHERE (:mod:`blendsql.nl.aggregate_checks`), its plain SQL compiles on ``db``'s backend (a dry run, translated to its SQL) and no
     subquery reads an outer column by accident (:mod:`blendsql.nl.column_checks`);
     else the error, worded for the retry prompt."""
     from blendsql.grammar import parse
+    from blendsql.nl.aggregate_checks import aggregate_misuse
     from blendsql.nl.column_checks import outer_column_in_subquery
 
     if not program:
@@ -666,7 +667,7 @@ def validate(program: str, db: Any, registry: IngredientRegistry) -> str | None:
         return str(e)
     if not isinstance(tree, exp.Query):
         return "write one SELECT query (not another kind of statement)"
-    misuse = ingredient_misuse(tree)
+    misuse = ingredient_misuse(tree) or aggregate_misuse(tree)
     if misuse:
         return misuse
     subqueries = [a.this for c in tree.find_all(IngredientCall) for a in c.call_args
