@@ -326,8 +326,9 @@ class Parser:
         hints, the retrieved examples and the guide.
 
         A follow-up (``history`` ends with a query) is read with the question it follows:
-        the tables and examples are chosen on both questions' words, and the tables the
-        last query reads are always shown (the follow-up edits that query)."""
+        the tables are chosen on both questions' words, and the tables the last query
+        reads are always shown (the follow-up edits that query); the examples are chosen
+        on the question's own words."""
         db = as_backend(db)
         last = history[-1] if history and history[-1].program else None
         topic = question if last is None else f"{last.utterance} {question}"
@@ -335,7 +336,7 @@ class Parser:
                                       keep=tables_read(last.program) if last and last.program else ())
         schema = serialize_schema(db, n_rows=self.n_rows, tables=[t.name for t in tables])
         hints = format_hints(bridge_hints(db, question))
-        examples = self.select_examples(topic, tables)
+        examples = self.select_examples(question, tables)
         guide = INGREDIENT_GUIDE if registry.names() else PLAIN_GUIDE
         return PromptContext(tables, schema, hints, examples, guide)
 

@@ -1,5 +1,5 @@
 """A follow-up turn's parser prompt: the last earlier query framed as the base to edit,
-its tables always shown, and examples chosen on the question it follows."""
+its tables always shown, and the schema chosen with the question it follows."""
 
 import re
 import sqlite3
@@ -83,9 +83,12 @@ def test_over_the_budget_the_tables_the_last_query_read_stay_in_the_follow_ups_s
     table); the table the follow-up edits is shown anyway."""
     c = big_schema()
 
+    selector_prompts: list[str] = []
+
     def model_fn(req: Request) -> str:
         if req.prompt.rstrip().endswith("BlendSQL:"):
             return "SELECT name FROM Orchestra LIMIT 1"
+        selector_prompts.append(req.prompt)
         return "filler_3.code_3"  # the selector's pick: nothing about orchestras
 
     parser = Parser(FunctionModel(model_fn), examples=[], schema_budget_chars=500, schema_elements=2)
@@ -95,18 +98,10 @@ def test_over_the_budget_the_tables_the_last_query_read_stay_in_the_follow_ups_s
     earlier = [Turn("Which orchestras are there?", "SELECT name FROM orchestra ORDER BY founded")]
     ctx = parser.context("Limit it to one.", c, registry, history=earlier)
     assert "Orchestra" in [t.name for t in ctx.tables] and len(ctx.tables) < 10
+    # the selector read the question the follow-up follows, the first time it did not
+    assert "Which orchestras are there?" in selector_prompts[-1]
+    assert "Which orchestras are there?" not in selector_prompts[0]
     assert re.search(r'CREATE TABLE "?Orchestra"? ', parser.first_prompt("Limit it to one.", c, registry, earlier))
     # an earlier turn without a query keeps nothing
     no_query = parser.context("Limit it to one.", c, registry, history=[Turn("Hi", None)])
     assert "Orchestra" not in [t.name for t in no_query.tables]
-
-
-def test_follow_up_examples_are_chosen_on_the_question_it_follows():
-    c = singers()
-    pool = [Example("How many songs sold over a million copies?", "SELECT COUNT(*) FROM song WHERE sales > 1e6"),
-            Example("Which singer was born first?", "SELECT name FROM singer ORDER BY birth_year LIMIT 1")]
-    parser = Parser(FunctionModel(lambda r: ""), examples=pool, n_examples=1)
-    registry = BlendSQL(c).registry
-    earlier = [Turn("Which singers were born after 1955?", "SELECT name FROM singer WHERE birth_year > 1955")]
-    assert parser.context("Only the first one.", c, registry, history=earlier).examples == [pool[1]]
-    assert parser.context("Which songs sold over a million copies?", c, registry).examples == [pool[0]]
