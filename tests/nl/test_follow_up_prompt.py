@@ -105,3 +105,14 @@ def test_over_the_budget_the_tables_the_last_query_read_stay_in_the_follow_ups_s
     # an earlier turn without a query keeps nothing
     no_query = parser.context("Limit it to one.", c, registry, history=[Turn("Hi", None)])
     assert "Orchestra" not in [t.name for t in no_query.tables]
+
+
+def test_follow_up_examples_are_chosen_on_its_own_words():
+    c = singers()
+    pool = [Example("How many songs sold over a million copies?", "SELECT COUNT(*) FROM song WHERE sales > 1e6"),
+            Example("Which singer was born first?", "SELECT name FROM singer ORDER BY birth_year LIMIT 1")]
+    parser = Parser(FunctionModel(lambda r: ""), examples=pool, n_examples=1)
+    registry = BlendSQL(c).registry
+    earlier = [Turn("Which singer was born first?", "SELECT name FROM singer ORDER BY birth_year LIMIT 1")]
+    # on both questions' words the earlier one would win (singer, born, first)
+    assert parser.context("And songs?", c, registry, history=earlier).examples == [pool[0]]
