@@ -85,11 +85,6 @@ Answer with one query only, no explanation."""
 PLAIN_GUIDE = "Write one SQLite query that answers the question. Answer with the query only, no explanation."
 
 EMPTY_RESULT = "the query returned no rows"
-FOLLOW_UP_GUIDE = (
-    "-- The question follows up the conversation above: it may refer to the last answer "
-    "(it, those, them) or leave out what stays the same. Start from the last earlier query and "
-    "change only what the question asks: keep its tables, joins, conditions and grouping unless "
-    "the question replaces or drops them.")
 RETRY_TEMPERATURE = 0.7
 
 
@@ -249,7 +244,10 @@ class Parser:
             parts += [f"-- Question: {ex.question}", f"{ex.program};", ""]
         if hints:
             parts.append(hints)
-        parts += history_lines(history)
+        for t in history:
+            parts.append(f"-- Earlier question: {t.utterance}")
+            if t.program:
+                parts.append(f"-- Earlier query: {t.program};")
         parts.append("-- Using valid SQLite (BlendSQL), answer the following question for the "
                      "tables provided above.")
         parts.append(f"-- Question: {question}")
@@ -434,19 +432,6 @@ class Parser:
         chosen = select_schema(question, elements, self.model, budget=self.schema_elements)
         kept = {e.split(".", 1)[0].lower() for e in chosen} | {k.lower() for k in keep}
         return [t for t in tables if t.is_documents or t.name.lower() in kept]
-
-
-def history_lines(history: Sequence[Turn]) -> list[str]:
-    """The earlier turns as the prompt shows them; when the last one has a query, the
-    question is framed as a follow-up that edits that query (``FOLLOW_UP_GUIDE``)."""
-    lines = []
-    for t in history:
-        lines.append(f"-- Earlier question: {t.utterance}")
-        if t.program:
-            lines.append(f"-- Earlier query: {t.program.rstrip().rstrip(';')};")
-    if history and history[-1].program:
-        lines.append(FOLLOW_UP_GUIDE)
-    return lines
 
 
 def _fits(program: str, names: set[str]) -> bool:

@@ -1,12 +1,12 @@
-"""A follow-up turn's parser prompt: the last earlier query framed as the base to edit,
-its tables always shown, and the schema chosen with the question it follows."""
+"""A follow-up turn's parser prompt: the tables the last earlier query read always shown,
+the schema chosen with the question it follows, the examples on its own words."""
 
 import re
 import sqlite3
 
 from blendsql import BlendSQL
 from blendsql.models.base import FunctionModel, Request
-from blendsql.nl.parser import FOLLOW_UP_GUIDE, Example, Parser, Turn
+from blendsql.nl.parser import Example, Parser, Turn
 
 
 def prompts_of(parser_fn):
@@ -30,43 +30,6 @@ def singers() -> sqlite3.Connection:
         INSERT INTO song VALUES ('Hey', 'Ann', 10.0);
         """)
     return c
-
-
-def test_follow_up_frames_the_last_query_as_the_base_to_edit():
-    c = singers()
-    model, seen = prompts_of(lambda p: "SELECT citizenship FROM singer GROUP BY citizenship "
-                                       "ORDER BY COUNT(*) DESC LIMIT 1")
-    parser = Parser(FunctionModel(model), examples=[])
-    earlier = [Turn("Show citizenship counts.", "SELECT citizenship, COUNT(*) FROM singer GROUP BY citizenship"),
-               Turn("Sort that by most common first.",
-                    "SELECT citizenship FROM singer GROUP BY citizenship ORDER BY COUNT(*) DESC")]
-    result = parser.parse("Limit it to one.", c, BlendSQL(c).registry, earlier)
-    assert result.ok
-    prompt = seen[0].prompt
-    last = f"-- Earlier query: {earlier[-1].program};"
-    # the guide sits after the last earlier query and before the question it frames
-    assert prompt.index(last) < prompt.index(FOLLOW_UP_GUIDE) < prompt.rindex("-- Question: Limit it to one.")
-    assert prompt.count(FOLLOW_UP_GUIDE) == 1
-
-
-def test_a_first_question_or_a_history_without_a_query_is_not_framed_as_a_follow_up():
-    c = singers()
-    model, seen = prompts_of(lambda p: "SELECT name FROM singer")
-    parser = Parser(FunctionModel(model), examples=[])
-    parser.parse("List the singers.", c, BlendSQL(c).registry)
-    parser.parse("List the singers.", c, BlendSQL(c).registry, [Turn("Hello there", None)])
-    assert len(seen) == 2
-    assert all(FOLLOW_UP_GUIDE not in r.prompt for r in seen)
-    assert "-- Earlier question: Hello there" in seen[1].prompt
-
-
-def test_a_multiline_earlier_query_ends_with_one_semicolon():
-    c = singers()
-    model, seen = prompts_of(lambda p: "SELECT name FROM singer")
-    parser = Parser(FunctionModel(model), examples=[])
-    parser.parse("And their names?", c, BlendSQL(c).registry,
-                 [Turn("Singers from France?", "SELECT *\nFROM singer\nWHERE citizenship = 'France';\n")])
-    assert "-- Earlier query: SELECT *\nFROM singer\nWHERE citizenship = 'France';\n" in seen[0].prompt
 
 
 def big_schema() -> sqlite3.Connection:
