@@ -7,7 +7,9 @@ error ("misuse of aggregate: COUNT()") does not say what shape is right, so the
 retry tends to repeat it. The check reads the tree only and words the error with
 the right shape for the retry prompt. An aggregate under a window
 (``SUM(COUNT(*)) OVER ()``) is valid and not reported; an aggregate in a subquery
-belongs to that subquery's own scope.
+belongs to that subquery's own scope. A follow-up that ranks the earlier query's groups
+often keeps its ``ORDER BY COUNT(*)`` and drops its ``GROUP BY`` (SQLite refuses
+``SELECT name FROM t ORDER BY COUNT(*)``): reported too.
 """
 
 from __future__ import annotations
@@ -42,9 +44,44 @@ def _in_where(agg: exp.AggFunc) -> bool:
     return False
 
 
+def _own_aggregates(node: exp.Expression) -> list[exp.AggFunc]:
+    """The aggregates of ``node`` outside its subqueries and windows."""
+    return [a for a in node.find_all(exp.AggFunc)
+            if a is node or not any(isinstance(n, (exp.Subquery, exp.Select, exp.Window))
+                                    for n in _between(a, node))]
+
+
+def _between(node: exp.Expression, top: exp.Expression) -> list[exp.Expression]:
+    """The nodes strictly between ``node`` and its ancestor ``top``."""
+    out, cur = [], node.parent
+    while cur is not None and cur is not top:
+        out.append(cur)
+        cur = cur.parent
+    return out
+
+
+def ranked_without_groups(select: exp.Select) -> str | None:
+    """``ORDER BY COUNT(*)`` in a SELECT that groups nothing and selects no aggregate (a
+    follow-up that dropped the earlier query's GROUP BY): worded for the retry prompt."""
+    order = select.args.get("order")
+    if order is None or select.args.get("group") is not None:
+        return None
+    if any(_own_aggregates(e) for e in select.expressions):
+        return None
+    ranked = _own_aggregates(order)
+    if not ranked:
+        return None
+    return (f"ORDER BY {ranked[0].sql(dialect='sqlite')} ranks groups, but the query has no GROUP BY: "
+            f"{_TOP_GROUP} (keep the GROUP BY of the earlier query when the question ranks its groups)")
+
+
 def aggregate_misuse(tree: exp.Expression) -> str | None:
-    """An aggregate nested in another or used in WHERE, worded with the right shape
-    for the retry prompt; else None."""
+    """An aggregate nested in another or used in WHERE, or an ORDER BY an aggregate in a
+    query that groups nothing, worded with the right shape for the retry prompt; else None."""
+    for select in tree.find_all(exp.Select):
+        message = ranked_without_groups(select)
+        if message:
+            return message
     for agg in tree.find_all(exp.AggFunc):
         outer = _outer_aggregate(agg)
         if outer is not None:
