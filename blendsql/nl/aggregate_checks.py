@@ -14,6 +14,7 @@ often keeps its ``ORDER BY COUNT(*)`` and drops its ``GROUP BY`` (SQLite refuses
 
 from __future__ import annotations
 
+import sqlglot
 from sqlglot import exp
 
 _TOP_GROUP = ("for the group with the most (or least) of an aggregate, GROUP BY the group and "
@@ -91,3 +92,25 @@ def aggregate_misuse(tree: exp.Expression) -> str | None:
             return (f"an aggregate cannot be in WHERE: {agg.sql(dialect='sqlite')}; to keep groups by "
                     f"an aggregate, GROUP BY the group and put the condition in HAVING; {_TOP_GROUP}")
     return None
+
+
+def group_ranking(program: str) -> str | None:
+    """``program`` with each SELECT that ranks by an aggregate but groups nothing
+    (:func:`ranked_without_groups`) grouped by its selected columns — "the treatment
+    type that costs the least in total" ranks each selected type by its total; None
+    when there is no such SELECT, the program is not plain SQLite or a selected
+    expression is not a column."""
+    try:
+        tree = sqlglot.parse_one(program, read="sqlite")
+    except sqlglot.errors.ParseError:
+        return None
+    changed = False
+    for select in list(tree.find_all(exp.Select)):
+        if ranked_without_groups(select) is None:
+            continue
+        columns = [e.this if isinstance(e, exp.Alias) else e for e in select.expressions]
+        if not columns or not all(isinstance(c, exp.Column) for c in columns):
+            return None
+        select.set("group", exp.Group(expressions=[c.copy() for c in columns]))
+        changed = True
+    return tree.sql(dialect="sqlite") if changed else None

@@ -52,6 +52,7 @@ from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Constraint, Grammar, Text
+from blendsql.nl.aggregate_checks import group_ranking
 from blendsql.nl.dberrors import reads_database
 from blendsql.nl.fewshot import Example, ExampleIndex, tables_read
 from blendsql.nl.inputs import count_arg, model_arg, seconds_arg, text_arg
@@ -467,7 +468,9 @@ def generate_program(
     whose only fault is an empty result is kept if nothing better comes. With
     ``repair``, a program naming a table or column the database lacks is first
     repaired against the real schema (``repair.repair_names``), which costs no
-    model call; the retry prompt lists the real columns of the tables involved.
+    model call; the retry prompt lists the real columns of the tables involved; a
+    program that ranks by an aggregate but groups nothing is grouped by its selected
+    columns (``aggregate_checks.group_ranking``).
     With ``check_empty`` a program without ingredients is also run to its first row,
     so an error SQLite raises only at run time is fed back too (:func:`run_check`).
     With ``check_values``, a condition comparing a column with a text it never
@@ -500,6 +503,12 @@ def generate_program(
                 result.repairs += 1
                 result.repaired.append((program, fixed))
             program = fixed
+        if error is not None and repair:
+            grouped = group_ranking(program)  # ranks by an aggregate, groups nothing
+            if grouped is not None and validate(grouped, db, registry) is None:
+                result.repairs += 1
+                result.repaired.append((program, grouped))
+                program, error = grouped, None
         if error is None and check_empty:
             error = run_check(program, db, registry, query_seconds)
             if error == EMPTY_RESULT:

@@ -8,7 +8,7 @@ import sqlglot
 
 from blendsql import BlendSQL
 from blendsql.models.base import FunctionModel, Request
-from blendsql.nl.aggregate_checks import aggregate_misuse
+from blendsql.nl.aggregate_checks import aggregate_misuse, group_ranking
 from blendsql.nl.parser import Parser, Turn, validate
 
 
@@ -87,3 +87,30 @@ def test_the_retry_prompt_of_a_follow_up_says_how_to_rank_groups():
     assert result.program == right
     retry = seen[1].prompt
     assert f"A previous attempt was: {wrong}" in retry and "ORDER BY the aggregate DESC (or ASC) LIMIT 1" in retry
+
+
+def test_a_ranking_without_groups_is_grouped_by_its_selected_columns_without_a_model_call():
+    c = treatments()
+    ranked = "SELECT kind FROM treatments ORDER BY SUM(cost) ASC LIMIT 1"
+    seen: list[Request] = []
+
+    def model(req: Request) -> str:
+        seen.append(req)
+        return ranked
+
+    parser = Parser(FunctionModel(model), examples=[], max_retries=1)
+    earlier = [Turn("Total cost of each kind?", "SELECT kind, SUM(cost) FROM treatments GROUP BY kind")]
+    result = parser.parse("Which one costs the least in total?", c, BlendSQL(c).registry, earlier)
+    assert result.program == "SELECT kind FROM treatments GROUP BY kind ORDER BY SUM(cost) ASC LIMIT 1"
+    assert len(seen) == 1 and result.repaired == [(ranked, result.program)]
+    assert c.execute(result.program).fetchall() == [("cut",)]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT kind FROM t GROUP BY kind ORDER BY COUNT(*)",  # grouped already
+    "SELECT kind || 'x' FROM t ORDER BY COUNT(*)",  # not a column: left to the retry
+    "SELECT kind FROM t ORDER BY cost",
+    "SELECT FROM WHERE",
+])
+def test_group_ranking_leaves_other_programs(sql):
+    assert group_ranking(sql) is None
