@@ -45,16 +45,17 @@ def _in_where(agg: exp.AggFunc) -> bool:
     return False
 
 
-def _own_aggregates(node: exp.Expression) -> list[exp.AggFunc]:
+def _own_aggregates(node: exp.Expr) -> list[exp.AggFunc]:
     """The aggregates of ``node`` outside its subqueries and windows."""
     return [a for a in node.find_all(exp.AggFunc)
             if a is node or not any(isinstance(n, (exp.Subquery, exp.Select, exp.Window))
                                     for n in _between(a, node))]
 
 
-def _between(node: exp.Expression, top: exp.Expression) -> list[exp.Expression]:
+def _between(node: exp.Expr, top: exp.Expr) -> list[exp.Expr]:
     """The nodes strictly between ``node`` and its ancestor ``top``."""
-    out, cur = [], node.parent
+    out: list[exp.Expr] = []
+    cur = node.parent
     while cur is not None and cur is not top:
         out.append(cur)
         cur = cur.parent
