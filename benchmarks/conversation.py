@@ -353,7 +353,7 @@ def leak_checks(data: Path, dataset: str, questions: int = 150, seed: int = 0) -
             earlier: list[ParserTurn] = []
             for k, t in enumerate(it["interaction"]):
                 u = t["utterance"]
-                ctx = parser.context(u, conn, IngredientRegistry())
+                ctx = parser.context(u, conn, IngredientRegistry(), history=earlier[-3:])
                 prompt = parser.prompt(u, ctx.schema, ctx.hints, earlier[-3:], examples=ctx.examples,
                                        guide=ctx.guide, tables=ctx.tables)
                 checks.append(protocol.PromptCheck(dataset, f"{idx}.{k}", prompt, ctx.examples, target,

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -58,9 +58,10 @@ from blendsql.grammar.nodes import IngredientCall
 from blendsql.ingredients.base import IngredientRegistry
 from blendsql.models.base import Model, Request
 from blendsql.models.constraints import Constraint, Grammar, Text
+from blendsql.nl.aggregate_checks import group_ranking
 from blendsql.nl.choice import ProgramCandidate, choose, run_candidate
 from blendsql.nl.dberrors import reads_database
-from blendsql.nl.fewshot import Example, ExampleIndex
+from blendsql.nl.fewshot import Example, ExampleIndex, tables_read
 from blendsql.nl.inputs import count_arg, model_arg, seconds_arg, text_arg
 from blendsql.nl.repair import rebind_values, repair_names, schema_feedback, value_mismatch
 from blendsql.nl.serialize import (
@@ -314,7 +315,7 @@ class Parser:
             layout = passage_layout(db)
             if layout is not None:
                 return self.parse_sketch(question, db, layout, registry)
-        ctx = self.context(question, db, registry, feedback)
+        ctx = self.context(question, db, registry, feedback, history)
         constraint = self.constraint(ctx.tables, registry)
 
         def run(shown: list[Example], tries: int, result: ParseResult,
@@ -378,11 +379,19 @@ class Parser:
         return [*greedy, *sampled][: self.candidates - 1]
 
     def context(self, question: str, db: Any, registry: IngredientRegistry,
-                feedback: tuple[str, str] | None = None) -> PromptContext:
+                feedback: tuple[str, str] | None = None, history: Sequence[Turn] = ()) -> PromptContext:
         """What the first prompt for ``question`` shows: tables, schema text, bridge
-        hints, the retrieved examples and the guide."""
+        hints, the retrieved examples and the guide.
+
+        A follow-up (``history`` ends with a query) is read with the question it follows:
+        the tables are chosen on both questions' words, and the tables the last query
+        reads are always shown (the follow-up edits that query); the examples are chosen
+        on the question's own words."""
         db = as_backend(db)
-        tables = self.relevant_tables(question if feedback is None else f"{question} {feedback[1]}", db)
+        last = history[-1] if history and history[-1].program else None
+        topic = question if last is None else f"{last.utterance} {question}"
+        tables = self.relevant_tables(topic if feedback is None else f"{topic} {feedback[1]}", db,
+                                      keep=tables_read(last.program) if last and last.program else ())
         schema = serialize_schema(db, n_rows=self.n_rows, tables=[t.name for t in tables])
         hints = format_hints(bridge_hints(db, question))
         examples = self.select_examples(question, tables)
@@ -398,7 +407,7 @@ class Parser:
         text_arg(question, "question")
         backend = as_backend(db)
         with backend.session():
-            ctx = self.context(question, backend, registry, feedback)
+            ctx = self.context(question, backend, registry, feedback, history)
         return self.prompt(question, ctx.schema, ctx.hints, history, examples=ctx.examples,
                            guide=ctx.guide, tables=ctx.tables, feedback=feedback)
 
@@ -468,9 +477,10 @@ class Parser:
                                               self.sketch_abstain)
         return result
 
-    def relevant_tables(self, question: str, db: Any) -> list[TableInfo]:
+    def relevant_tables(self, question: str, db: Any, keep: Iterable[str] = ()) -> list[TableInfo]:
         """All tables, or — when the schema would not fit the prompt budget — the
-        tables of the schema elements CRUSH4SQL selects (document tables always stay).
+        tables of the schema elements CRUSH4SQL selects (document tables and the
+        tables named in ``keep``, case-insensitively, always stay).
         """
         db = as_backend(db)
         tables = list_tables(db)
@@ -480,8 +490,8 @@ class Parser:
 
         elements = [f"{t.name}.{c}" for t in tables if not t.is_documents for c in t.columns]
         chosen = select_schema(question, elements, self.model, budget=self.schema_elements)
-        keep = {e.split(".", 1)[0] for e in chosen}
-        return [t for t in tables if t.is_documents or t.name in keep]
+        kept = {e.split(".", 1)[0].lower() for e in chosen} | {k.lower() for k in keep}
+        return [t for t in tables if t.is_documents or t.name.lower() in kept]
 
 
 def _fits(program: str, names: set[str]) -> bool:
@@ -518,7 +528,9 @@ def generate_program(
     whose only fault is an empty result is kept if nothing better comes. With
     ``repair``, a program naming a table or column the database lacks is first
     repaired against the real schema (``repair.repair_names``), which costs no
-    model call; the retry prompt lists the real columns of the tables involved.
+    model call; the retry prompt lists the real columns of the tables involved; a
+    program that ranks by an aggregate but groups nothing is grouped by its selected
+    columns (``aggregate_checks.group_ranking``).
     With ``check_empty`` a program without ingredients is also run to its first row,
     so an error SQLite raises only at run time is fed back too (:func:`run_check`).
     With ``check_values``, a condition comparing a column with a text it never
@@ -552,6 +564,12 @@ def generate_program(
                 result.repairs += 1
                 result.repaired.append((program, fixed))
             program = fixed
+        if error is not None and repair:
+            grouped = group_ranking(program)  # ranks by an aggregate, groups nothing
+            if grouped is not None and validate(grouped, db, registry) is None:
+                result.repairs += 1
+                result.repaired.append((program, grouped))
+                program, error = grouped, None
         if error is None and check_empty:
             error = run_check(program, db, registry, query_seconds)
             if error == EMPTY_RESULT:
@@ -689,11 +707,12 @@ def _first_statement(text: str) -> str:
 
 
 def validate(program: str, db: Any, registry: IngredientRegistry) -> str | None:
-    """None if ``program`` parses, its ingredient outputs fit their context, its
-    plain SQL compiles on ``db``'s backend (a dry run, translated to its SQL) and no
+    """None if ``program`` parses, its ingredient outputs fit their context, no aggregate
+    sits in another or in WHERE (:mod:`blendsql.nl.aggregate_checks`), its plain SQL compiles on ``db``'s backend (a dry run, translated to its SQL) and no
     subquery reads an outer column by accident (:mod:`blendsql.nl.column_checks`);
     else the error, worded for the retry prompt."""
     from blendsql.grammar import parse
+    from blendsql.nl.aggregate_checks import aggregate_misuse
     from blendsql.nl.column_checks import outer_column_in_subquery
 
     if not program:
@@ -704,7 +723,7 @@ def validate(program: str, db: Any, registry: IngredientRegistry) -> str | None:
         return str(e)
     if not isinstance(tree, exp.Query):
         return "write one SELECT query (not another kind of statement)"
-    misuse = ingredient_misuse(tree)
+    misuse = ingredient_misuse(tree) or aggregate_misuse(tree)
     if misuse:
         return misuse
     subqueries = [a.this for c in tree.find_all(IngredientCall) for a in c.call_args
