@@ -50,20 +50,23 @@ class ProgramCandidate:
 
 
 def rows_key(rows: Iterable[Sequence[Any]]) -> str:
-    """A digest of a result as a multiset of rows: the same rows in any order agree,
-    and a whole-number float is its integer (``3.0`` is ``3``: a column turns float
-    when it holds a NULL, and two programs giving the same answer must agree)."""
-    texts = sorted(repr(tuple(_same_number(v) for v in row)) for row in rows)
+    """A digest of a result as a multiset of rows: the same rows in any order agree."""
+    return digest_lines(sorted(row_texts(rows)))
+
+
+def row_texts(rows: Iterable[Sequence[Any]]) -> list[str]:
+    """Each row as text, a whole-number float as its integer (``3.0`` is ``3``: a column
+    turns float when it holds a NULL, and two programs giving the same answer must agree)."""
+    return [repr(tuple(int(v) if isinstance(v, float) and v.is_integer() else v for v in row))
+            for row in rows]
+
+
+def digest_lines(lines: Iterable[str]) -> str:
+    """One SHA-256 digest of the lines, in their order."""
     digest = hashlib.sha256()
-    for text in texts:
-        digest.update(text.encode("utf-8", "backslashreplace") + b"\n")
+    for line in lines:
+        digest.update(line.encode("utf-8", "backslashreplace") + b"\n")
     return digest.hexdigest()
-
-
-def _same_number(v: Any) -> Any:
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v
 
 
 def run_candidate(candidate: ProgramCandidate, db: Any, registry: IngredientRegistry,
@@ -132,4 +135,5 @@ def choice_step(candidates: Sequence[ProgramCandidate]) -> TraceStep:
              "votes": c.votes, "chosen": c.chosen} for c in candidates]})
 
 
-__all__ = ["MAX_ROWS", "ProgramCandidate", "choice_step", "choose", "rows_key", "run_candidate"]
+__all__ = ["MAX_ROWS", "ProgramCandidate", "choice_step", "choose", "digest_lines", "row_texts",
+           "rows_key", "run_candidate"]

@@ -34,7 +34,6 @@ reports what changed and keeps every candidate in ``turn.candidates``.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from collections.abc import Collection, Iterator, Sequence
@@ -47,6 +46,7 @@ from blendsql.errors import BlendSQLError, OptionError
 from blendsql.grammar.nodes import to_blendsql
 from blendsql.nl.acts import SQL_ACTS, classify_act, shortcut_act
 from blendsql.nl.ask import answer_value
+from blendsql.nl.choice import digest_lines, row_texts
 from blendsql.nl.correct import CorrectionExample, correct_query, explanation_lines, sql_diff
 from blendsql.nl.dberrors import reads_database
 from blendsql.nl.dialogue import DialogueState, Resolution, record, resolve
@@ -129,10 +129,9 @@ def result_key(smoothie: Smoothie, sort: str | None = None) -> tuple[str, ...]:
     (``3.0`` is ``3``: a column turns float when it holds a NULL, and two queries
     giving the same answer must agree). Kept as digests: candidates stay in the
     conversation's history, and a large result's row texts would stay with them."""
-    rows = [repr(tuple(_same_number(v) for v in r))
-            for r in smoothie.df.itertuples(index=False, name=None)]
-    key = (_digest(sorted(rows)),)
-    return key if sort is None else key + (_digest(rows), sort)
+    rows = row_texts(smoothie.df.itertuples(index=False, name=None))
+    key = (digest_lines(sorted(rows)),)
+    return key if sort is None else key + (digest_lines(rows), sort)
 
 
 def repeats(key: tuple[str, ...] | None, rejected: tuple[str, ...] | None) -> bool:
@@ -159,19 +158,6 @@ def sort_clause(program: str, bsql: Session) -> str | None:
         return to_blendsql(order) if order is not None else None
     except BlendSQLError:
         return None
-
-
-def _digest(rows: Sequence[str]) -> str:
-    digest = hashlib.sha256()
-    for row in rows:
-        digest.update(row.encode("utf-8", "backslashreplace") + b"\n")
-    return digest.hexdigest()
-
-
-def _same_number(v: Any) -> Any:
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v
 
 
 def choose_correction(candidates: Sequence[Candidate], rejected: tuple[str, ...] | None,
