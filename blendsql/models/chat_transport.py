@@ -127,12 +127,13 @@ class ChatTransport:
 
 
 def direct_route(url: str) -> bool:
-    """Whether ``url`` may be reached over ``http.client``: plain HTTP, and no proxy
-    setting of this process's environment covers its host (the SDK's client honours
-    ``HTTP_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY``; such endpoints keep it)."""
+    """Whether ``url`` may be reached over ``http.client``: plain HTTP without credentials
+    in the URL, and no proxy setting of this process's environment covers its host (the
+    SDK's client honours ``HTTP_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY``; such endpoints
+    keep it)."""
     parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname:
-        return False
+    if parts.scheme != "http" or not parts.hostname or parts.username or parts.password:
+        return False  # HTTPS, or credentials in the URL: the SDK's client handles those
     proxies = urllib.request.getproxies()
     if not (proxies.get("http") or proxies.get("all")):
         return True

@@ -134,6 +134,7 @@ def test_direct_route_is_plain_http_that_no_proxy_covers(monkeypatch: pytest.Mon
     assert direct_route("http://127.0.0.1:8080/v1/chat/completions")
     assert direct_route("http://llm.internal/v1/chat/completions")
     assert not direct_route("https://api.openai.com/v1/chat/completions")
+    assert not direct_route("http://user:secret@llm.internal/v1/chat/completions")
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
     assert not direct_route("http://llm.internal/v1/chat/completions")
     monkeypatch.setenv("NO_PROXY", "llm.internal")
