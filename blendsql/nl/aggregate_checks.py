@@ -103,7 +103,7 @@ def group_ranking(program: str) -> str | None:
     expression is not a column."""
     try:
         tree = sqlglot.parse_one(program, read="sqlite")
-    except sqlglot.errors.ParseError:
+    except sqlglot.errors.SqlglotError:  # model output that does not parse, or even tokenize
         return None
     changed = False
     for select in list(tree.find_all(exp.Select)):

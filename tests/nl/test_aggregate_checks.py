@@ -114,3 +114,13 @@ def test_a_ranking_without_groups_is_grouped_by_its_selected_columns_without_a_m
 ])
 def test_group_ranking_leaves_other_programs(sql):
     assert group_ranking(sql) is None
+
+
+@pytest.mark.parametrize("text", [
+    'CREATE TABLE "country" ("Code" text, "CountryCode',  # an identifier never closed
+    "SELECT 'unclosed FROM t ORDER BY COUNT(*)",
+    "",
+    "not sql at all ((",
+])
+def test_group_ranking_leaves_text_that_does_not_parse_alone(text: str) -> None:
+    assert group_ranking(text) is None
