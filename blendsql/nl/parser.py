@@ -365,12 +365,12 @@ class Parser:
         nearest examples' first. Each prompt differs (a model samples with a fixed
         seed, so one prompt sampled twice gives one program twice); fewer than
         ``candidates - 1`` when the pool runs out."""
-        n = max(1, self.n_examples)
+        n = self.n_examples  # 0: the user asked for no examples, so no variant shows any
         names = {t.name for t in ctx.tables} | {c for t in ctx.tables for c in t.columns}
-        ranked = list(reversed(self.index.select(question, n * self.candidates, names)))
+        ranked = list(reversed(self.index.select(question, n * self.candidates, names))) if n else []
         groups: list[tuple[str, list[Example]]] = [
             (f"examples {start + 1}-{start + len(ranked[start:start + n])}",
-             list(reversed(ranked[start:start + n]))) for start in range(n, len(ranked), n)]
+             list(reversed(ranked[start:start + n]))) for start in range(n, len(ranked), n or 1)]
         if ctx.examples:
             groups.append(("no examples", []))
         greedy = [(name, shown, 0.0) for name, shown in groups]

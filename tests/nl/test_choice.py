@@ -163,3 +163,11 @@ def test_programs_with_ingredients_vote_only_with_the_same_program() -> None:
     assert chosen is cands[1] and [c.votes for c in cands] == [1, 2, 2]
 
 
+
+
+def test_no_examples_asked_means_no_variant_shows_any(conn: sqlite3.Connection) -> None:
+    model, seen = scripted({}, RIGHT)
+    p = Parser(model, examples=EXAMPLES, n_examples=0, candidates=3, check_values=False)
+    result = p.parse(QUESTION, conn, registry())
+    assert [c.source for c in result.candidates] == ["nearest examples", "sampled, nearest examples"]
+    assert all(material(r).endswith("none") for r in seen)
